@@ -1,0 +1,1 @@
+"""cxlab: concurrency experiments as measurements — spec, planner, local backend, summary."""

@@ -1,0 +1,284 @@
+"""The ConcurrencyExperiment resource as typed models: the one reading of the YAML a user
+`kubectl apply`s, shared by the CLI (local backend) and the operator.
+
+Every rule lives here, with a message that names the field and says what to change; the CRD
+schema repeats what the apiserver can check and a test keeps the two in agreement.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from cxlab_runner.durations import parse_duration
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import ErrorDetails
+
+API_VERSION = "cxlab.dev/v1alpha1"
+KIND = "ConcurrencyExperiment"
+
+PYTHON_MODELS = ("sequential", "threads", "processes", "gevent", "asyncio", "locust")
+GO_MODELS = ("goroutines",)
+MODELS = PYTHON_MODELS + GO_MODELS
+WORKLOADS = ("sleep", "http", "cpu", "hold")
+
+# A matrix larger than this is almost always a typo (an extra zero in a list); split it.
+MAX_TRIALS = 1000
+# One OS process per worker: past this a trial measures fork storms, not the model.
+MAX_PROCESS_WORKERS = 512
+
+Model = Literal["sequential", "threads", "processes", "gevent", "asyncio", "locust", "goroutines"]
+WorkloadType = Literal["sleep", "http", "cpu", "hold"]
+
+_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|K|M|G|T)?$")
+_QUANTITY_FACTOR = {
+    None: 1,
+    "k": 1000,
+    "K": 1000,
+    "M": 1000**2,
+    "G": 1000**3,
+    "T": 1000**4,
+    "Ki": 1024,
+    "Mi": 1024**2,
+    "Gi": 1024**3,
+    "Ti": 1024**4,
+}
+# Kubernetes object names: DNS-1123 labels, since trial Pods are named after the experiment.
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class SpecError(Exception):
+    """A spec that cannot run, with one line per broken rule: "field: rule"."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def _check_duration(text: str) -> str:
+    parse_duration(text)
+    return text
+
+
+def memory_bytes(quantity: str) -> int:
+    """Bytes in a Kubernetes memory quantity such as 512Mi or 1G."""
+    match = _QUANTITY.match(quantity)
+    if not match:
+        raise ValueError(f"{quantity!r} is not a memory quantity: use for example 256Mi or 1Gi")
+    return int(float(match.group(1)) * _QUANTITY_FACTOR[match.group(2)])
+
+
+def _check_quantity(text: str) -> str:
+    memory_bytes(text)
+    return text
+
+
+Duration = Annotated[str, Field(strict=True), AfterValidator(_check_duration)]
+Quantity = Annotated[str, Field(strict=True), AfterValidator(_check_quantity)]
+NonNegativeInt = Annotated[int, Field(strict=True, ge=0)]
+PositiveInt = Annotated[int, Field(strict=True, ge=1)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+    )
+
+
+def _unique(values: list[Any], what: str) -> None:
+    seen = set()
+    for value in values:
+        if value in seen:
+            raise ValueError(f"{what} {value!r} is listed twice")
+        seen.add(value)
+
+
+class WorkloadSpec(_Strict):
+    """What each task does, and how many tasks a trial runs."""
+
+    type: WorkloadType
+    tasks: PositiveInt
+    rtt: Duration | None = None
+    rtts: Annotated[list[Duration], Field(min_length=1)] | None = None
+    iterations: PositiveInt | None = None
+    hold: Duration | None = None
+    connection: Literal["fresh", "reuse"] | None = None
+    response_bytes: NonNegativeInt | None = None
+
+    @model_validator(mode="after")
+    def _parameters_match_type(self) -> WorkloadSpec:
+        timed = self.type in ("sleep", "http")
+        if timed and (self.rtt is None) == (self.rtts is None):
+            raise ValueError(f"workload {self.type} needs exactly one of rtt or rtts")
+        if not timed and (self.rtt is not None or self.rtts is not None):
+            raise ValueError(f"rtt/rtts apply to sleep and http only, not to {self.type}")
+        if (self.type == "cpu") != (self.iterations is not None):
+            raise ValueError("iterations is required for cpu and applies to cpu only")
+        if (self.type == "hold") != (self.hold is not None):
+            raise ValueError("hold is required for the hold workload and applies to it only")
+        if self.type != "http" and (self.connection or self.response_bytes is not None):
+            raise ValueError("connection and responseBytes apply to the http workload only")
+        if self.rtts:
+            _unique([parse_duration(r) for r in self.rtts], "an RTT of (seconds)")
+        return self
+
+    def rtt_seconds(self) -> list[float | None]:
+        """The RTT axis of the matrix: one None for workloads without an RTT."""
+        if self.rtts is not None:
+            return [parse_duration(r) for r in self.rtts]
+        return [parse_duration(self.rtt) if self.rtt is not None else None]
+
+
+class ModelSpec(_Strict):
+    """One concurrency model and the worker counts (and GOMAXPROCS) to try it with."""
+
+    model: Model
+    workers: Annotated[list[NonNegativeInt], Field(min_length=1)] = [0]
+    gomaxprocs: Annotated[list[NonNegativeInt], Field(min_length=1)] | None = None
+
+    @model_validator(mode="after")
+    def _rules(self) -> ModelSpec:
+        _unique(self.workers, "worker count")
+        if self.gomaxprocs is not None:
+            if self.model != "goroutines":
+                raise ValueError(
+                    f"gomaxprocs applies to goroutines only, not to the Python model {self.model}"
+                )
+            _unique(self.gomaxprocs, "gomaxprocs value")
+        return self
+
+    def gomaxprocs_axis(self) -> list[int | None]:
+        if self.model != "goroutines":
+            return [None]
+        return list(self.gomaxprocs) if self.gomaxprocs is not None else [0]
+
+
+class Resources(_Strict):
+    """What one trial gets: whole CPUs (pinned) and memory."""
+
+    cpu: PositiveInt = 1
+    memory: Quantity = "512Mi"
+
+
+class ExperimentSpec(_Strict):
+    workload: WorkloadSpec
+    models: Annotated[list[ModelSpec], Field(min_length=1)]
+    repetitions: PositiveInt = 1
+    resources: Resources = Resources()
+    # The knee: the fewest workers whose wall time is within this fraction of the best.
+    tolerance: Annotated[float, Field(gt=0, le=1)] = 0.10
+
+    @model_validator(mode="after")
+    def _rules(self) -> ExperimentSpec:
+        names = [m.model for m in self.models]
+        _unique(names, "model")
+        if "locust" in names and self.workload.type != "http":
+            raise ValueError(
+                f"model locust drives HTTP users and needs workload type http, "
+                f"not {self.workload.type}"
+            )
+        for entry in self.models:
+            if entry.model == "processes":
+                most = max(self.workload.tasks if w == 0 else w for w in entry.workers)
+                if most > MAX_PROCESS_WORKERS:
+                    raise ValueError(
+                        f"processes would start {most} worker processes; "
+                        f"the most allowed is {MAX_PROCESS_WORKERS}"
+                    )
+        count = self.trial_count()
+        if count > MAX_TRIALS:
+            raise ValueError(
+                f"the matrix has {count} trials (models x workers x gomaxprocs x rtts x "
+                f"repetitions); the most allowed is {MAX_TRIALS}: split the experiment"
+            )
+        return self
+
+    def trial_count(self) -> int:
+        per_repetition = sum(
+            len(m.workers) * len(m.gomaxprocs_axis()) * len(self.workload.rtt_seconds())
+            for m in self.models
+        )
+        return per_repetition * self.repetitions
+
+
+class Metadata(BaseModel):
+    # Kubernetes metadata carries more (labels, uid, ...); only the name matters here.
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: Annotated[str, Field(strict=True, max_length=40, pattern=_NAME.pattern)]
+    namespace: str | None = None
+
+
+class ConcurrencyExperiment(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+    api_version: Literal["cxlab.dev/v1alpha1"] = Field(alias="apiVersion")
+    kind: Literal["ConcurrencyExperiment"]
+    metadata: Metadata
+    spec: ExperimentSpec
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+
+# Errors where the rejected value helps the user find the line to fix.
+_SHOW_INPUT = ("literal_error", "greater_than_equal", "greater_than", "less_than_equal", "int_type")
+
+
+def _describe(error: ErrorDetails) -> str:
+    where = ""
+    for part in error["loc"]:
+        if isinstance(part, int):
+            where += f"[{part}]"
+        elif part.startswith(("function-after", "literal")) or part in ("str", "int"):
+            continue  # pydantic's internal validator names say nothing to a user
+        else:
+            where += f".{part}" if where else part
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] in _SHOW_INPUT:
+        message += f" (got {error['input']!r})"
+    elif error["type"] == "extra_forbidden":
+        message = "is not a field of ConcurrencyExperiment (check the spelling)"
+    return f"{where or 'document'}: {message}"
+
+
+def parse_experiment(document: Any) -> ConcurrencyExperiment:
+    """Validate a loaded YAML/JSON document; SpecError lists every broken rule."""
+    if not isinstance(document, dict):
+        raise SpecError(["document: is not a mapping; expected a ConcurrencyExperiment"])
+    if document.get("kind") != KIND or document.get("apiVersion") != API_VERSION:
+        raise SpecError(
+            [
+                f"document: is not a ConcurrencyExperiment (apiVersion {API_VERSION}, "
+                f"kind {KIND}); got apiVersion {document.get('apiVersion')!r}, "
+                f"kind {document.get('kind')!r}"
+            ]
+        )
+    try:
+        return ConcurrencyExperiment.model_validate(document)
+    except ValidationError as error:
+        raise SpecError([_describe(e) for e in error.errors()]) from None
+
+
+def load_experiment(path: Path) -> ConcurrencyExperiment:
+    """Read one ConcurrencyExperiment from a YAML file."""
+    try:
+        documents = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    except OSError as error:
+        raise SpecError([f"{path}: cannot read: {error.strerror}"]) from None
+    except yaml.YAMLError as error:
+        raise SpecError([f"{path}: is not valid YAML: {error}"]) from None
+    if len(documents) != 1:
+        raise SpecError([f"{path}: holds {len(documents)} documents; expected one experiment"])
+    return parse_experiment(documents[0])

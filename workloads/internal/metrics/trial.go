@@ -1,0 +1,152 @@
+// Package metrics exports a trial's progress and the process's resource use
+// as the Prometheus metrics named in CONTRACT.md, on a registry the caller
+// owns (never the global one: the endpoint must carry nothing else).
+package metrics
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Buckets of cxlab_task_duration_seconds, from the contract.
+var Buckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+	0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+// Info labels cxlab_trial_info.
+type Info struct {
+	Experiment, Trial, Model, Workload string
+	Workers                            int
+	GOMAXPROCS                         string // "" when not applicable
+	Runtime                            string
+	Tasks                              int
+}
+
+// Trial is the live state of one trial. Tasks update plain atomics (and the
+// histogram, itself atomics); everything else is computed when scraped, so
+// the instrument costs next to nothing per task.
+type Trial struct {
+	ok, failed, inFlight atomic.Int64
+	finished             atomic.Bool
+	hist                 prometheus.Histogram
+
+	mu         sync.Mutex
+	start, end time.Time
+}
+
+// NewTrial registers the trial and process metrics on reg.
+func NewTrial(reg prometheus.Registerer, info Info) (*Trial, error) {
+	t := &Trial{
+		hist: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cxlab_task_duration_seconds",
+			Help:    "Duration of each task.",
+			Buckets: Buckets,
+		}),
+	}
+	infoGauge := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "cxlab_trial_info",
+		Help: "Labels describing the trial; always 1.",
+		ConstLabels: prometheus.Labels{
+			"experiment": info.Experiment,
+			"trial":      info.Trial,
+			"model":      info.Model,
+			"workload":   info.Workload,
+			"workers":    strconv.Itoa(info.Workers),
+			"gomaxprocs": info.GOMAXPROCS,
+			"runtime":    info.Runtime,
+		},
+	})
+	infoGauge.Set(1)
+	tasks := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "cxlab_trial_tasks",
+		Help: "Tasks planned.",
+	})
+	tasks.Set(float64(info.Tasks))
+	completed := func(outcome string, n *atomic.Int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "cxlab_tasks_completed_total",
+			Help:        "Tasks finished, by outcome.",
+			ConstLabels: prometheus.Labels{"outcome": outcome},
+		}, func() float64 { return float64(n.Load()) })
+	}
+	collectors := []prometheus.Collector{
+		infoGauge,
+		tasks,
+		completed("ok", &t.ok),
+		completed("failed", &t.failed),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cxlab_tasks_in_flight",
+			Help: "Tasks started and not finished.",
+		}, func() float64 { return float64(t.inFlight.Load()) }),
+		t.hist,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cxlab_trial_elapsed_seconds",
+			Help: "Time since the task phase began, frozen when it ends.",
+		}, func() float64 { return t.Elapsed().Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cxlab_trial_finished",
+			Help: "1 once every task has ended.",
+		}, func() float64 {
+			if t.finished.Load() {
+				return 1
+			}
+			return 0
+		}),
+		NewProcessCollector(),
+	}
+	for _, c := range collectors {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Begin marks the start of the task phase.
+func (t *Trial) Begin(start time.Time) {
+	t.mu.Lock()
+	t.start = start
+	t.mu.Unlock()
+}
+
+// End marks the end of the task phase: elapsed freezes, finished becomes 1.
+func (t *Trial) End(end time.Time) {
+	t.mu.Lock()
+	t.end = end
+	t.mu.Unlock()
+	t.finished.Store(true)
+}
+
+// Elapsed is the time since Begin, or the task phase's length after End.
+func (t *Trial) Elapsed() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.start.IsZero():
+		return 0
+	case t.end.IsZero():
+		return time.Since(t.start)
+	default:
+		return t.end.Sub(t.start)
+	}
+}
+
+// TaskStarted counts a task in flight.
+func (t *Trial) TaskStarted() { t.inFlight.Add(1) }
+
+// TaskFinished records a task that took d.
+func (t *Trial) TaskFinished(d time.Duration, ok bool) {
+	t.inFlight.Add(-1)
+	t.hist.Observe(d.Seconds())
+	if ok {
+		t.ok.Add(1)
+	} else {
+		t.failed.Add(1)
+	}
+}
+
+// Counts returns the tasks finished so far.
+func (t *Trial) Counts() (ok, failed int64) { return t.ok.Load(), t.failed.Load() }

@@ -1,0 +1,149 @@
+// Package runner runs one trial of the goroutines model and reports it as a
+// CONTRACT.md Result.
+package runner
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"time"
+)
+
+// Config is a trial as given on the command line.
+type Config struct {
+	Model       string
+	Workload    string
+	Tasks       int
+	Workers     int // 0 = one worker per task
+	RTT         time.Duration
+	Iterations  int
+	Hold        time.Duration
+	GOMAXPROCS  int // 0 = the Go default
+	TargetURL   string
+	Connection  string
+	MetricsPort int
+	ResultPath  string
+	Linger      time.Duration
+	Experiment  string
+	Trial       string
+}
+
+// Workloads and connection modes the contract defines.
+var (
+	workloads    = []string{"sleep", "http", "cpu", "hold"}
+	connections  = []string{"fresh", "reuse"}
+	pythonModels = []string{"sequential", "threads", "processes", "gevent", "asyncio", "locust"}
+)
+
+// UsageError is a bad command line: exit status 2.
+type UsageError struct{ msg string }
+
+func (e *UsageError) Error() string { return e.msg }
+
+func usageErrorf(format string, a ...any) error {
+	return &UsageError{fmt.Sprintf(format, a...)}
+}
+
+// ParseFlags reads the contract's flags (one or two dashes). It returns
+// flag.ErrHelp for -h, a *UsageError for anything else wrong.
+func ParseFlags(args []string, output io.Writer) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("cxlab-runner-go", flag.ContinueOnError)
+	fs.SetOutput(output)
+	fs.StringVar(&c.Model, "model", "", "concurrency model; this runner serves only `goroutines`")
+	fs.StringVar(&c.Workload, "workload", "", "sleep, http, cpu or hold")
+	fs.IntVar(&c.Tasks, "tasks", 0, "number of tasks, at least 1")
+	fs.IntVar(&c.Workers, "workers", 0, "workers pulling tasks; 0 = one per task")
+	fs.DurationVar(&c.RTT, "rtt", 0, "round-trip time for sleep and http")
+	fs.IntVar(&c.Iterations, "iterations", 1_000_000, "count-loop iterations per task for cpu")
+	fs.DurationVar(&c.Hold, "hold", 0, "how long each task stays alive for hold")
+	fs.IntVar(&c.GOMAXPROCS, "gomaxprocs", 0, "GOMAXPROCS; 0 = the Go default")
+	fs.StringVar(&c.TargetURL, "target-url", "", "delay target for http; ?rtt=<rtt> is added")
+	fs.StringVar(&c.Connection, "connection", "fresh", "http: fresh (new connection per task) or reuse (keep-alive)")
+	fs.IntVar(&c.MetricsPort, "metrics-port", 0, "serve Prometheus metrics on 0.0.0.0:P/metrics; 0 = none")
+	fs.StringVar(&c.ResultPath, "result-path", "", "also write the Result JSON to this file")
+	fs.DurationVar(&c.Linger, "linger", 0, "keep serving metrics this long after the tasks")
+	fs.StringVar(&c.Experiment, "experiment", "", "experiment label")
+	fs.StringVar(&c.Trial, "trial", "", "trial label")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, &UsageError{err.Error()} // the flag package has already printed usage
+	}
+	if fs.NArg() > 0 {
+		return c, usageErrorf("unexpected arguments: %q", fs.Args())
+	}
+	return c, c.validate()
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Model == "":
+		return usageErrorf("--model is required (this runner serves goroutines)")
+	case slices.Contains(pythonModels, c.Model):
+		return usageErrorf("--model %s is a Python model: run it with python -m cxlab_runner; cxlab-runner-go serves only goroutines", c.Model)
+	case c.Model != "goroutines":
+		return usageErrorf("unknown --model %q: cxlab-runner-go serves only goroutines", c.Model)
+	case c.Workload == "":
+		return usageErrorf("--workload is required (%v)", workloads)
+	case !slices.Contains(workloads, c.Workload):
+		return usageErrorf("unknown --workload %q (want one of %v)", c.Workload, workloads)
+	case c.Tasks < 1:
+		return usageErrorf("--tasks must be at least 1, got %d", c.Tasks)
+	case c.Workers < 0:
+		return usageErrorf("--workers must be 0 or more, got %d", c.Workers)
+	case c.RTT < 0:
+		return usageErrorf("--rtt must not be negative, got %v", c.RTT)
+	case c.Iterations < 1:
+		return usageErrorf("--iterations must be at least 1, got %d", c.Iterations)
+	case c.Hold < 0:
+		return usageErrorf("--hold must not be negative, got %v", c.Hold)
+	case c.GOMAXPROCS < 0:
+		return usageErrorf("--gomaxprocs must be 0 or more, got %d", c.GOMAXPROCS)
+	case !slices.Contains(connections, c.Connection):
+		return usageErrorf("unknown --connection %q (want fresh or reuse)", c.Connection)
+	case c.MetricsPort < 0 || c.MetricsPort > 65535:
+		return usageErrorf("--metrics-port must be 0..65535, got %d", c.MetricsPort)
+	case c.Linger < 0:
+		return usageErrorf("--linger must not be negative, got %v", c.Linger)
+	case c.Workload == "http" && c.TargetURL == "":
+		return usageErrorf("--workload http needs --target-url")
+	}
+	if c.Workload == "http" {
+		if _, err := taskURL(c.TargetURL, c.RTT); err != nil {
+			return usageErrorf("--target-url: %v", err)
+		}
+	}
+	return nil
+}
+
+// ResolvedWorkers is the number of workers actually run: one per task for 0,
+// and never more workers than tasks.
+func (c *Config) ResolvedWorkers() int {
+	if c.Workers == 0 || c.Workers > c.Tasks {
+		return c.Tasks
+	}
+	return c.Workers
+}
+
+// taskURL is the target with rtt=<rtt> set in its query, other parameters kept.
+func taskURL(target string, rtt time.Duration) (string, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return "", err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return "", fmt.Errorf("want an http:// or https:// URL with a host, got %q", target)
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return "", err
+	}
+	q.Set("rtt", rtt.String())
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}

@@ -1,0 +1,152 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"cxlab.dev/workloads/internal/metrics"
+	"cxlab.dev/workloads/internal/rlimit"
+)
+
+// Exit statuses from the contract.
+const (
+	ExitOK    = 0
+	ExitCrash = 1
+	ExitUsage = 2
+)
+
+// Main is cxlab-runner-go: it runs one trial as the flags in args describe,
+// writes the Result to stdout (and --result-path) and returns the exit status.
+func Main(args []string, stdout, stderr io.Writer) (status int) {
+	logger := log.New(stderr, "cxlab-runner-go: ", 0)
+	c, err := ParseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	if err != nil {
+		logger.Print(err)
+		return ExitUsage
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			crash(p)
+		}
+	}()
+
+	if n, err := rlimit.RaiseNoFile(); err != nil {
+		logger.Printf("raising the open-files limit: %v (soft limit %d)", err, n)
+	} else {
+		logger.Printf("open-files limit %d", n)
+	}
+	if c.GOMAXPROCS > 0 {
+		runtime.GOMAXPROCS(c.GOMAXPROCS)
+	}
+
+	reg := prometheus.NewRegistry()
+	trial, err := metrics.NewTrial(reg, metrics.Info{
+		Experiment: c.Experiment,
+		Trial:      c.Trial,
+		Model:      c.Model,
+		Workload:   c.Workload,
+		Workers:    c.ResolvedWorkers(),
+		GOMAXPROCS: strconv.Itoa(runtime.GOMAXPROCS(0)),
+		Runtime:    runtime.Version(),
+		Tasks:      c.Tasks,
+	})
+	if err != nil {
+		logger.Printf("registering metrics: %v", err)
+		return ExitCrash
+	}
+	if c.MetricsPort != 0 {
+		srv, err := serveMetrics(reg, c.MetricsPort, logger)
+		if err != nil {
+			logger.Print(err)
+			return ExitCrash
+		}
+		defer srv.Close()
+	}
+
+	logger.Printf("running %d %s tasks with %d workers, GOMAXPROCS %d",
+		c.Tasks, c.Workload, c.ResolvedWorkers(), runtime.GOMAXPROCS(0))
+	result, err := Run(&c, trial)
+	if err != nil {
+		logger.Print(err)
+		return ExitCrash
+	}
+	if err := writeResult(result, stdout, c.ResultPath, logger); err != nil {
+		logger.Print(err)
+		return ExitCrash
+	}
+	logger.Printf("done: %d ok, %d failed in %.3fs", result.TasksOK, result.TasksFailed, result.WallSeconds)
+
+	if c.MetricsPort != 0 && c.Linger > 0 {
+		linger(c.Linger)
+	}
+	return ExitOK
+}
+
+func serveMetrics(reg *prometheus.Registry, port int, logger *log.Logger) (*http.Server, error) {
+	ln, err := net.Listen("tcp", fmt.Sprintf("0.0.0.0:%d", port))
+	if err != nil {
+		return nil, fmt.Errorf("metrics endpoint: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: logger}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Printf("metrics endpoint: %v", err)
+		}
+	}()
+	return srv, nil
+}
+
+// writeResult writes the same bytes to stdout and, if given, to path.
+func writeResult(r Result, stdout io.Writer, path string, logger *log.Logger) error {
+	b, err := r.Encode()
+	if err != nil {
+		return fmt.Errorf("encoding the Result: %w", err)
+	}
+	if len(b) >= MaxResultBytes {
+		// Only huge --experiment/--trial labels get here; a whole Result
+		// on stdout is still worth more than none.
+		logger.Printf("warning: the Result is %d bytes, over %d", len(b), MaxResultBytes)
+	}
+	if _, err := stdout.Write(b); err != nil {
+		return fmt.Errorf("writing the Result: %w", err)
+	}
+	if path != "" {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			return fmt.Errorf("writing the Result: %w", err)
+		}
+	}
+	return nil
+}
+
+// linger keeps the process (and so the metrics endpoint) up for d, or until
+// SIGINT/SIGTERM: a scraper then sees the final values.
+func linger(d time.Duration) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

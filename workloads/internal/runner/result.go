@@ -1,0 +1,102 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Schema identifies the Result format (schema/result-v1.schema.json).
+const Schema = "cxlab.dev/result/v1"
+
+// MaxResultBytes is the bound on an encoded Result: a Pod termination
+// message holds 4096 bytes.
+const MaxResultBytes = 4096
+
+// Result is the contract's Result. Pointers are the fields that are null
+// when they do not apply.
+type Result struct {
+	Schema                     string       `json:"schema"`
+	Experiment                 string       `json:"experiment"`
+	Trial                      string       `json:"trial"`
+	Model                      string       `json:"model"`
+	Workload                   string       `json:"workload"`
+	Workers                    int          `json:"workers"`
+	GOMAXPROCS                 *int         `json:"gomaxprocs"`
+	Tasks                      int          `json:"tasks"`
+	RTTSeconds                 *float64     `json:"rttSeconds"`
+	Iterations                 *int         `json:"iterations"`
+	HoldSeconds                *float64     `json:"holdSeconds"`
+	TasksOK                    int64        `json:"tasksOk"`
+	TasksFailed                int64        `json:"tasksFailed"`
+	WallSeconds                float64      `json:"wallSeconds"`
+	FloorSeconds               *float64     `json:"floorSeconds"`
+	Efficiency                 *float64     `json:"efficiency"`
+	CPUUserSeconds             float64      `json:"cpuUserSeconds"`
+	CPUSystemSeconds           float64      `json:"cpuSystemSeconds"`
+	CPUPercent                 float64      `json:"cpuPercent"`
+	PeakRSSBytes               int64        `json:"peakRssBytes"`
+	BaselineRSSBytes           int64        `json:"baselineRssBytes"`
+	PeakThreads                int64        `json:"peakThreads"`
+	VoluntaryContextSwitches   int64        `json:"voluntaryContextSwitches"`
+	InvoluntaryContextSwitches int64        `json:"involuntaryContextSwitches"`
+	ThroughputPerSecond        float64      `json:"throughputPerSecond"`
+	LatencySeconds             Latency      `json:"latencySeconds"`
+	RSSTimeline                RSSTimeline  `json:"rssTimeline"`
+	CPUs                       []int        `json:"cpus"`
+	Runtime                    string       `json:"runtime"`
+	Errors                     []ErrorCount `json:"errors"`
+}
+
+// RSSTimeline is the Result's rssTimeline.
+type RSSTimeline struct {
+	IntervalSeconds float64 `json:"intervalSeconds"`
+	RSSBytes        []int64 `json:"rssBytes"`
+}
+
+// Encode returns the Result as one line of compact JSON, newline included,
+// under MaxResultBytes: if it would not fit, it drops errors (least frequent
+// first), then halves the timeline's resolution.
+func (r Result) Encode() ([]byte, error) {
+	for {
+		b, err := r.encode()
+		if err != nil || len(b) < MaxResultBytes {
+			return b, err
+		}
+		switch {
+		case len(r.Errors) > 0:
+			r.Errors = r.Errors[:len(r.Errors)-1]
+		case len(r.RSSTimeline.RSSBytes) > 1:
+			r.RSSTimeline = r.RSSTimeline.halved()
+		default:
+			return b, nil // nothing left to drop; only absurd labels get here
+		}
+	}
+}
+
+func (r Result) encode() ([]byte, error) {
+	// Never null where the schema wants an array.
+	if r.Errors == nil {
+		r.Errors = []ErrorCount{}
+	}
+	if r.RSSTimeline.RSSBytes == nil {
+		r.RSSTimeline.RSSBytes = []int64{}
+	}
+	if r.CPUs == nil {
+		r.CPUs = []int{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep <, > and & one byte each in messages
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func (t RSSTimeline) halved() RSSTimeline {
+	out := RSSTimeline{IntervalSeconds: t.IntervalSeconds * 2}
+	for i := 0; i < len(t.RSSBytes); i += 2 {
+		out.RSSBytes = append(out.RSSBytes, t.RSSBytes[i])
+	}
+	return out
+}

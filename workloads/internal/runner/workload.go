@@ -1,0 +1,111 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// task is one unit of a workload; an error makes it a failed task.
+type task func() error
+
+func newTask(c *Config) (task, error) {
+	switch c.Workload {
+	case "sleep":
+		return sleepTask(c.RTT), nil
+	case "hold":
+		return sleepTask(c.Hold), nil
+	case "cpu":
+		return cpuTask(c.Iterations), nil
+	case "http":
+		return httpTask(c)
+	}
+	return nil, fmt.Errorf("unknown workload %q", c.Workload)
+}
+
+func sleepTask(d time.Duration) task {
+	return func() error {
+		time.Sleep(d)
+		return nil
+	}
+}
+
+// cpuSink receives every count so the compiler cannot drop the loop.
+var cpuSink atomic.Uint64
+
+func cpuTask(iterations int) task {
+	return func() error {
+		cpuSink.Add(count(iterations))
+		return nil
+	}
+}
+
+// count is the pure count loop of the cpu workload. noinline keeps the loop a
+// loop whatever the caller knows about n.
+//
+//go:noinline
+func count(n int) uint64 {
+	var c uint64
+	for range n {
+		c++
+	}
+	return c
+}
+
+// httpTimeout bounds a request beyond its rtt, so a dead target fails the
+// task instead of hanging the trial.
+const httpTimeout = 2 * time.Minute
+
+func httpTask(c *Config) (task, error) {
+	target, err := taskURL(c.TargetURL, c.RTT)
+	if err != nil {
+		return nil, err
+	}
+	transport := &http.Transport{
+		Proxy: nil, // measure the model against the target, never via a proxy
+		DialContext: (&net.Dialer{
+			Timeout:   30 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		DisableKeepAlives:   c.Connection == "fresh",
+		MaxIdleConns:        c.ResolvedWorkers(),
+		MaxIdleConnsPerHost: c.ResolvedWorkers(), // one kept connection per worker
+		IdleConnTimeout:     90 * time.Second,
+	}
+	client := &http.Client{Transport: transport, Timeout: c.RTT + httpTimeout}
+	return func() error {
+		resp, err := client.Get(target)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		// Read the whole body: it is part of the round trip and lets a kept
+		// connection be reused.
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return err
+		}
+		if resp.StatusCode < 200 || resp.StatusCode > 299 {
+			return fmt.Errorf("HTTP %s", resp.Status)
+		}
+		return nil
+	}, nil
+}
+
+// errorMessage is how a failed task is reported. Socket errors name the
+// local port, which differs per connection; it is left out so that one cause
+// aggregates into one message.
+func errorMessage(err error) string {
+	msg := err.Error()
+	var op *net.OpError
+	if errors.As(err, &op) && op.Source != nil {
+		bare := *op
+		bare.Source = nil
+		return strings.Replace(msg, op.Error(), bare.Error(), 1)
+	}
+	return msg
+}

@@ -1,0 +1,144 @@
+"""The runner's Prometheus endpoint: every value is computed at scrape time from the recorder
+and the kernel, so a task pays nothing for being observable (names: workloads/CONTRACT.md)."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from cxlab_runner import measure
+from cxlab_runner.phase import TaskPhase
+from cxlab_runner.recorder import TaskRecorder
+
+LATENCY_BUCKETS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+)  # fmt: skip
+
+
+@dataclass
+class _Histogram:
+    """Bins latencies recorded since the last scrape; earlier ones are already counted."""
+
+    counts: list[int] = field(default_factory=lambda: [0] * (len(LATENCY_BUCKETS) + 1))
+    total: float = 0.0
+    binned: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def update(self, latencies: list[float]) -> None:
+        with self.lock:
+            end = len(latencies)
+            for value in latencies[self.binned : end]:
+                self.counts[bisect.bisect_left(LATENCY_BUCKETS, value)] += 1
+                self.total += value
+            self.binned = end
+
+    def buckets(self) -> list[tuple[str, float]]:
+        cumulative, out = 0, list[tuple[str, float]]()
+        for bound, count in zip((*LATENCY_BUCKETS, float("inf")), self.counts, strict=True):
+            cumulative += count
+            out.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
+        return out
+
+
+class TrialCollector(Collector):
+    def __init__(
+        self,
+        info: dict[str, str],
+        tasks: int,
+        recorder: TaskRecorder,
+        phase: TaskPhase,
+    ) -> None:
+        self._info = info
+        self._tasks = tasks
+        self._recorder = recorder
+        self._phase = phase
+        self._histogram = _Histogram()
+
+    def collect(self) -> Iterator[Metric]:
+        recorder, sampler = self._recorder.current(), self._phase.sampler
+        yield InfoMetricFamily("cxlab_trial", "What this trial runs.", value=self._info)
+        yield GaugeMetricFamily("cxlab_trial_tasks", "Tasks planned.", value=self._tasks)
+        completed = CounterMetricFamily(
+            "cxlab_tasks_completed", "Tasks finished, by outcome.", labels=["outcome"]
+        )
+        completed.add_metric(["ok"], recorder.ok_count())
+        completed.add_metric(["failed"], recorder.failed_count())
+        yield completed
+        yield GaugeMetricFamily(
+            "cxlab_tasks_in_flight", "Tasks started and not finished.", value=recorder.in_flight()
+        )
+        self._histogram.update(self._recorder.latencies)
+        yield HistogramMetricFamily(
+            "cxlab_task_duration_seconds",
+            "Duration of each successful task.",
+            buckets=self._histogram.buckets(),
+            sum_value=self._histogram.total,
+        )
+        used = sampler.cpu_usage()
+        yield CounterMetricFamily(
+            "cxlab_cpu_user_seconds", "User CPU time, children included.", value=used.user_seconds
+        )
+        yield CounterMetricFamily(
+            "cxlab_cpu_system_seconds",
+            "System CPU time, children included.",
+            value=used.system_seconds,
+        )
+        switches = CounterMetricFamily(
+            "cxlab_context_switches", "Context switches of the process.", labels=["kind"]
+        )
+        switches.add_metric(["voluntary"], used.voluntary_switches)
+        switches.add_metric(["involuntary"], used.involuntary_switches)
+        yield switches
+        sampler.sample()
+        yield GaugeMetricFamily(
+            "cxlab_rss_bytes", "Resident memory, children summed.", value=sampler.current_rss
+        )
+        yield GaugeMetricFamily(
+            "cxlab_peak_rss_bytes",
+            "Peak resident memory so far.",
+            value=max(sampler.peak_rss, measure.peak_rss_bytes_of_self()),
+        )
+        yield GaugeMetricFamily(
+            "cxlab_threads", "OS threads now, children summed.", value=sampler.current_threads
+        )
+        yield GaugeMetricFamily(
+            "cxlab_trial_elapsed_seconds",
+            "Time since the task phase began; frozen at its end.",
+            value=self._phase.elapsed(),
+        )
+        yield GaugeMetricFamily(
+            "cxlab_trial_finished",
+            "1 once every task has ended.",
+            value=float(self._phase.finished is not None),
+        )
+
+
+class MetricsServer:
+    """Serves the collector on 0.0.0.0:port/metrics from a daemon thread (a greenlet under
+    gevent), on a registry of its own so nothing but cxlab_ metrics is exposed."""
+
+    def __init__(self, port: int, collector: TrialCollector) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(collector)
+        self._server: Any = None
+        if port:
+            self._server, _ = start_http_server(port, addr="0.0.0.0", registry=self.registry)
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()

@@ -1,0 +1,68 @@
+"""Per-task bookkeeping kept cheap enough not to disturb what it measures.
+
+A task costs one `next()` on a C counter when it starts and one `list.append` when it ends;
+both are atomic under the GIL, so threads need no lock. Histograms and percentiles are
+computed later, at scrape time and at the end, from the recorded latencies.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import Counter
+
+MAX_ERROR_LENGTH = 200
+
+
+class TaskRecorder:
+    def __init__(self) -> None:
+        self._started = itertools.count()
+        self.latencies: list[float] = []  # seconds, one per successful task
+        self.errors: Counter[str] = Counter()
+        self._errors_lock = threading.Lock()
+        self._failed = 0
+        # Set while children count in shared memory (processes): scrapes read that instead.
+        self.live_view: TaskRecorder | None = None
+
+    def started(self) -> None:
+        next(self._started)
+
+    def ok(self, seconds: float) -> None:
+        self.latencies.append(seconds)
+
+    def failed(self, error: BaseException | str) -> None:
+        message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        with self._errors_lock:
+            self.errors[message[:MAX_ERROR_LENGTH]] += 1
+            self._failed += 1
+
+    def note(self, message: str) -> None:
+        """A runner problem that is not a failed task (for example fewer workers started)."""
+        with self._errors_lock:
+            self.errors[message[:MAX_ERROR_LENGTH]] += 1
+
+    def merge(self, latencies: list[float], errors: Counter[str]) -> None:
+        """Take in what a child process recorded."""
+        self.latencies.extend(latencies)
+        with self._errors_lock:
+            self.errors.update(errors)
+            self._failed += sum(errors.values())
+
+    def current(self) -> TaskRecorder:
+        return self.live_view or self
+
+    # What a scrape or the Result reads. Subclasses may count elsewhere (shared memory).
+    def started_count(self) -> int:
+        # itertools.count exposes its next value only through __reduce__; reading it this way
+        # does not advance it.
+        state: tuple[int] = self._started.__reduce__()[1]  # type: ignore[assignment]
+        return state[0]
+
+    def ok_count(self) -> int:
+        return len(self.latencies)
+
+    def failed_count(self) -> int:
+        return self._failed
+
+    def in_flight(self) -> int:
+        return max(0, self.started_count() - self.ok_count() - self.failed_count())

@@ -1,0 +1,120 @@
+"""The Result document (workloads/schema/result-v1.schema.json): built once at the end of a
+trial, compact enough for a Pod termination message."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+from typing import Any
+
+from cxlab_runner import measure
+from cxlab_runner.config import RunnerConfig
+from cxlab_runner.phase import TaskPhase
+from cxlab_runner.recorder import TaskRecorder
+
+SCHEMA = "cxlab.dev/result/v1"
+MAX_BYTES = 4096  # a Pod's termination message holds 4096 bytes
+MAX_ERRORS = 5
+
+
+def percentile(ordered: list[float], fraction: float) -> float:
+    """Nearest-rank percentile of sorted values (0 for none)."""
+    if not ordered:
+        return 0.0
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
+
+
+def floor_seconds(config: RunnerConfig) -> float | None:
+    waves = math.ceil(config.tasks / config.workers)
+    if config.workload in ("sleep", "http"):
+        return waves * config.rtt
+    if config.workload == "hold":
+        return waves * config.hold
+    return None
+
+
+def runtime_version(model: str) -> str:
+    version = f"{platform.python_implementation()} {platform.python_version()}"
+    if model in ("gevent", "locust"):
+        import gevent
+
+        version += f" gevent {gevent.__version__}"
+    if model == "locust":
+        import locust
+
+        version += f" locust {locust.__version__}"
+    return version
+
+
+def build_result(
+    config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase, workers: int
+) -> dict[str, Any]:
+    wall = phase.elapsed()
+    ordered = sorted(recorder.latencies)
+    floor = floor_seconds(config)
+    used = phase.used
+    cpu_seconds = used.user_seconds + used.system_seconds
+    sampler = phase.sampler
+    ok = recorder.ok_count()
+    return {
+        "schema": SCHEMA,
+        "experiment": config.experiment,
+        "trial": config.trial,
+        "model": config.model,
+        "workload": config.workload,
+        "workers": max(1, workers),
+        "gomaxprocs": None,
+        "tasks": config.tasks,
+        "rttSeconds": config.rtt if config.workload in ("sleep", "http") else None,
+        "iterations": config.iterations if config.workload == "cpu" else None,
+        "holdSeconds": config.hold if config.workload == "hold" else None,
+        "tasksOk": ok,
+        "tasksFailed": recorder.failed_count(),
+        "wallSeconds": round(wall, 6),
+        "floorSeconds": None if floor is None else round(floor, 6),
+        "efficiency": None if floor is None or wall == 0 else round(floor / wall, 4),
+        "cpuUserSeconds": round(used.user_seconds, 4),
+        "cpuSystemSeconds": round(used.system_seconds, 4),
+        "cpuPercent": round(100 * cpu_seconds / wall, 2) if wall else 0.0,
+        "peakRssBytes": max(sampler.peak_rss, measure.peak_rss_bytes_of_self()),
+        "baselineRssBytes": phase.baseline_rss,
+        "peakThreads": max(1, sampler.peak_threads),
+        "voluntaryContextSwitches": used.voluntary_switches,
+        "involuntaryContextSwitches": used.involuntary_switches,
+        "throughputPerSecond": round(ok / wall, 3) if wall else 0.0,
+        "latencySeconds": {
+            "p50": round(percentile(ordered, 0.50), 6),
+            "p90": round(percentile(ordered, 0.90), 6),
+            "p99": round(percentile(ordered, 0.99), 6),
+            "max": round(ordered[-1] if ordered else 0.0, 6),
+        },
+        "rssTimeline": {"intervalSeconds": sampler.interval, "rssBytes": list(sampler.timeline)},
+        "cpus": sorted(os.sched_getaffinity(0)),
+        "runtime": runtime_version(config.model),
+        "errors": [
+            {"message": message, "count": count}
+            for message, count in recorder.errors.most_common(MAX_ERRORS)
+        ],
+    }
+
+
+def encode(result: dict[str, Any]) -> str:
+    """Compact JSON under MAX_BYTES: error messages are dropped first, if anything must go."""
+    text = json.dumps(result, separators=(",", ":"))
+    while len(text.encode()) > MAX_BYTES and result["errors"]:
+        result["errors"].pop()
+        text = json.dumps(result, separators=(",", ":"))
+    return text
+
+
+def write(text: str, path: str | None) -> None:
+    """To the result path (atomically: a reader never sees half a Result), then stdout."""
+    if path:
+        partial = f"{path}.partial"
+        with open(partial, "w") as file:
+            file.write(text + "\n")
+        os.replace(partial, path)
+    print(text, flush=True)

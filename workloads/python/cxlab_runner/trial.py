@@ -1,0 +1,36 @@
+"""One trial from flags to Result: set up measurement and the metrics endpoint, run the
+model's task phase, write the Result, linger so a scraper sees the final values."""
+
+from __future__ import annotations
+
+import time
+
+from cxlab_runner import measure, models
+from cxlab_runner.config import RunnerConfig
+from cxlab_runner.metrics import MetricsServer, TrialCollector
+from cxlab_runner.phase import TaskPhase
+from cxlab_runner.recorder import TaskRecorder
+from cxlab_runner.result import build_result, encode, runtime_version, write
+
+
+def run_trial(config: RunnerConfig) -> None:
+    measure.raise_open_files_limit()
+    run_model = models.load(config.model)
+    recorder = TaskRecorder()
+    phase = TaskPhase(measure.Sampler())
+    info = {
+        "experiment": config.experiment,
+        "trial": config.trial,
+        "model": config.model,
+        "workload": config.workload,
+        "workers": str(config.workers),
+        "gomaxprocs": "",
+        "runtime": runtime_version(config.model),
+    }
+    server = MetricsServer(config.metrics_port, TrialCollector(info, config.tasks, recorder, phase))
+    try:
+        workers = run_model(config, recorder, phase)
+        write(encode(build_result(config, recorder, phase, workers)), config.result_path)
+        time.sleep(config.linger)
+    finally:
+        server.close()

@@ -1,0 +1,132 @@
+"""`cxlab plan FILE` and `cxlab run FILE`: the local backend from the command line.
+
+Exit status: 0 done (even when trials failed: the table says which), 1 when a trial failed,
+2 for a spec or set-up that cannot run — reported before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from cxlab_runner.durations import format_duration
+
+from cxlab.local.backend import DEFAULT_TRIAL_TIMEOUT_SECONDS, LocalBackend
+from cxlab.local.cores import NotEnoughCores
+from cxlab.local.progress import Progress
+from cxlab.plan import floor_seconds, plan_trials
+from cxlab.spec import ConcurrencyExperiment, SpecError, load_experiments
+from cxlab.summary import rtt_label, workers_label
+from cxlab.table import render_summary, render_table
+
+USAGE_ERROR = 2
+
+
+def _load(path: Path) -> list[ConcurrencyExperiment]:
+    try:
+        return load_experiments(path)
+    except SpecError as error:
+        for problem in error.problems:
+            print(f"cxlab: {path}: {problem}", file=sys.stderr)
+        raise SystemExit(USAGE_ERROR) from None
+
+
+def plan_command(args: argparse.Namespace) -> int:
+    for experiment in _load(args.file):
+        print(plan_text(experiment))
+    return 0
+
+
+def plan_text(experiment: ConcurrencyExperiment) -> str:
+    spec = experiment.spec
+    trials = plan_trials(spec)
+    rows, total, unknown = [], 0.0, 0
+    for trial in trials:
+        floor = floor_seconds(spec, trial)
+        if floor is None:
+            unknown += 1
+        else:
+            total += floor
+        rows.append(
+            [
+                trial.name,
+                trial.variant,
+                workers_label(trial.model, trial.workers),
+                rtt_label(trial.rtt_seconds),
+                str(trial.repetition),
+                "?" if floor is None else format_duration(floor),
+            ]
+        )
+    estimate = (
+        f"{experiment.name}: {len(trials)} trials, {spec.workload.tasks} tasks each; "
+        f"floor time at least {format_duration(total)}"
+    )
+    if unknown:
+        estimate += f" plus {unknown} cpu trials whose time depends on the machine"
+    headers = ["trial", "model", "workers", "rtt", "rep", "floor"]
+    return f"{render_table(headers, rows)}\n{estimate}\n"
+
+
+def run_command(args: argparse.Namespace) -> int:
+    experiments = _load(args.file)
+    if args.out and len(experiments) > 1:
+        print(
+            f"cxlab: {args.file}: --out names one folder but the file holds "
+            f"{len(experiments)} experiments; leave it out",
+            file=sys.stderr,
+        )
+        return USAGE_ERROR
+    try:
+        backends = [
+            LocalBackend(
+                experiment,
+                args.out or Path("out") / experiment.name,
+                Progress(experiment.spec.trial_count()),
+                args.trial_timeout,
+            )
+            for experiment in experiments
+        ]
+    except (NotEnoughCores, FileNotFoundError) as error:
+        print(f"cxlab: {args.file}: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    succeeded = True
+    for backend in backends:
+        backend.progress.note(f"{backend.experiment.name}: {len(backend.trials)} trials")
+        document = backend.run()
+        print(render_summary(document))
+        print(f"\nresults: {backend.result_path}\nreport:  {backend.out_dir / 'report.html'}\n")
+        succeeded &= document["status"]["phase"] == "Succeeded"
+    return 0 if succeeded else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cxlab", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    plan = commands.add_parser("plan", help="print the trials and the floor-time estimate")
+    plan.add_argument("file", type=Path)
+    plan.set_defaults(handler=plan_command)
+    run = commands.add_parser("run", help="run the experiment on this machine")
+    run.add_argument("file", type=Path)
+    run.add_argument("--out", type=Path, help="results folder (default out/<experiment name>)")
+    run.add_argument(
+        "--trial-timeout",
+        type=float,
+        default=DEFAULT_TRIAL_TIMEOUT_SECONDS,
+        help="seconds before a trial is killed and counted as failed",
+    )
+    run.set_defaults(handler=run_command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except KeyboardInterrupt:
+        print("cxlab: interrupted; the results so far are in the results folder", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The local backend: an experiment on this machine, each trial a pinned subprocess."""

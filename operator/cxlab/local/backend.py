@@ -1,0 +1,156 @@
+"""Run a whole experiment on this machine: plan → pinned runner subprocess per trial →
+validated Result → status document (rewritten after every trial, so an interrupted run
+keeps what it measured) → summary and HTML report."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from cxlab.local.cores import helper_cores, trial_cores
+from cxlab.local.delay_target import delay_target, find_program, free_port
+from cxlab.local.progress import Progress, scrape_tasks_done
+from cxlab.plan import PYTHON_RUNNER, Trial, plan_trials, runner_command
+from cxlab.report import render_report
+from cxlab.results import ResultError, parse_result, pinning_problem
+from cxlab.spec import GO_MODELS, ConcurrencyExperiment
+from cxlab.status import experiment_status
+from cxlab.summary import TrialOutcome
+
+DEFAULT_TRIAL_TIMEOUT_SECONDS = 900.0
+POLL_SECONDS = 0.5
+DEFAULT_RESPONSE_BYTES = 64
+
+
+def experiment_document(
+    experiment: ConcurrencyExperiment, status: dict[str, Any]
+) -> dict[str, Any]:
+    """The experiment as `kubectl get cx NAME -o json` would show it."""
+    return {
+        "apiVersion": experiment.api_version,
+        "kind": experiment.kind,
+        "metadata": {"name": experiment.name},
+        "spec": experiment.spec.model_dump(by_alias=True, exclude_none=True),
+        "status": status,
+    }
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
+
+
+class LocalBackend:
+    def __init__(
+        self,
+        experiment: ConcurrencyExperiment,
+        out_dir: Path,
+        progress: Progress,
+        trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_SECONDS,
+    ) -> None:
+        self.experiment = experiment
+        self.spec = experiment.spec
+        self.out_dir = out_dir
+        self.progress = progress
+        self.trial_timeout = trial_timeout
+        self.trials = plan_trials(self.spec)
+        # Checked before anything is written: a run that cannot start leaves no files.
+        self.cores = trial_cores(self.spec.resources.cpu)
+        if any(t.model in GO_MODELS for t in self.trials):
+            self.go_runner = find_program("cxlab-runner-go")
+        if self.spec.workload.type == "http":
+            find_program("cxlab-delay")
+
+    @property
+    def result_path(self) -> Path:
+        return self.out_dir / "result.json"
+
+    def run(self) -> dict[str, Any]:
+        """Every trial in plan order; returns the final document."""
+        (self.out_dir / "trials").mkdir(parents=True, exist_ok=True)
+        outcomes: list[TrialOutcome] = []
+        with contextlib.ExitStack() as stack:
+            target_url = None
+            if self.spec.workload.type == "http":
+                response_bytes = self.spec.workload.response_bytes
+                target_url = stack.enter_context(
+                    delay_target(
+                        helper_cores(self.cores),
+                        DEFAULT_RESPONSE_BYTES if response_bytes is None else response_bytes,
+                    )
+                )
+            self._save(outcomes)
+            for trial in self.trials:
+                outcome = self.run_trial(trial, target_url)
+                outcomes.append(outcome)
+                self.progress.finished(outcome)
+                self._save(outcomes)
+        document = self._save(outcomes)
+        report = self.out_dir / "report.html"
+        _write_atomically(report, render_report(document))
+        return document
+
+    def _save(self, outcomes: list[TrialOutcome]) -> dict[str, Any]:
+        status = experiment_status(self.trials, outcomes, self.spec.tolerance)
+        document = experiment_document(self.experiment, status)
+        _write_atomically(self.result_path, json.dumps(document, indent=2) + "\n")
+        return document
+
+    def command(self, trial: Trial, port: int, target_url: str | None) -> list[str]:
+        argv = runner_command(
+            self.spec,
+            trial,
+            experiment=self.experiment.name,
+            metrics_port=port,
+            result_path=str(self.out_dir / "trials" / f"{trial.name}.json"),
+            target_url=target_url,
+        )
+        if tuple(argv[: len(PYTHON_RUNNER)]) == PYTHON_RUNNER:
+            return [sys.executable, *argv[1:]]
+        return [self.go_runner, *argv[1:]]
+
+    def run_trial(self, trial: Trial, target_url: str | None) -> TrialOutcome:
+        port = free_port()
+        cores = self.cores
+        process = subprocess.Popen(
+            self.command(trial, port, target_url),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: os.sched_setaffinity(0, cores),
+        )
+        started = time.monotonic()
+        while True:
+            try:
+                stdout, stderr = process.communicate(timeout=POLL_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                elapsed = time.monotonic() - started
+                if elapsed > self.trial_timeout:
+                    process.kill()
+                    process.communicate()
+                    return TrialOutcome(
+                        trial, None, f"timed out after {self.trial_timeout:.0f} s and was killed"
+                    )
+                tasks = self.spec.workload.tasks
+                self.progress.running(trial, scrape_tasks_done(port), tasks, elapsed)
+            except BaseException:
+                process.kill()
+                process.communicate()
+                raise
+        if process.returncode != 0:
+            last = stderr.strip().splitlines()[-1:] or ["no message"]
+            return TrialOutcome(trial, None, f"runner exited {process.returncode}: {last[0]}")
+        try:
+            result = parse_result(stdout)
+        except ResultError as error:
+            return TrialOutcome(trial, None, str(error))
+        problem = pinning_problem(result, cores)
+        return TrialOutcome(trial, result, f"not pinned: {problem}" if problem else None)

@@ -1,0 +1,63 @@
+"""Live progress on stderr: one line per finished trial, and on a terminal a line that
+follows the running trial's task count (read from its /metrics, as the operator does)."""
+
+from __future__ import annotations
+
+import sys
+import urllib.request
+from typing import TextIO
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from cxlab.plan import Trial
+from cxlab.summary import TrialOutcome
+
+
+def scrape_tasks_done(port: int) -> int | None:
+    """Tasks finished so far according to the runner's metrics; None while it is not serving."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=0.5) as reply:
+            text = reply.read().decode()
+    except OSError:
+        return None
+    for family in text_string_to_metric_families(text):
+        if family.name == "cxlab_tasks_completed":
+            return int(sum(s.value for s in family.samples if s.name.endswith("_total")))
+    return None
+
+
+class Progress:
+    def __init__(self, total_trials: int, stream: TextIO = sys.stderr) -> None:
+        self.total = total_trials
+        self.stream = stream
+        self.live = stream.isatty()
+        self._width = len(str(total_trials))
+
+    def _prefix(self, trial: Trial) -> str:
+        return f"[{trial.index + 1:>{self._width}}/{self.total}] {trial.name}"
+
+    def running(self, trial: Trial, tasks_done: int | None, tasks: int, elapsed: float) -> None:
+        if not self.live:
+            return
+        done = "…" if tasks_done is None else f"{tasks_done}/{tasks} tasks"
+        self.stream.write(f"\r\x1b[2K{self._prefix(trial)}  {done}  {elapsed:.1f} s")
+        self.stream.flush()
+
+    def finished(self, outcome: TrialOutcome) -> None:
+        result = outcome.result
+        if outcome.succeeded and result is not None:
+            detail = (
+                f"ok  {result['wallSeconds']:.3f} s  {result['cpuPercent']:.0f}% CPU  "
+                f"{result['peakRssBytes'] / 2**20:.0f} MiB"
+            )
+            if result["tasksFailed"]:
+                detail += f"  ({result['tasksFailed']} tasks failed)"
+        else:
+            detail = f"FAILED: {outcome.error}"
+        clear = "\r\x1b[2K" if self.live else ""
+        self.stream.write(f"{clear}{self._prefix(outcome.trial)}  {detail}\n")
+        self.stream.flush()
+
+    def note(self, message: str) -> None:
+        self.stream.write(f"{message}\n")
+        self.stream.flush()

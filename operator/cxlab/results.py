@@ -1,0 +1,46 @@
+"""Reading a runner's Result: parse, validate against the versioned schema, check pinning."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workloads" / "schema" / "result-v1.schema.json"
+
+
+class ResultError(Exception):
+    """A runner's output that is not a valid Result."""
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+
+
+def parse_result(text: str) -> dict[str, Any]:
+    """The Result in a runner's output: its last non-empty line (anything before it is noise
+    a library printed), validated against the schema."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise ResultError("the runner printed no Result")
+    try:
+        result = json.loads(lines[-1])
+    except json.JSONDecodeError as error:
+        raise ResultError(f"the runner's last line is not JSON: {error}") from None
+    errors = sorted(_validator().iter_errors(result), key=lambda e: list(e.path))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].path) or "document"
+        raise ResultError(f"the Result breaks its schema at {where}: {errors[0].message}")
+    return dict(result)
+
+
+def pinning_problem(result: dict[str, Any], requested: set[int]) -> str | None:
+    """Why the trial did not run on exactly the cores it asked for, or None if it did."""
+    got = set(result["cpus"])
+    if got == requested:
+        return None
+    return f"asked for CPUs {sorted(requested)} but ran on {sorted(got)}"

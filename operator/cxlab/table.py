@@ -1,0 +1,118 @@
+"""The experiment's answer as plain-text tables for a terminal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cxlab.summary import rtt_label, workers_label
+
+
+def render_table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += [
+        "  ".join(
+            c.rjust(w) if i else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in rows
+    ]
+    return "\n".join(out)
+
+
+def _mib(value: float) -> str:
+    return f"{value / 2**20:.1f}"
+
+
+def points_table(summary: dict[str, Any]) -> str:
+    rows = []
+    for p in summary["points"]:
+        if not p["repetitions"]:
+            rows.append(
+                [
+                    p["variant"],
+                    str(p["workers"]),
+                    rtt_label(p["rttSeconds"]),
+                    "0",
+                    "failed",
+                    "",
+                    "",
+                    "",
+                    "",
+                    str(p["failedTrials"]),
+                ]
+            )
+            continue
+        wall = p["wallSeconds"]
+        efficiency = "" if p["efficiency"] is None else f"{p['efficiency']:.2f}"
+        rows.append(
+            [
+                p["variant"],
+                "per task" if p["workers"] == 0 else str(p["workers"]),
+                rtt_label(p["rttSeconds"]),
+                str(p["repetitions"]),
+                f"{wall['mean']:.3f} ± {wall['stddev']:.3f}",
+                f"{wall['cv']:.1%}",
+                f"{p['cpuPercent']['mean']:.0f}",
+                _mib(p["peakRssBytes"]["mean"]),
+                efficiency,
+                str(p["failedTrials"] + p["tasksFailed"]),
+            ]
+        )
+    headers = [
+        "model",
+        "workers",
+        "rtt",
+        "reps",
+        "wall s",
+        "cv",
+        "cpu %",
+        "peak MiB",
+        "eff",
+        "failed",
+    ]
+    return render_table(headers, rows)
+
+
+def knees_table(summary: dict[str, Any]) -> str:
+    rows = [
+        [
+            k["variant"],
+            rtt_label(k["rttSeconds"]),
+            workers_label(k["model"], k["workers"]),
+            f"{k['wallSeconds']:.3f}",
+            f"{k['bestWallSeconds']:.3f}",
+            f"{k['cpuPercent']:.0f}",
+            _mib(k["peakRssBytes"]),
+        ]
+        for k in summary["knees"]
+    ]
+    return render_table(["model", "rtt", "knee", "wall s", "best s", "cpu %", "peak MiB"], rows)
+
+
+def render_summary(document: dict[str, Any]) -> str:
+    status = document["status"]
+    progress = status["progress"]
+    head = (
+        f"{document['metadata']['name']}: {status['phase']} — {progress['trialsDone']}/"
+        f"{progress['trialsTotal']} trials, {progress['trialsFailed']} failed"
+    )
+    summary = status.get("summary")
+    if summary is None:
+        return head
+    parts = [head, "", points_table(summary), ""]
+    if summary["knees"]:
+        tolerance = f"{summary['tolerance']:.0%}"
+        parts += [
+            f"Knees (fewest workers within {tolerance} of each model's best):",
+            knees_table(summary),
+            "",
+        ]
+    parts += ["Recommendation:"] + [f"  {r['text']}" for r in summary["recommendations"]]
+    failed = [t for t in status["trials"] if t["phase"] == "Failed"]
+    if failed:
+        parts += ["", "Failed trials:"] + [f"  {t['name']}: {t.get('message', '')}" for t in failed]
+    return "\n".join(parts)

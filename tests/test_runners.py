@@ -1,0 +1,187 @@
+"""Both runners, run for real: Results validate against the schema and hold real
+measurements (wall >= floor, children accounted, pinned CPUs reported, metrics lint clean)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+from conftest import program, run_runner, runner_argv, scrape
+
+PYTHON_MODELS = ["sequential", "threads", "processes", "gevent", "asyncio"]
+ALL_MODELS = [*PYTHON_MODELS, "goroutines"]
+
+
+@pytest.mark.parametrize("model", ALL_MODELS)
+def test_sleep_trial_is_measured(model: str) -> None:
+    result = run_runner(model, "--workload", "sleep", "--tasks", "40", "--workers", "10",
+                        "--rtt", "20ms", "--experiment", "e", "--trial", "t1")  # fmt: skip
+    workers = 1 if model == "sequential" else 10
+    assert (result["model"], result["workers"], result["tasksOk"]) == (model, workers, 40)
+    assert result["tasksFailed"] == 0 and result["errors"] == []
+    assert result["floorSeconds"] == pytest.approx(40 / workers * 0.02)
+    assert result["wallSeconds"] >= result["floorSeconds"]
+    assert 0 < result["efficiency"] <= 1
+    assert result["latencySeconds"]["p50"] >= 0.02
+    assert result["latencySeconds"]["max"] >= result["latencySeconds"]["p99"]
+    assert result["cpus"] == sorted(os.sched_getaffinity(0))
+    assert result["peakRssBytes"] >= result["baselineRssBytes"] > 0
+    assert (result["experiment"], result["trial"]) == ("e", "t1")
+    assert len(json.dumps(result, separators=(",", ":"))) < 4096
+    timeline = result["rssTimeline"]
+    assert 1 <= len(timeline["rssBytes"]) <= 64
+    assert timeline["intervalSeconds"] * len(timeline["rssBytes"]) >= result["wallSeconds"] / 2
+
+
+@pytest.mark.parametrize("model", ["threads", "gevent", "asyncio", "goroutines"])
+def test_zero_workers_means_one_per_task(model: str) -> None:
+    result = run_runner(model, "--workload", "sleep", "--tasks", "300", "--workers", "0",
+                        "--rtt", "100ms")  # fmt: skip
+    assert result["workers"] == 300 and result["tasksOk"] == 300
+    assert result["floorSeconds"] == pytest.approx(0.1)
+    assert result["wallSeconds"] >= 0.1
+    if model == "threads":
+        assert result["peakThreads"] >= 300  # real OS threads, seen by the sampler
+
+
+@pytest.mark.parametrize("model", [*PYTHON_MODELS, "locust", "goroutines"])
+def test_http_trial_against_the_delay_target(model: str, target_url: str) -> None:
+    result = run_runner(model, "--workload", "http", "--tasks", "30", "--workers", "10",
+                        "--rtt", "50ms", "--target-url", target_url)  # fmt: skip
+    assert result["tasksOk"] == 30, result["errors"]
+    assert result["wallSeconds"] >= result["floorSeconds"] > 0
+    assert result["latencySeconds"]["p50"] >= 0.05  # the target really waited
+
+
+@pytest.mark.parametrize("model", ["threads", "asyncio", "gevent", "goroutines"])
+def test_http_connections_can_be_reused(model: str, target_url: str) -> None:
+    result = run_runner(model, "--workload", "http", "--tasks", "20", "--workers", "4",
+                        "--rtt", "10ms", "--target-url", target_url,
+                        "--connection", "reuse")  # fmt: skip
+    assert result["tasksOk"] == 20, result["errors"]
+
+
+@pytest.mark.parametrize("model", ["threads", "asyncio", "goroutines"])
+def test_failed_requests_are_counted_not_fatal(model: str) -> None:
+    from cxlab.local.delay_target import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}/"  # nothing listens there
+    result = run_runner(model, "--workload", "http", "--tasks", "5", "--workers", "5",
+                        "--rtt", "10ms", "--target-url", dead)  # fmt: skip
+    assert (result["tasksOk"], result["tasksFailed"]) == (0, 5)
+    assert result["errors"][0]["count"] == 5
+    assert "refused" in result["errors"][0]["message"].lower()
+
+
+@pytest.mark.parametrize("model", ["sequential", "threads", "processes", "goroutines"])
+def test_cpu_workload_burns_cpu(model: str) -> None:
+    iterations = 200_000_000 if model == "goroutines" else 2_000_000  # compiled loops run faster
+    result = run_runner(model, "--workload", "cpu", "--tasks", "2", "--workers", "2",
+                        "--iterations", str(iterations))  # fmt: skip
+    assert result["tasksOk"] == 2 and result["floorSeconds"] is None
+    assert result["efficiency"] is None and result["iterations"] == iterations
+    # the children's CPU is the trial's CPU (processes): the loops ran there, not in the parent
+    assert result["cpuUserSeconds"] > 0.005
+    assert result["cpuPercent"] > 10
+
+
+@pytest.mark.parametrize("model", ["threads", "gevent", "asyncio", "goroutines"])
+def test_hold_keeps_every_task_alive(model: str) -> None:
+    result = run_runner(model, "--workload", "hold", "--tasks", "500", "--hold", "300ms")
+    assert result["holdSeconds"] == 0.3 and result["floorSeconds"] == pytest.approx(0.3)
+    assert result["wallSeconds"] >= 0.3
+    assert result["peakRssBytes"] > result["baselineRssBytes"]
+
+
+def test_processes_memory_counts_children_once() -> None:
+    one = run_runner(
+        "processes", "--workload", "sleep", "--tasks", "2", "--workers", "1", "--rtt", "200ms"
+    )
+    many = run_runner(
+        "processes", "--workload", "sleep", "--tasks", "8", "--workers", "8", "--rtt", "200ms"
+    )
+    assert many["peakThreads"] >= 9  # parent + 8 children
+    # forked children share the parent's pages: proportional sizes, not 8 full copies
+    assert many["peakRssBytes"] < 4 * one["peakRssBytes"]
+
+
+def test_pinned_cpus_are_reported() -> None:
+    core = sorted(os.sched_getaffinity(0))[-1]
+    for model in ("asyncio", "goroutines"):
+        completed = subprocess.run(
+            runner_argv(model, "--workload", "sleep", "--tasks", "5", "--rtt", "1ms"),
+            capture_output=True, text=True, check=True,
+            preexec_fn=lambda: os.sched_setaffinity(0, {core}),
+        )  # fmt: skip
+        assert json.loads(completed.stdout)["cpus"] == [core]
+
+
+@pytest.mark.parametrize(
+    ("model", "flags"),
+    [
+        ("asyncio", ["--workload", "sleep", "--tasks", "0"]),
+        ("asyncio", ["--workload", "sleep", "--tasks", "5", "--workers", "-1"]),
+        ("asyncio", ["--workload", "sleep", "--tasks", "5", "--rtt", "soon"]),
+        ("asyncio", ["--workload", "sleep", "--tasks", "5", "--gomaxprocs", "2"]),
+        ("locust", ["--workload", "sleep", "--tasks", "5"]),
+        ("threads", ["--workload", "http", "--tasks", "5"]),
+        ("goroutines", ["--workload", "sleep", "--tasks", "5", "--rtt", "soon"]),
+        ("goroutines", ["--workload", "disk", "--tasks", "5"]),
+    ],
+)
+def test_bad_flags_exit_2_with_a_message(model: str, flags: list[str]) -> None:
+    completed = subprocess.run(runner_argv(model, *flags), capture_output=True, text=True)
+    assert completed.returncode == 2
+    assert completed.stdout == "" and completed.stderr.strip()
+
+
+def _metrics_after_finish(model: str, port: int) -> str:
+    process = subprocess.Popen(
+        runner_argv(model, "--workload", "sleep", "--tasks", "50", "--workers", "5",
+                    "--rtt", "20ms", "--metrics-port", str(port), "--linger", "5s"),
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        process.stdout.readline()  # the Result: the tasks are done, the runner now lingers
+        text = scrape(port)
+    finally:
+        process.terminate()
+        process.wait()
+    return text
+
+
+@pytest.mark.parametrize("model", ["asyncio", "processes", "gevent", "goroutines"])
+def test_metrics_endpoint_passes_promtool(model: str, metrics_port: int) -> None:
+    text = _metrics_after_finish(model, metrics_port)
+    lint = subprocess.run([program("promtool"), "check", "metrics"], input=text,
+                          capture_output=True, text=True)  # fmt: skip
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    lines = dict(line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))
+    assert float(lines['cxlab_tasks_completed_total{outcome="ok"}']) == 50
+    assert float(lines["cxlab_task_duration_seconds_count"]) == 50
+    assert float(lines["cxlab_trial_finished"]) == 1
+    assert float(lines["cxlab_tasks_in_flight"]) == 0
+    assert float(lines["cxlab_peak_rss_bytes"]) > 0
+    assert any(key.startswith("cxlab_trial_info{") for key in lines)
+    assert all(key.startswith("cxlab_") for key in lines)
+
+
+def test_progress_is_visible_while_running(metrics_port: int) -> None:
+    process = subprocess.Popen(
+        runner_argv("threads", "--workload", "sleep", "--tasks", "40", "--workers", "2",
+                    "--rtt", "50ms", "--metrics-port", str(metrics_port)),
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        time.sleep(0.3)
+        text = scrape(metrics_port)
+    finally:
+        process.wait()
+    lines = dict(line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))
+    assert 0 < float(lines['cxlab_tasks_completed_total{outcome="ok"}']) < 40
+    assert float(lines["cxlab_tasks_in_flight"]) == 2
+    assert float(lines["cxlab_trial_finished"]) == 0

@@ -1,0 +1,134 @@
+"""The spec model: every seed's example is valid; every bad input names its field and rule."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import EXAMPLES
+from cxlab.spec import MAX_TRIALS, SpecError, load_experiments, memory_bytes, parse_experiment
+
+
+def document(**spec: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "workload": {"type": "sleep", "tasks": 100, "rtt": "100ms"},
+        "models": [{"model": "threads", "workers": [10, 0]}],
+    }
+    base.update(spec)
+    return {
+        "apiVersion": "cxlab.dev/v1alpha1",
+        "kind": "ConcurrencyExperiment",
+        "metadata": {"name": "demo"},
+        "spec": base,
+    }
+
+
+def problems(doc: dict[str, Any]) -> str:
+    with pytest.raises(SpecError) as caught:
+        parse_experiment(doc)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_example_is_valid(path: Path) -> None:
+    assert load_experiments(path)
+
+
+def test_defaults() -> None:
+    spec = parse_experiment(document()).spec
+    assert (spec.repetitions, spec.resources.cpu, spec.resources.memory) == (1, 1, "512Mi")
+    assert spec.tolerance == 0.10
+    assert spec.workload.rtt_seconds() == [0.1]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"workload": {"type": "disk", "tasks": 1}}, "spec.workload.type: Input should be"),
+        ({"models": [{"model": "fibers"}]}, "spec.models[0].model: Input should be"),
+        ({"models": [{"model": "threads", "workers": [-1]}]}, "spec.models[0].workers[0]"),
+        ({"models": [{"model": "threads", "workers": [1.5]}]}, "valid integer (got 1.5)"),
+        ({"models": [{"model": "threads", "workers": ["4"]}]}, "spec.models[0].workers[0]"),
+        (
+            {"workload": {"type": "sleep", "tasks": 1, "rtt": "100 ms"}},
+            "spec.workload.rtt: '100 ms' is not a duration",
+        ),
+        (
+            {"models": [{"model": "locust"}]},
+            "locust drives HTTP users and needs workload type http",
+        ),
+        (
+            {"models": [{"model": "asyncio", "gomaxprocs": [1]}]},
+            "spec.models[0]: gomaxprocs applies to goroutines only",
+        ),
+        ({"models": []}, "spec.models: List should have at least 1 item"),
+        ({"repetitions": 0}, "spec.repetitions: Input should be greater than or equal to 1"),
+        ({"workload": {"type": "sleep", "tasks": 1}}, "needs exactly one of rtt or rtts"),
+        ({"workload": {"type": "cpu", "tasks": 1}}, "iterations is required for cpu"),
+        ({"workload": {"type": "hold", "tasks": 1, "rtt": "1s"}}, "rtt/rtts apply to sleep"),
+        ({"resources": {"cpu": 1, "memory": "lots"}}, "is not a memory quantity"),
+        (
+            {"models": [{"model": "threads"}, {"model": "threads"}]},
+            "model 'threads' is listed twice",
+        ),
+        (
+            {
+                "models": [{"model": "processes", "workers": [0]}],
+                "workload": {"type": "sleep", "tasks": 5000, "rtt": "1s"},
+            },
+            "the most allowed is 512",
+        ),
+        ({"modle": []}, "spec.modle: is not a field of ConcurrencyExperiment"),
+    ],
+)
+def test_bad_input_names_the_field_and_the_rule(change: dict[str, Any], expected: str) -> None:
+    assert expected in problems(document(**change))
+
+
+def test_matrix_over_the_maximum_is_rejected() -> None:
+    doc = document(
+        models=[{"model": "threads", "workers": list(range(1, 201))}],
+        workload={"type": "sleep", "tasks": 10, "rtts": ["1ms", "2ms", "3ms"]},
+        repetitions=2,
+    )
+    message = problems(doc)
+    assert "the matrix has 1200 trials" in message and str(MAX_TRIALS) in message
+
+
+def test_not_a_concurrency_experiment() -> None:
+    doc = document()
+    doc["kind"] = "Deployment"
+    assert "document: is not a ConcurrencyExperiment" in problems(doc)
+    assert "is not a mapping" in problems(["a", "list"])  # type: ignore[arg-type]
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    doc = document(models=[{"model": "threads", "workers": [-1, -2]}], repetitions=0)
+    assert len(problems(doc).splitlines()) == 3
+
+
+def test_spec_is_not_modified_by_validation() -> None:
+    doc = document()
+    before = copy.deepcopy(doc)
+    parse_experiment(doc)
+    assert doc == before
+
+
+def test_multi_document_files_name_the_document(tmp_path: Path) -> None:
+    path = tmp_path / "two.yaml"
+    path.write_text(
+        "apiVersion: cxlab.dev/v1alpha1\nkind: ConcurrencyExperiment\nmetadata: {name: a}\n"
+        "spec: {workload: {type: sleep, tasks: 1, rtt: 1ms}, models: [{model: asyncio}]}\n---\n"
+        "apiVersion: cxlab.dev/v1alpha1\nkind: ConcurrencyExperiment\nmetadata: {name: a}\n"
+        "spec: {workload: {type: sleep, tasks: 1, rtt: 1ms}, models: [{model: nope}]}\n"
+    )
+    with pytest.raises(SpecError) as caught:
+        load_experiments(path)
+    assert "document 2: spec.models[0].model" in str(caught.value)
+
+
+def test_memory_quantities() -> None:
+    assert memory_bytes("512Mi") == 512 * 2**20
+    assert memory_bytes("1G") == 10**9

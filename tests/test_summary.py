@@ -1,0 +1,92 @@
+"""Aggregation, knee and recommendation on hand-made Results (pure functions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from cxlab.plan import Trial
+from cxlab.status import experiment_status
+from cxlab.summary import TrialOutcome, find_knees, stats, summarize
+
+
+def result(
+    workers: int, wall: float, cpu: float = 0.1, rss: int = 50 * 2**20, failed: int = 0
+) -> dict[str, Any]:
+    return {
+        "workers": workers, "wallSeconds": wall, "cpuUserSeconds": cpu, "cpuSystemSeconds": 0.0,
+        "cpuPercent": 100 * cpu / wall, "peakRssBytes": rss, "baselineRssBytes": 20 * 2**20,
+        "efficiency": 0.1 / wall, "throughputPerSecond": 100 / wall, "tasksFailed": failed,
+        "latencySeconds": {"p50": 0.1, "p90": 0.1, "p99": 0.1, "max": 0.1},
+    }  # fmt: skip
+
+
+def outcome(model: str, workers: int, wall: float, rep: int = 1, **kw: Any) -> TrialOutcome:
+    trial = Trial(0, model, workers, 0 if model == "goroutines" else None, 0.1, rep)
+    return TrialOutcome(trial, result(workers or 100, wall, **kw))
+
+
+def test_stats() -> None:
+    assert stats([1.0]) == {"mean": 1.0, "stddev": 0.0, "cv": 0.0}
+    two = stats([1.0, 3.0])
+    assert two["mean"] == 2.0 and two["stddev"] == pytest.approx(1.41421, rel=1e-4)
+    assert two["cv"] == pytest.approx(0.7071, rel=1e-3)
+
+
+def test_repetitions_are_aggregated_per_point() -> None:
+    summary = summarize([outcome("threads", 10, 1.0, 1), outcome("threads", 10, 1.2, 2)], 0.1)
+    [point] = summary["points"]
+    assert point["repetitions"] == 2 and point["wallSeconds"]["mean"] == pytest.approx(1.1)
+    assert point["wallSeconds"]["cv"] > 0
+
+
+def test_knee_is_the_fewest_workers_within_tolerance_of_the_best() -> None:
+    # The seed's shape: wall falls as ceil(tasks/workers) x RTT, then flattens.
+    outcomes = [
+        outcome("threads", 10, 1.00),
+        outcome("threads", 50, 0.21),
+        outcome("threads", 100, 0.105),
+        outcome("threads", 200, 0.100),
+    ]
+    summary = summarize(outcomes, 0.10)
+    [knee] = summary["knees"]
+    assert knee["workers"] == 100 and knee["bestWallSeconds"] == pytest.approx(0.1)
+    assert find_knees(summary["points"], 2.0)[0]["workers"] == 50  # a looser tolerance
+
+
+def test_failed_tasks_disqualify_a_point() -> None:
+    outcomes = [outcome("threads", 10, 1.0), outcome("threads", 100, 0.1, failed=3)]
+    [knee] = summarize(outcomes, 0.1)["knees"]
+    assert knee["workers"] == 10
+
+
+def test_recommendation_is_the_cheapest_of_the_fastest() -> None:
+    outcomes = [
+        outcome("threads", 0, 0.105, cpu=0.5, rss=90 * 2**20),
+        outcome("asyncio", 0, 0.104, cpu=0.1, rss=30 * 2**20),
+        outcome("goroutines", 0, 0.100, cpu=0.2, rss=10 * 2**20),
+        outcome("sequential", 0, 10.0, cpu=0.01),
+    ]
+    [pick] = summarize(outcomes, 0.10)["recommendations"]
+    assert pick["model"] == "asyncio"
+    assert pick["text"].startswith("RTT 100ms: asyncio with one worker per task")
+    assert (
+        "the cheapest of 3 within 10% of the fastest (goroutines (GOMAXPROCS default), 0.1 s)"
+        in pick["text"]
+    )
+
+
+def test_status_phases() -> None:
+    trials = [Trial(i, "asyncio", 0, None, 0.1, 1) for i in range(2)]
+    ok = TrialOutcome(trials[0], result(1, 0.1))
+    assert experiment_status(trials, [], 0.1)["phase"] == "Pending"
+    running = experiment_status(trials, [ok], 0.1)
+    assert running["phase"] == "Running" and "summary" not in running
+    failed = TrialOutcome(trials[1], None, "runner exited 1: boom")
+    done = experiment_status(trials, [ok, failed], 0.1)
+    assert done["phase"] == "Failed" and done["progress"]["trialsFailed"] == 1
+    assert done["trials"][1] == {
+        "name": trials[1].name, "model": "asyncio", "workers": 0, "gomaxprocs": None,
+        "rttSeconds": 0.1, "repetition": 1, "phase": "Failed", "message": "runner exited 1: boom",
+    }  # fmt: skip
+    assert experiment_status(trials, [ok, ok], 0.1)["phase"] == "Succeeded"

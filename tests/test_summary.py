@@ -17,6 +17,7 @@ def result(
         "workers": workers, "wallSeconds": wall, "cpuUserSeconds": cpu, "cpuSystemSeconds": 0.0,
         "cpuPercent": 100 * cpu / wall, "peakRssBytes": rss, "baselineRssBytes": 20 * 2**20,
         "efficiency": 0.1 / wall, "throughputPerSecond": 100 / wall, "tasksFailed": failed,
+        "voluntaryContextSwitches": 10, "involuntaryContextSwitches": 1,
         "latencySeconds": {"p50": 0.1, "p90": 0.1, "p99": 0.1, "max": 0.1},
     }  # fmt: skip
 
@@ -86,7 +87,8 @@ def test_status_phases() -> None:
     done = experiment_status(trials, [ok, failed], 0.1)
     assert done["phase"] == "Failed" and done["progress"]["trialsFailed"] == 1
     assert done["trials"][1] == {
-        "name": trials[1].name, "model": "asyncio", "workers": 0, "gomaxprocs": None,
-        "rttSeconds": 0.1, "repetition": 1, "phase": "Failed", "message": "runner exited 1: boom",
+        "name": trials[1].name, "model": "asyncio", "variant": "asyncio", "workers": 0,
+        "gomaxprocs": None, "rttSeconds": 0.1, "repetition": 1, "phase": "Failed",
+        "message": "runner exited 1: boom",
     }  # fmt: skip
     assert experiment_status(trials, [ok, ok], 0.1)["phase"] == "Succeeded"

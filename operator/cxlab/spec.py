@@ -271,14 +271,28 @@ def parse_experiment(document: Any) -> ConcurrencyExperiment:
         raise SpecError([_describe(e) for e in error.errors()]) from None
 
 
-def load_experiment(path: Path) -> ConcurrencyExperiment:
-    """Read one ConcurrencyExperiment from a YAML file."""
+def load_experiments(path: Path) -> list[ConcurrencyExperiment]:
+    """Every ConcurrencyExperiment in a YAML file (several documents, as `kubectl apply -f`
+    takes them); SpecError names the document and field of each broken rule."""
     try:
         documents = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
     except OSError as error:
-        raise SpecError([f"{path}: cannot read: {error.strerror}"]) from None
+        raise SpecError([f"cannot read: {error.strerror}"]) from None
     except yaml.YAMLError as error:
-        raise SpecError([f"{path}: is not valid YAML: {error}"]) from None
-    if len(documents) != 1:
-        raise SpecError([f"{path}: holds {len(documents)} documents; expected one experiment"])
-    return parse_experiment(documents[0])
+        raise SpecError([f"is not valid YAML: {error}"]) from None
+    if not documents:
+        raise SpecError(["holds no document; expected a ConcurrencyExperiment"])
+    experiments, problems = [], []
+    for number, document in enumerate(documents, start=1):
+        where = f"document {number}: " if len(documents) > 1 else ""
+        try:
+            experiments.append(parse_experiment(document))
+        except SpecError as error:
+            problems += [where + problem for problem in error.problems]
+    names = [e.name for e in experiments]
+    problems += [
+        f"metadata.name: {n!r} is used twice" for n in sorted(set(names)) if names.count(n) > 1
+    ]
+    if problems:
+        raise SpecError(problems)
+    return experiments

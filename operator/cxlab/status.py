@@ -14,6 +14,7 @@ def trial_entry(outcome: TrialOutcome) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "name": trial.name,
         "model": trial.model,
+        "variant": trial.variant,
         "workers": trial.workers,
         "gomaxprocs": trial.gomaxprocs,
         "rttSeconds": trial.rtt_seconds,

@@ -79,6 +79,12 @@ def _points(outcomes: Iterable[TrialOutcome]) -> list[dict[str, Any]]:
                 "cpuPercent": stats([r["cpuPercent"] for r in results]),
                 "peakRssBytes": stats([r["peakRssBytes"] for r in results]),
                 "memoryPerWorkerBytes": round(statistics.fmean(growth)),
+                "contextSwitches": stats(
+                    [
+                        r["voluntaryContextSwitches"] + r["involuntaryContextSwitches"]
+                        for r in results
+                    ]
+                ),
                 "efficiency": _mean_or_none([r["efficiency"] for r in results]),
                 "throughputPerSecond": round(
                     statistics.fmean(r["throughputPerSecond"] for r in results), 3

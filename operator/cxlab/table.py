@@ -51,7 +51,9 @@ def points_table(summary: dict[str, Any]) -> str:
         rows.append(
             [
                 p["variant"],
-                "per task" if p["workers"] == 0 else str(p["workers"]),
+                str(p["effectiveWorkers"])
+                if p["model"] == "sequential" or p["workers"]
+                else "per task",
                 rtt_label(p["rttSeconds"]),
                 str(p["repetitions"]),
                 f"{wall['mean']:.3f} ± {wall['stddev']:.3f}",
@@ -59,6 +61,7 @@ def points_table(summary: dict[str, Any]) -> str:
                 f"{p['cpuPercent']['mean']:.0f}",
                 _mib(p["peakRssBytes"]["mean"]),
                 efficiency,
+                f"{p['contextSwitches']['mean']:.0f}",
                 str(p["failedTrials"] + p["tasksFailed"]),
             ]
         )

@@ -2,9 +2,10 @@
 
 import asyncio
 import json
-import resource
 import sys
 import time
+
+from _peak import peak_rss_bytes
 
 
 async def main(tasks: int, rtt: float) -> float:
@@ -15,5 +16,5 @@ async def main(tasks: int, rtt: float) -> float:
 
 if __name__ == "__main__":
     wall = asyncio.run(main(int(sys.argv[1]), float(sys.argv[2])))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = peak_rss_bytes()
     print(json.dumps({"wallSeconds": wall, "peakRssBytes": peak}))

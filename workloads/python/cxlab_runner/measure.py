@@ -77,7 +77,21 @@ def live_child_usage(pid: int) -> Usage:
 
 
 def peak_rss_bytes_of_self() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """The kernel's high-water mark of this process's resident memory (VmHWM). Not
+    getrusage's ru_maxrss: that survives exec, so a runner started from a bigger parent
+    would report the parent's peak."""
+    return _status_field(b"VmHWM:") * 1024
+
+
+def _status_field(name: bytes, pid: int | str = "self") -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(name):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def rss_bytes(pid: int | str = "self") -> int:
@@ -103,14 +117,7 @@ def pss_bytes(pid: int | str = "self") -> int:
 
 
 def thread_count(pid: int | str = "self") -> int:
-    try:
-        with open(f"/proc/{pid}/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"Threads:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
+    return _status_field(b"Threads:", pid)
 
 
 def raise_open_files_limit() -> int:

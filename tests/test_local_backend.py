@@ -1,0 +1,143 @@
+"""`cxlab run` and `cxlab plan` end to end: real pinned subprocesses, real Results."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import BIN, EXAMPLES
+
+CXLAB = [sys.executable, "-m", "cxlab.cli"]
+SLEEP = {"type": "sleep", "tasks": 5, "rtt": "1ms"}
+
+
+def cxlab(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run([*CXLAB, *args], capture_output=True, text=True, cwd=cwd, env=env)
+
+
+def write_experiment(path: Path, spec: dict[str, Any], name: str = "tiny") -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "cxlab.dev/v1alpha1",
+                "kind": "ConcurrencyExperiment",
+                "metadata": {"name": name},
+                "spec": spec,
+            }
+        )
+    )
+    return path
+
+
+def test_run_writes_status_report_and_summary(tmp_path: Path) -> None:
+    spec = {
+        "workload": {"type": "sleep", "tasks": 60, "rtts": ["10ms", "30ms"]},
+        "models": [
+            {"model": "threads", "workers": [2, 10, 0]},
+            {"model": "asyncio"},
+            {"model": "goroutines", "gomaxprocs": [1]},
+        ],
+        "repetitions": 2,
+    }
+    path = write_experiment(tmp_path / "tiny.yaml", spec)
+    completed = cxlab("run", str(path), cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    document = json.loads((tmp_path / "out" / "tiny" / "result.json").read_text())
+    status = document["status"]
+    assert status["phase"] == "Succeeded"
+    assert status["progress"] == {"trialsTotal": 20, "trialsDone": 20, "trialsFailed": 0}
+    core = sorted(os.sched_getaffinity(0))[-1]
+    for trial in status["trials"]:
+        result = trial["result"]
+        assert result["cpus"] == [core]  # pinned to the requested core, and verified
+        assert result["wallSeconds"] >= result["floorSeconds"]
+        assert result["trial"] == trial["name"] and result["experiment"] == "tiny"
+        assert (tmp_path / "out" / "tiny" / "trials" / f"{trial['name']}.json").exists()
+    summary = status["summary"]
+    assert len(summary["points"]) == 10 and all(p["repetitions"] == 2 for p in summary["points"])
+    # wall time of the thread pool falls as ceil(tasks/workers) x RTT until the knee
+    walls = {
+        (p["workers"], p["rttSeconds"]): p["wallSeconds"]["mean"]
+        for p in summary["points"]
+        if p["model"] == "threads"
+    }
+    assert walls[(2, 0.03)] > walls[(10, 0.03)] > walls[(0, 0.03)] >= 0.03
+    assert walls[(2, 0.03)] >= 30 * 0.03
+    assert {r["rttSeconds"] for r in summary["recommendations"]} == {0.01, 0.03}
+    assert {k["variant"] for k in summary["knees"]} == {
+        "threads", "asyncio", "goroutines (GOMAXPROCS 1)",
+    }  # fmt: skip
+    assert "Recommendation:" in completed.stdout and "RTT 30ms:" in completed.stdout
+    assert "20/20" in completed.stderr or "[20/20]" in completed.stderr  # live progress lines
+    report = (tmp_path / "out" / "tiny" / "report.html").read_text()
+    assert report.count("<svg") >= 3
+
+
+def test_http_experiment_runs_its_own_delay_target(tmp_path: Path) -> None:
+    spec = {
+        "workload": {"type": "http", "tasks": 20, "rtt": "20ms"},
+        "models": [{"model": "locust", "workers": [5]}, {"model": "asyncio"}],
+    }
+    path = write_experiment(tmp_path / "web.yaml", spec, name="web")
+    completed = cxlab("run", str(path), "--out", str(tmp_path / "web"), cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    trials = json.loads((tmp_path / "web" / "result.json").read_text())["status"]["trials"]
+    assert [t["result"]["tasksOk"] for t in trials] == [20, 20]
+
+
+def test_a_trial_over_its_timeout_is_killed_and_failed(tmp_path: Path) -> None:
+    spec = {
+        "workload": {"type": "sleep", "tasks": 1, "rtt": "1m"},
+        "models": [{"model": "asyncio"}],
+    }
+    path = write_experiment(tmp_path / "t.yaml", spec)
+    completed = cxlab("run", str(path), "--trial-timeout", "1", cwd=tmp_path)
+    document = json.loads((tmp_path / "out" / "tiny" / "result.json").read_text())
+    assert completed.returncode == 1
+    assert document["status"]["phase"] == "Failed"
+    assert "timed out" in document["status"]["trials"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"workload": SLEEP, "models": [{"model": "locust"}]},
+            "spec: model locust drives HTTP users and needs workload type http",
+        ),
+        (
+            {"workload": SLEEP, "models": [{"model": "asyncio"}], "resources": {"cpu": 64}},
+            "resources.cpu is 64 but this machine lets cxlab use",
+        ),
+    ],
+)  # fmt: skip
+def test_bad_input_exits_2_and_writes_nothing(
+    tmp_path: Path, spec: dict[str, Any], message: str
+) -> None:
+    path = write_experiment(tmp_path / "bad.yaml", spec)
+    completed = cxlab("run", str(path), cwd=tmp_path)
+    assert completed.returncode == 2
+    assert message in completed.stderr and str(path) in completed.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_not_an_experiment_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "pod.yaml"
+    path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n")
+    completed = cxlab("run", str(path), cwd=tmp_path)
+    assert completed.returncode == 2 and "is not a ConcurrencyExperiment" in completed.stderr
+
+
+def test_plan_prints_trials_and_floor_without_running(tmp_path: Path) -> None:
+    completed = cxlab("plan", str(EXAMPLES / "quickstart.yaml"), cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    assert "quickstart: 36 trials, 1000 tasks each; floor time at least" in completed.stdout
+    assert "000-threads-w20-rtt20ms-r1" in completed.stdout
+    assert not (tmp_path / "out").exists()

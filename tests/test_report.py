@@ -1,0 +1,484 @@
+"""The HTML report: rendered from realistic documents built with the real planner and status
+code, parsed back, and checked chart by chart."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+from cxlab.plan import Trial, floor_seconds, plan_trials
+from cxlab.report import render_report
+from cxlab.report.svg import (
+    Axis,
+    Point,
+    Series,
+    format_count,
+    format_mib,
+    format_seconds,
+    line_chart,
+    linear_ticks,
+    log_ticks,
+)
+from cxlab.results import parse_result
+from cxlab.spec import ExperimentSpec
+from cxlab.status import experiment_status
+from cxlab.summary import TrialOutcome
+from cxlab_runner.durations import parse_duration
+
+MIB = 2**20
+
+SLEEP_SPEC: dict[str, Any] = {
+    "workload": {"type": "sleep", "tasks": 1000, "rtts": ["50ms", "200ms"]},
+    "models": [
+        {"model": "sequential"},
+        {"model": "threads", "workers": [10, 100, 1000]},
+        {"model": "gevent", "workers": [0]},
+        {"model": "goroutines", "workers": [0], "gomaxprocs": [1, 0]},
+    ],
+    "repetitions": 3,
+    "resources": {"cpu": 2, "memory": "1Gi"},
+    "tolerance": 0.1,
+}
+SLEEP_VARIANTS = 5  # sequential, threads, gevent, goroutines (GOMAXPROCS 1 and default)
+
+CPU_SPEC: dict[str, Any] = {
+    "workload": {"type": "cpu", "tasks": 8, "iterations": 1_000_000},
+    "models": [
+        {"model": "sequential"},
+        {"model": "threads", "workers": [1, 4]},
+        {"model": "processes", "workers": [4]},
+    ],
+    "repetitions": 2,
+}
+
+# Per model: wall-time overhead per worker (s), RSS per worker (bytes), baseline RSS.
+COSTS = {
+    "sequential": (0.0, 0, 18 * MIB),
+    "threads": (60e-6, 96 * 1024, 20 * MIB),
+    "processes": (4e-3, 12 * MIB, 20 * MIB),
+    "gevent": (12e-6, 9 * 1024, 26 * MIB),
+    "asyncio": (10e-6, 4 * 1024, 22 * MIB),
+    "goroutines": (1e-6, 3 * 1024, 6 * MIB),
+}
+
+
+def fake_result(spec: ExperimentSpec, trial: Trial) -> dict[str, Any]:
+    """A schema-valid Result shaped like a real run: near the floor, memory per worker."""
+    tasks = spec.workload.tasks
+    workers = 1 if trial.model == "sequential" else (trial.workers or tasks)
+    per_worker_seconds, per_worker_bytes, baseline = COSTS[trial.model]
+    jitter = 1 + 0.03 * (trial.repetition - 2)  # repetitions differ: a visible stddev
+    floor = floor_seconds(spec, trial)
+    busy = 0.4 * tasks / min(workers, 2) if floor is None else floor
+    wall = (busy + per_worker_seconds * workers) * jitter
+    cpu = 0.05 + per_worker_seconds * workers * 2 + (busy if floor is None else 0.0)
+    peak = baseline + per_worker_bytes * workers
+    samples = 16
+    timeline = [baseline + (peak - baseline) * min(1.0, 3 * i / samples) for i in range(samples)]
+    result = {
+        "schema": "cxlab.dev/result/v1",
+        "experiment": "sweep",
+        "trial": trial.name,
+        "model": trial.model,
+        "workload": spec.workload.type,
+        "workers": workers,
+        "gomaxprocs": (trial.gomaxprocs or 8) if trial.model == "goroutines" else None,
+        "tasks": tasks,
+        "rttSeconds": trial.rtt_seconds,
+        "iterations": spec.workload.iterations,
+        "holdSeconds": parse_duration(spec.workload.hold) if spec.workload.hold else None,
+        "tasksOk": tasks,
+        "tasksFailed": 0,
+        "wallSeconds": round(wall, 6),
+        "floorSeconds": floor,
+        "efficiency": None if floor is None else round(floor / wall, 4),
+        "cpuUserSeconds": round(cpu * 0.8, 6),
+        "cpuSystemSeconds": round(cpu * 0.2, 6),
+        "cpuPercent": round(100 * cpu / wall, 2),
+        "peakRssBytes": int(peak),
+        "baselineRssBytes": baseline,
+        "peakThreads": workers + 1 if trial.model == "threads" else 2,
+        "voluntaryContextSwitches": 10 * workers,
+        "involuntaryContextSwitches": workers,
+        "throughputPerSecond": round(tasks / wall, 3),
+        "latencySeconds": {"p50": wall / 2, "p90": wall * 0.9, "p99": wall, "max": wall},
+        "rssTimeline": {"intervalSeconds": wall / samples, "rssBytes": [int(b) for b in timeline]},
+        "cpus": [0, 1],
+        "runtime": "go1.26.8" if trial.model == "goroutines" else "CPython 3.11.9",
+        "errors": [],
+    }
+    return parse_result(json.dumps(result))  # the real schema check: the fake stays honest
+
+
+def build_document(
+    spec_dict: dict[str, Any], *, fail: str | None = None, done: int | None = None
+) -> dict[str, Any]:
+    """The local backend's document: spec plus the status of the first `done` trials, with the
+    trial named `fail` failed (no Result, a message)."""
+    spec = ExperimentSpec.model_validate(spec_dict)
+    trials = plan_trials(spec)
+    outcomes = [
+        TrialOutcome(t, None, "runner killed: OOMKilled <exit 137>")
+        if t.name == fail
+        else TrialOutcome(t, fake_result(spec, t))
+        for t in trials[:done]
+    ]
+    return {
+        "apiVersion": "cxlab.dev/v1alpha1",
+        "kind": "ConcurrencyExperiment",
+        "metadata": {"name": "sweep", "creationTimestamp": "2026-11-21T04:50:00Z"},
+        "spec": spec_dict,
+        "status": experiment_status(trials, outcomes, spec.tolerance),
+    }
+
+
+FAILED_TRIAL = "024-threads-w1000-rtt200ms-r2"
+
+
+@pytest.fixture(scope="module")
+def sleep_document() -> dict[str, Any]:
+    document = build_document(SLEEP_SPEC, fail=FAILED_TRIAL)
+    names = [t["name"] for t in document["status"]["trials"]]
+    assert FAILED_TRIAL in names  # the plan's naming is what the fixture relies on
+    return document
+
+
+# --- a small DOM over html.parser, strict about nesting ------------------------------------
+
+VOID = {"meta", "br", "hr", "img", "input", "link"}
+
+
+@dataclass
+class Node:
+    tag: str
+    attrs: dict[str, str]
+    children: list[Node] = field(default_factory=list)
+    text: str = ""
+
+    def find_all(self, tag: str, css: str | None = None) -> list[Node]:
+        found = []
+        for child in self.children:
+            if child.tag == tag and (css is None or css in child.attrs.get("class", "").split()):
+                found.append(child)
+            found += child.find_all(tag, css)
+        return found
+
+    def all_text(self) -> str:
+        return self.text + "".join(c.all_text() for c in self.children)
+
+
+class TreeBuilder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = Node("#root", {})
+        self.stack = [self.root]
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        node = Node(tag, {k: v or "" for k, v in attrs})
+        self.stack[-1].children.append(node)
+        if tag not in VOID:
+            self.stack.append(node)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.stack[-1].children.append(Node(tag, {k: v or "" for k, v in attrs}))
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.stack[-1].tag == tag, f"</{tag}> closes <{self.stack[-1].tag}>"
+        self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.stack[-1].text += data
+
+
+def parse(html: str) -> Node:
+    builder = TreeBuilder()
+    builder.feed(html)
+    builder.close()
+    assert builder.stack == [builder.root], "unclosed elements"
+    return builder.root
+
+
+def charts(root: Node) -> dict[str, Node]:
+    svgs = root.find_all("svg", "chart")
+    titles = [svg.find_all("title")[0].text for svg in svgs]
+    assert len(set(titles)) == len(titles), "chart titles are unique"
+    return dict(zip(titles, svgs, strict=True))
+
+
+def series_of(chart: Node) -> list[Node]:
+    return chart.find_all("g", "series")
+
+
+def plot_area(chart: Node) -> tuple[float, float, float, float]:
+    rect = chart.find_all("rect", "plot-area")[0]
+    x, y = float(rect.attrs["x"]), float(rect.attrs["y"])
+    return x, y, x + float(rect.attrs["width"]), y + float(rect.attrs["height"])
+
+
+def coordinates(series: Node) -> list[tuple[float, float]]:
+    coords = []
+    for line in series.find_all("polyline"):
+        for pair in line.attrs["points"].split():
+            x, y = pair.split(",")
+            coords.append((float(x), float(y)))
+    for marker in series.find_all("path", "marker"):
+        match = re.fullmatch(r"translate\((\S+) (\S+)\)", marker.attrs["transform"])
+        assert match, marker.attrs["transform"]
+        coords.append((float(match[1]), float(match[2])))
+    return coords
+
+
+# --- the report of a full sweep -------------------------------------------------------------
+
+
+def test_report_is_one_self_contained_page(sleep_document: dict[str, Any]) -> None:
+    html = render_report(sleep_document)
+    root = parse(html)
+    assert html.startswith("<!DOCTYPE html>")
+    assert not root.find_all("script") and not root.find_all("link") and not root.find_all("img")
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in html
+    assert render_report(sleep_document) == html  # deterministic
+
+
+def test_four_charts_per_rtt(sleep_document: dict[str, Any]) -> None:
+    found = charts(parse(render_report(sleep_document)))
+    expected = [
+        f"{kind} · RTT {rtt}"
+        for rtt in ("50ms", "200ms")
+        for kind in (
+            "Wall time vs workers",
+            "CPU vs workers",
+            "Peak memory vs workers",
+            "Memory over time",
+        )
+    ]
+    assert list(found) == expected
+
+
+def test_each_chart_has_a_series_per_variant(sleep_document: dict[str, Any]) -> None:
+    found = charts(parse(render_report(sleep_document)))
+    for rtt in ("50ms", "200ms"):
+        wall = series_of(found[f"Wall time vs workers · RTT {rtt}"])
+        assert len(wall) == SLEEP_VARIANTS + 1  # and the floor
+        assert wall[-1].attrs["data-label"].startswith("floor")
+        assert wall[-1].find_all("polyline")[0].attrs["stroke-dasharray"]
+        assert len(series_of(found[f"CPU vs workers · RTT {rtt}"])) == SLEEP_VARIANTS
+        assert len(series_of(found[f"Peak memory vs workers · RTT {rtt}"])) == SLEEP_VARIANTS
+        timelines = series_of(found[f"Memory over time · RTT {rtt}"])
+        # every variant's knee, then threads' most-workers point when it is not the knee
+        assert SLEEP_VARIANTS <= len(timelines) <= 8
+        assert all(len(s.find_all("polyline")) == 1 for s in timelines)
+        # sequential takes 1000 RTTs, goroutines one: x is the share of each run
+        assert "share of the trial's wall time" in found[f"Memory over time · RTT {rtt}"].all_text()
+
+
+def test_threads_line_has_three_points_with_error_bars(sleep_document: dict[str, Any]) -> None:
+    found = charts(parse(render_report(sleep_document)))
+    threads = next(
+        s
+        for s in series_of(found["Wall time vs workers · RTT 50ms"])
+        if s.attrs["data-label"] == "threads"
+    )
+    assert len(threads.find_all("path", "marker")) == 3
+    assert len(threads.find_all("path", "error-bar")) == 3
+
+
+def test_single_worker_count_variants_are_drawn_as_markers(
+    sleep_document: dict[str, Any],
+) -> None:
+    found = charts(parse(render_report(sleep_document)))
+    for series in series_of(found["CPU vs workers · RTT 200ms"]):
+        if series.attrs["data-label"] != "threads":
+            assert not series.find_all("polyline")
+            assert len(series.find_all("path", "marker")) == 1
+
+
+def test_every_coordinate_is_inside_the_plot_area(sleep_document: dict[str, Any]) -> None:
+    for title, chart in charts(parse(render_report(sleep_document))).items():
+        left, top, right, bottom = plot_area(chart)
+        for series in series_of(chart):
+            points = coordinates(series)
+            assert points, f"{title}: {series.attrs['data-label']} draws nothing"
+            for x, y in points:
+                assert left <= x <= right and top <= y <= bottom, (title, x, y)
+
+
+def test_log_axes_are_labelled_in_decades(sleep_document: dict[str, Any]) -> None:
+    found = charts(parse(render_report(sleep_document)))
+    labels = [t.text for t in found["Wall time vs workers · RTT 50ms"].find_all("text")]
+    # workers run from 1 (sequential) to 1000 (threads, one per task)
+    assert {"1", "10", "100", "1k"} <= set(labels)
+    # sequential takes 1000 x 50ms = 50 s; goroutines take about one RTT
+    assert {"100 ms", "1 s", "10 s"} <= set(labels)
+
+
+def test_answer_and_tables(sleep_document: dict[str, Any]) -> None:
+    root = parse(render_report(sleep_document))
+    recommendations = root.find_all("ul", "recommendations")[0].find_all("li")
+    assert len(recommendations) == 2
+    assert recommendations[0].text.startswith("RTT 50ms: ")
+    headings = [h.text for h in root.find_all("h2")]
+    assert headings == [
+        "Recommendation", "Knees", "RTT 50ms", "RTT 200ms", "Points", "Failed trials",
+    ]  # fmt: skip
+    tables = root.find_all("table")
+    knees, points, failed = (t.find_all("tbody")[0].find_all("tr") for t in tables)
+    assert len(knees) == 2 * SLEEP_VARIANTS
+    assert len(points) == 2 * (SLEEP_VARIANTS + 2)  # threads has three worker counts
+    assert len(failed) == 1
+    assert failed[0].find_all("td")[0].text == FAILED_TRIAL
+    assert "OOMKilled <exit 137>" in failed[0].all_text()
+    assert any("±" in row.all_text() for row in points)
+    assert any("recommended" in row.all_text() for row in points)
+
+
+def test_header_describes_the_experiment(sleep_document: dict[str, Any]) -> None:
+    root = parse(render_report(sleep_document))
+    header = root.find_all("header")[0].all_text()
+    assert "sweep" in header and "Failed" in header  # one trial failed: the phase says so
+    assert "42 of 42 trials done, 1 failed" in header
+    assert "sleep: 1,000 tasks, each sleeps one RTT (50ms, 200ms)" in header
+    assert "goroutines (one worker per task; GOMAXPROCS 1, default)" in header
+    assert "2 CPU, 1Gi" in header and "2026-11-21T04:50:00Z" in header
+    assert "CPython 3.11.9, go1.26.8" in header
+
+
+def test_text_is_escaped(sleep_document: dict[str, Any]) -> None:
+    document = copy.deepcopy(sleep_document)
+    for entry in document["status"]["summary"]["points"]:
+        if entry["variant"] == "gevent":
+            entry["variant"] = "gevent <b>&</b>"
+    document["metadata"]["name"] = "<script>alert(1)</script>"
+    html = render_report(document)
+    assert "<b>" not in html and "<script>" not in html
+    assert "gevent &lt;b&gt;&amp;&lt;/b&gt;" in html
+    root = parse(html)
+    labels = [s.attrs["data-label"] for s in series_of(charts(root)["CPU vs workers · RTT 50ms"])]
+    assert "gevent <b>&</b>" in labels  # escaped in the file, the same text once parsed
+
+
+# --- unfinished and unusual documents ------------------------------------------------------
+
+
+def test_a_running_experiment_shows_what_is_done() -> None:
+    document = build_document(SLEEP_SPEC, done=25)
+    assert "summary" not in document["status"]
+    root = parse(render_report(document))
+    assert "running" in root.find_all("section")[0].all_text()
+    assert "25 of 42 trials done" in root.find_all("header")[0].all_text()
+    found = charts(root)
+    # 25 trials: the first repetition of both RTTs (14 trials) and eleven of the second
+    assert len(found) == 8
+    assert len(series_of(found["Wall time vs workers · RTT 200ms"])) == SLEEP_VARIANTS + 1
+    assert not root.find_all("ul", "recommendations")
+
+
+def test_a_pending_experiment_without_status_renders() -> None:
+    document = {
+        "apiVersion": "cxlab.dev/v1alpha1",
+        "kind": "ConcurrencyExperiment",
+        "metadata": {"name": "fresh"},
+        "spec": SLEEP_SPEC,
+    }
+    root = parse(render_report(document))
+    assert "Pending" in root.find_all("h1")[0].all_text()
+    assert not root.find_all("svg")
+
+
+def test_the_cpu_workload_renders_without_rtt() -> None:
+    root = parse(render_report(build_document(CPU_SPEC)))
+    found = charts(root)
+    assert list(found) == [
+        "Wall time vs workers · no RTT",
+        "CPU vs workers · no RTT",
+        "Peak memory vs workers · no RTT",
+        "Memory over time · no RTT",
+    ]
+    wall = series_of(found["Wall time vs workers · no RTT"])
+    assert [s.attrs["data-label"] for s in wall] == ["sequential", "threads", "processes"]
+    assert all(len(s.find_all("path", "marker")) >= 1 for s in wall)  # no floor for cpu
+    timeline = found["Memory over time · no RTT"].all_text()
+    assert "time since the tasks started" in timeline  # runs of 1.6 s and 3.2 s: seconds
+    rows = root.find_all("table")[-1].find_all("tbody")[0].find_all("tr")
+    assert {row.find_all("td")[9].text for row in rows} == {"—"}  # efficiency needs a floor
+
+
+def test_the_hold_workload_has_a_floor_of_waves_of_holds() -> None:
+    spec = {
+        "workload": {"type": "hold", "tasks": 100, "hold": "1s"},
+        "models": [{"model": "threads", "workers": [10, 100]}, {"model": "asyncio"}],
+    }
+    found = charts(parse(render_report(build_document(spec))))
+    wall = series_of(found["Wall time vs workers · no RTT"])
+    assert [s.attrs["data-label"] for s in wall] == [
+        "threads", "asyncio", "floor: ⌈tasks / workers⌉ \u00d7 hold",
+    ]  # fmt: skip
+
+
+def test_a_chart_of_single_points_at_one_x_renders() -> None:
+    series = [
+        Series("a", (Point(8, 1.0, 0.1),), "#000"),
+        Series("b", (Point(8, 2.0),), "#111", shape="square"),
+    ]
+    root = parse(line_chart("t", Axis("x", "log"), Axis("y", "log"), series))
+    chart = root.find_all("svg")[0]
+    left, top, right, bottom = plot_area(chart)
+    for s in series_of(chart):
+        ((x, y),) = coordinates(s)
+        assert left < x < right and top < y < bottom
+
+
+def test_an_empty_chart_says_so() -> None:
+    html = line_chart("empty", Axis("x"), Axis("y"), [])
+    assert "no data yet" in html
+    parse(html)
+
+
+# --- ticks and labels ----------------------------------------------------------------------
+
+
+def test_log_ticks() -> None:
+    assert log_ticks(1, 10_000) == [1, 10, 100, 1000, 10_000]
+    assert log_ticks(0.05, 50) == [0.1, 1, 10]
+    # under three decades: 1-2-5 steps
+    assert log_ticks(0.05, 2) == [0.05, 0.1, 0.2, 0.5, 1, 2]
+    assert log_ticks(20, 500) == [20, 50, 100, 200, 500]
+    # many decades: every other one, still starting at the first
+    assert log_ticks(1e-6, 1e6) == [1e-6, 1e-4, 1e-2, 1, 1e2, 1e4, 1e6]
+
+
+def test_linear_ticks() -> None:
+    assert linear_ticks(0, 100) == [0, 20, 40, 60, 80, 100]
+    assert linear_ticks(0, 0.3) == [0, 0.1, 0.2, 0.3]
+    assert linear_ticks(0, 0.25) == [0, 0.05, 0.1, 0.15, 0.2, 0.25]  # no 0.15000000000000002
+    assert linear_ticks(0, 1) == [0, 0.2, 0.4, 0.6, 0.8, 1]
+
+
+def test_tick_labels() -> None:
+    assert [format_count(v) for v in (1, 10, 100, 1000, 10_000, 1500, 2e6)] == [
+        "1", "10", "100", "1k", "10k", "1.5k", "2M",
+    ]  # fmt: skip
+    assert [format_seconds(v) for v in (0.05, 1, 1.5, 2e-4, 0.99999, 0)] == [
+        "50 ms", "1 s", "1.5 s", "200 µs", "1 s", "0 s",
+    ]  # fmt: skip
+    assert format_mib(512) == "512 MiB"
+    assert format_mib(0.5) == "0.5 MiB"
+
+
+def test_floor_line_follows_the_tasks() -> None:
+    document = build_document(SLEEP_SPEC)
+    chart = charts(parse(render_report(document)))["Wall time vs workers · RTT 200ms"]
+    floor = series_of(chart)[-1].find_all("polyline")[0].attrs["points"].split()
+    # workers 1, 10, 100, 1000 → floors 200 s, 20 s, 2 s, 0.2 s: equal steps on a log axis
+    ys = [float(p.split(",")[1]) for p in floor]
+    steps = [b - a for a, b in itertools.pairwise(ys)]
+    assert len(ys) == 4
+    assert all(math.isclose(s, steps[0], abs_tol=0.2) for s in steps)

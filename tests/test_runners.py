@@ -185,3 +185,16 @@ def test_progress_is_visible_while_running(metrics_port: int) -> None:
     assert 0 < float(lines['cxlab_tasks_completed_total{outcome="ok"}']) < 40
     assert float(lines["cxlab_tasks_in_flight"]) == 2
     assert float(lines["cxlab_trial_finished"]) == 0
+
+
+@pytest.mark.parametrize("model", ["asyncio", "goroutines"])
+def test_peak_memory_is_the_runners_own_not_its_parents(model: str) -> None:
+    ballast = bytearray(300 * 2**20)  # the parent's peak, which ru_maxrss would carry over exec
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    completed = subprocess.run(
+        runner_argv(model, "--workload", "sleep", "--tasks", "5", "--rtt", "1ms"),
+        capture_output=True, text=True, check=True,
+        preexec_fn=lambda: None,  # forces fork + exec, as the local backend does
+    )  # fmt: skip
+    del ballast
+    assert json.loads(completed.stdout)["peakRssBytes"] < 150 * 2**20

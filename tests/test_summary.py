@@ -92,3 +92,17 @@ def test_status_phases() -> None:
         "message": "runner exited 1: boom",
     }  # fmt: skip
     assert experiment_status(trials, [ok, ok], 0.1)["phase"] == "Succeeded"
+
+
+def test_terminal_summary_shows_failed_points_and_trials() -> None:
+    from cxlab.table import render_summary
+
+    trials = [Trial(0, "threads", 10, None, 0.1, 1), Trial(1, "threads", 20, None, 0.1, 1)]
+    outcomes = [TrialOutcome(trials[0], result(10, 1.0)), TrialOutcome(trials[1], None, "boom")]
+    status = experiment_status(trials, outcomes, 0.1)
+    text = render_summary({"metadata": {"name": "x"}, "status": status})
+    assert "x: Failed — 2/2 trials, 1 failed" in text
+    rows = [line.split() for line in text.splitlines() if line.startswith("threads")]
+    assert rows[0][:5] == ["threads", "10", "RTT", "100ms", "1"]
+    assert rows[1][:6] == ["threads", "20", "RTT", "100ms", "0", "failed"]
+    assert f"  {trials[1].name}: boom" in text

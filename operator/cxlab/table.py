@@ -31,20 +31,8 @@ def points_table(summary: dict[str, Any]) -> str:
     rows = []
     for p in summary["points"]:
         if not p["repetitions"]:
-            rows.append(
-                [
-                    p["variant"],
-                    str(p["workers"]),
-                    rtt_label(p["rttSeconds"]),
-                    "0",
-                    "failed",
-                    "",
-                    "",
-                    "",
-                    "",
-                    str(p["failedTrials"]),
-                ]
-            )
+            label = [p["variant"], str(p["workers"]), rtt_label(p["rttSeconds"]), "0"]
+            rows.append([*label, "failed", *[""] * 5, str(p["failedTrials"])])
             continue
         wall = p["wallSeconds"]
         efficiency = "" if p["efficiency"] is None else f"{p['efficiency']:.2f}"
@@ -75,6 +63,7 @@ def points_table(summary: dict[str, Any]) -> str:
         "cpu %",
         "peak MiB",
         "eff",
+        "ctx sw",
         "failed",
     ]
     return render_table(headers, rows)

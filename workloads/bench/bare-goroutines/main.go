@@ -8,8 +8,9 @@ import (
 	"flag"
 	"os"
 	"sync"
-	"syscall"
 	"time"
+
+	"cxlab.dev/workloads/internal/measure"
 )
 
 func main() {
@@ -30,12 +31,9 @@ func main() {
 	wg.Wait()
 	wall := time.Since(start)
 
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err)
-	}
+	// Peak RSS measured as the runners measure it (VmHWM, reset at exec).
 	_ = json.NewEncoder(os.Stdout).Encode(struct {
 		WallSeconds  float64 `json:"wallSeconds"`
 		PeakRSSBytes int64   `json:"peakRssBytes"`
-	}{wall.Seconds(), ru.Maxrss * 1024})
+	}{wall.Seconds(), measure.PeakRSS()})
 }

@@ -135,5 +135,6 @@ func Main(args []string, stderr io.Writer) int {
 			s.Close()
 		}
 	}
+	logger.Print("stopped")
 	return status
 }

@@ -13,8 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Usage is a getrusage(RUSAGE_SELF) snapshot. The Go runner starts no child
-// processes, so RUSAGE_CHILDREN would always be zero.
+// Usage is a getrusage(RUSAGE_SELF) snapshot plus the resident high-water
+// mark. The Go runner starts no child processes, so RUSAGE_CHILDREN would
+// always be zero.
 type Usage struct {
 	User, System           time.Duration
 	MaxRSSBytes            int64
@@ -30,7 +31,7 @@ func ReadUsage() (Usage, error) {
 	return Usage{
 		User:        time.Duration(ru.Utime.Nano()),
 		System:      time.Duration(ru.Stime.Nano()),
-		MaxRSSBytes: ru.Maxrss * 1024, // Linux reports kilobytes
+		MaxRSSBytes: PeakRSS(),
 		Voluntary:   ru.Nvcsw,
 		Involuntary: ru.Nivcsw,
 	}, nil
@@ -66,6 +67,21 @@ func RSS() (int64, error) {
 	return pages * pageSize, nil
 }
 
+// PeakRSS returns the kernel's resident high-water mark (VmHWM), 0 if unknown.
+// Not getrusage's ru_maxrss: that survives exec, so a runner started from a
+// larger parent (the Python driver) would report the parent's peak.
+func PeakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	kib, err := statusField(b, "VmHWM:")
+	if err != nil {
+		return 0
+	}
+	return kib * 1024
+}
+
 // Threads returns the number of OS threads now, from /proc/self/status.
 func Threads() (int64, error) {
 	b, err := os.ReadFile("/proc/self/status")
@@ -76,12 +92,18 @@ func Threads() (int64, error) {
 }
 
 func parseThreads(status []byte) (int64, error) {
+	return statusField(status, "Threads:")
+}
+
+// statusField reads the leading number of a /proc/PID/status line.
+func statusField(status []byte, name string) (int64, error) {
 	for line := range bytes.Lines(status) {
-		if v, ok := bytes.CutPrefix(line, []byte("Threads:")); ok {
-			return strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+		if v, ok := bytes.CutPrefix(line, []byte(name)); ok {
+			number, _, _ := bytes.Cut(bytes.TrimSpace(v), []byte(" "))
+			return strconv.ParseInt(string(number), 10, 64)
 		}
 	}
-	return 0, errors.New("measure: no Threads line in /proc/self/status")
+	return 0, errors.New("measure: no " + name + " line in /proc/self/status")
 }
 
 // CPUs returns the CPUs this process may run on, ascending.

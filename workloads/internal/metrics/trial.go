@@ -13,7 +13,7 @@ import (
 )
 
 // Buckets of cxlab_task_duration_seconds, from the contract.
-var Buckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+var Buckets = [...]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 	0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
 
 // Info labels cxlab_trial_info.
@@ -25,13 +25,12 @@ type Info struct {
 	Tasks                              int
 }
 
-// Trial is the live state of one trial. Tasks update plain atomics (and the
-// histogram, itself atomics); everything else is computed when scraped, so
-// the instrument costs next to nothing per task.
+// Trial is the live state of one trial. Tasks update sharded atomics only;
+// everything else is computed when scraped, so the instrument costs next to
+// nothing per task.
 type Trial struct {
-	ok, failed, inFlight atomic.Int64
-	finished             atomic.Bool
-	hist                 prometheus.Histogram
+	tasks    *taskCounters
+	finished atomic.Bool
 
 	mu         sync.Mutex
 	start, end time.Time
@@ -39,13 +38,7 @@ type Trial struct {
 
 // NewTrial registers the trial and process metrics on reg.
 func NewTrial(reg prometheus.Registerer, info Info) (*Trial, error) {
-	t := &Trial{
-		hist: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "cxlab_task_duration_seconds",
-			Help:    "Duration of each task.",
-			Buckets: Buckets,
-		}),
-	}
+	t := &Trial{tasks: newTaskCounters()}
 	infoGauge := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "cxlab_trial_info",
 		Help: "Labels describing the trial; always 1.",
@@ -65,23 +58,23 @@ func NewTrial(reg prometheus.Registerer, info Info) (*Trial, error) {
 		Help: "Tasks planned.",
 	})
 	tasks.Set(float64(info.Tasks))
-	completed := func(outcome string, n *atomic.Int64) prometheus.Collector {
+	completed := func(outcome string, value func() float64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name:        "cxlab_tasks_completed_total",
 			Help:        "Tasks finished, by outcome.",
 			ConstLabels: prometheus.Labels{"outcome": outcome},
-		}, func() float64 { return float64(n.Load()) })
+		}, value)
 	}
 	collectors := []prometheus.Collector{
 		infoGauge,
 		tasks,
-		completed("ok", &t.ok),
-		completed("failed", &t.failed),
+		completed("ok", func() float64 { ok, _ := t.Counts(); return float64(ok) }),
+		completed("failed", func() float64 { _, failed := t.Counts(); return float64(failed) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "cxlab_tasks_in_flight",
 			Help: "Tasks started and not finished.",
-		}, func() float64 { return float64(t.inFlight.Load()) }),
-		t.hist,
+		}, func() float64 { return float64(t.tasks.inFlight()) }),
+		t.tasks,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "cxlab_trial_elapsed_seconds",
 			Help: "Time since the task phase began, frozen when it ends.",
@@ -134,19 +127,11 @@ func (t *Trial) Elapsed() time.Duration {
 	}
 }
 
-// TaskStarted counts a task in flight.
-func (t *Trial) TaskStarted() { t.inFlight.Add(1) }
+// TaskStarted counts task id in flight.
+func (t *Trial) TaskStarted(id int) { t.tasks.started(id) }
 
-// TaskFinished records a task that took d.
-func (t *Trial) TaskFinished(d time.Duration, ok bool) {
-	t.inFlight.Add(-1)
-	t.hist.Observe(d.Seconds())
-	if ok {
-		t.ok.Add(1)
-	} else {
-		t.failed.Add(1)
-	}
-}
+// TaskFinished records that task id ended after d.
+func (t *Trial) TaskFinished(id int, d time.Duration, ok bool) { t.tasks.finished(id, d, ok) }
 
 // Counts returns the tasks finished so far.
-func (t *Trial) Counts() (ok, failed int64) { return t.ok.Load(), t.failed.Load() }
+func (t *Trial) Counts() (ok, failed int64) { return t.tasks.counts() }

@@ -94,7 +94,7 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 	}
 	logger.Printf("done: %d ok, %d failed in %.3fs", result.TasksOK, result.TasksFailed, result.WallSeconds)
 
-	if c.MetricsPort != 0 && c.Linger > 0 {
+	if c.Linger > 0 {
 		linger(c.Linger)
 	}
 	return ExitOK

@@ -1,0 +1,178 @@
+package metrics
+
+import (
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func newTestTrial(t *testing.T) (*prometheus.Registry, *Trial) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	tr, err := NewTrial(reg, Info{Experiment: "exp", Trial: "t1", Model: "goroutines", Workload: "sleep",
+		Workers: 4, GOMAXPROCS: "2", Runtime: "go1.26.0", Tasks: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg, tr
+}
+
+// The endpoint carries the contract's metrics and nothing else.
+func TestExactlyTheContractMetrics(t *testing.T) {
+	reg, _ := newTestTrial(t)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]string{}
+	for _, mf := range mfs {
+		types[mf.GetName()] = mf.GetType().String()
+	}
+	want := map[string]string{
+		"cxlab_trial_info":               "GAUGE",
+		"cxlab_trial_tasks":              "GAUGE",
+		"cxlab_tasks_completed_total":    "COUNTER",
+		"cxlab_tasks_in_flight":          "GAUGE",
+		"cxlab_task_duration_seconds":    "HISTOGRAM",
+		"cxlab_cpu_user_seconds_total":   "COUNTER",
+		"cxlab_cpu_system_seconds_total": "COUNTER",
+		"cxlab_rss_bytes":                "GAUGE",
+		"cxlab_peak_rss_bytes":           "GAUGE",
+		"cxlab_threads":                  "GAUGE",
+		"cxlab_context_switches_total":   "COUNTER",
+		"cxlab_trial_elapsed_seconds":    "GAUGE",
+		"cxlab_trial_finished":           "GAUGE",
+	}
+	if !maps.Equal(types, want) {
+		t.Errorf("got %v\nwant %v", types, want)
+	}
+	if n := testutil.CollectAndCount(NewProcessCollector(), "cxlab_context_switches_total"); n != 2 {
+		t.Errorf("%d context-switch series, want voluntary and involuntary", n)
+	}
+}
+
+func TestMetricsLint(t *testing.T) {
+	reg, _ := newTestTrial(t)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestTaskMetrics(t *testing.T) {
+	reg, tr := newTestTrial(t)
+	start := time.Now()
+	tr.Begin(start)
+	for id := range 3 {
+		tr.TaskStarted(id)
+	}
+	tr.TaskFinished(0, 30*time.Millisecond, true)
+	tr.TaskFinished(1, 2*time.Second, false)
+	tr.TaskFinished(17, 500*time.Microsecond, true) // on a bound: counted in le="0.0005"
+
+	want := `
+# HELP cxlab_tasks_completed_total Tasks finished, by outcome.
+# TYPE cxlab_tasks_completed_total counter
+cxlab_tasks_completed_total{outcome="failed"} 1
+cxlab_tasks_completed_total{outcome="ok"} 2
+# HELP cxlab_tasks_in_flight Tasks started and not finished.
+# TYPE cxlab_tasks_in_flight gauge
+cxlab_tasks_in_flight 0
+# HELP cxlab_trial_finished 1 once every task has ended.
+# TYPE cxlab_trial_finished gauge
+cxlab_trial_finished 0
+# HELP cxlab_trial_tasks Tasks planned.
+# TYPE cxlab_trial_tasks gauge
+cxlab_trial_tasks 3
+# HELP cxlab_trial_info Labels describing the trial; always 1.
+# TYPE cxlab_trial_info gauge
+cxlab_trial_info{experiment="exp",gomaxprocs="2",model="goroutines",runtime="go1.26.0",trial="t1",workers="4",workload="sleep"} 1
+# HELP cxlab_task_duration_seconds Duration of each task.
+# TYPE cxlab_task_duration_seconds histogram
+cxlab_task_duration_seconds_bucket{le="0.0005"} 1
+cxlab_task_duration_seconds_bucket{le="0.001"} 1
+cxlab_task_duration_seconds_bucket{le="0.0025"} 1
+cxlab_task_duration_seconds_bucket{le="0.005"} 1
+cxlab_task_duration_seconds_bucket{le="0.01"} 1
+cxlab_task_duration_seconds_bucket{le="0.025"} 1
+cxlab_task_duration_seconds_bucket{le="0.05"} 2
+cxlab_task_duration_seconds_bucket{le="0.1"} 2
+cxlab_task_duration_seconds_bucket{le="0.25"} 2
+cxlab_task_duration_seconds_bucket{le="0.5"} 2
+cxlab_task_duration_seconds_bucket{le="1"} 2
+cxlab_task_duration_seconds_bucket{le="2.5"} 3
+cxlab_task_duration_seconds_bucket{le="5"} 3
+cxlab_task_duration_seconds_bucket{le="10"} 3
+cxlab_task_duration_seconds_bucket{le="30"} 3
+cxlab_task_duration_seconds_bucket{le="60"} 3
+cxlab_task_duration_seconds_bucket{le="120"} 3
+cxlab_task_duration_seconds_bucket{le="300"} 3
+cxlab_task_duration_seconds_bucket{le="+Inf"} 3
+cxlab_task_duration_seconds_sum 2.0305
+cxlab_task_duration_seconds_count 3
+`
+	names := []string{"cxlab_tasks_completed_total", "cxlab_tasks_in_flight", "cxlab_trial_finished",
+		"cxlab_trial_tasks", "cxlab_trial_info", "cxlab_task_duration_seconds"}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+	if ok, failed := tr.Counts(); ok != 2 || failed != 1 {
+		t.Errorf("Counts() = %d, %d", ok, failed)
+	}
+
+	tr.TaskStarted(5)
+	if got := gauge(t, reg, "cxlab_tasks_in_flight"); got != 1 {
+		t.Errorf("in flight %v, want 1", got)
+	}
+	tr.End(start.Add(1500 * time.Millisecond))
+	if got := gauge(t, reg, "cxlab_trial_elapsed_seconds"); got != 1.5 {
+		t.Errorf("elapsed %v after End, want it frozen at 1.5", got)
+	}
+	if got := gauge(t, reg, "cxlab_trial_finished"); got != 1 {
+		t.Errorf("finished %v after End", got)
+	}
+}
+
+func TestProcessMetricsAreReal(t *testing.T) {
+	reg, _ := newTestTrial(t)
+	if rss := gauge(t, reg, "cxlab_rss_bytes"); rss <= 0 {
+		t.Errorf("rss %v", rss)
+	}
+	if peak, rss := gauge(t, reg, "cxlab_peak_rss_bytes"), gauge(t, reg, "cxlab_rss_bytes"); peak < rss*0.5 {
+		t.Errorf("peak rss %v below rss %v", peak, rss)
+	}
+	if n := gauge(t, reg, "cxlab_threads"); n < 1 {
+		t.Errorf("threads %v", n)
+	}
+	if e := gauge(t, reg, "cxlab_trial_elapsed_seconds"); e != 0 {
+		t.Errorf("elapsed %v before Begin", e)
+	}
+}
+
+// gauge returns the value of the only series of a gauge or counter.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		if g := m.GetGauge(); g != nil {
+			return g.GetValue()
+		}
+		return m.GetCounter().GetValue()
+	}
+	t.Fatalf("no %s", name)
+	return 0
+}

@@ -1,0 +1,55 @@
+package runner
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+func TestLatenciesNearestRank(t *testing.T) {
+	cases := []struct {
+		name      string
+		durations []time.Duration
+		want      Latency
+	}{
+		{"one", []time.Duration{ms(7)}, Latency{0.007, 0.007, 0.007, 0.007}},
+		{"ten", []time.Duration{ms(10), ms(9), ms(8), ms(7), ms(6), ms(5), ms(4), ms(3), ms(2), ms(1)},
+			Latency{P50: 0.005, P90: 0.009, P99: 0.010, Max: 0.010}},
+		{"three", []time.Duration{ms(3), ms(1), ms(2)}, Latency{P50: 0.002, P90: 0.003, P99: 0.003, Max: 0.003}},
+	}
+	for _, c := range cases {
+		if got := latencies(c.durations); got != c.want {
+			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestLatenciesHundredAndMillion(t *testing.T) {
+	d := make([]time.Duration, 100)
+	for i := range d {
+		d[i] = ms(100 - i) // 1..100ms, reversed
+	}
+	if got, want := latencies(d), (Latency{P50: 0.05, P90: 0.09, P99: 0.099, Max: 0.1}); got != want {
+		t.Errorf("100: got %+v, want %+v", got, want)
+	}
+
+	const n = 1_000_000
+	d = make([]time.Duration, n)
+	for i := range d {
+		d[i] = time.Duration(i + 1)
+	}
+	rand.Shuffle(n, func(i, j int) { d[i], d[j] = d[j], d[i] })
+	got := latencies(d)
+	want := Latency{P50: 500_000e-9, P90: 900_000e-9, P99: 990_000e-9, Max: 1_000_000e-9}
+	if got != want {
+		t.Errorf("1e6: got %+v, want %+v", got, want)
+	}
+}
+
+func TestLatenciesEmpty(t *testing.T) {
+	if got := latencies(nil); got != (Latency{}) {
+		t.Errorf("got %+v", got)
+	}
+}

@@ -85,24 +85,26 @@ def compare(args: argparse.Namespace) -> None:
         )
 
 
-def scale_checks() -> None:
-    print("\nScale checks (one run each)")
+def scale_checks(thread_workers: int) -> None:
+    print("\nScale checks, one run each; efficiency = floor / wall, beside the bare program's")
     checks = [
-        ("asyncio", 10_000, "1s"),
-        ("goroutines", 10_000, "1s"),
-        ("asyncio", 100_000, "200ms"),
-        ("gevent", 100_000, "200ms"),
-        ("goroutines", 1_000_000, "200ms"),
+        ("asyncio", 10_000, 1.0),
+        ("goroutines", 10_000, 1.0),
+        ("asyncio", 100_000, 0.2),
+        ("gevent", 100_000, 0.2),
+        ("goroutines", 1_000_000, 0.2),
     ]
     print(
-        f"{'model':<12}{'tasks':>10}{'rtt':>7}{'ok':>10}{'wall s':>9}"
-        f"{'efficiency':>12}{'peak MiB':>10}"
+        f"{'model':<12}{'tasks':>10}{'rtt s':>7}{'ok':>10}{'wall s':>9}{'bare wall s':>13}"
+        f"{'efficiency':>12}{'bare eff':>10}{'peak MiB':>10}"
     )
     for model, tasks, rtt in checks:
-        result = run_json(runner(model, tasks, rtt))
+        result = run_json(runner(model, tasks, f"{rtt}s"))
+        bare_wall = run_json(bare(model, tasks, rtt, thread_workers))["wallSeconds"]
         print(
             f"{model:<12}{tasks:>10}{rtt:>7}{result['tasksOk']:>10}{result['wallSeconds']:>9.3f}"
-            f"{result['efficiency']:>12.3f}{result['peakRssBytes'] / 2**20:>10.0f}"
+            f"{bare_wall:>13.3f}{result['efficiency']:>12.3f}{rtt / bare_wall:>10.3f}"
+            f"{result['peakRssBytes'] / 2**20:>10.0f}"
         )
 
 
@@ -116,7 +118,7 @@ def main() -> None:
     args = parser.parse_args()
     compare(args)
     if not args.skip_scale:
-        scale_checks()
+        scale_checks(args.thread_workers)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ GO_BINARIES := $(BIN)/cxlab-runner-go $(BIN)/cxlab-delay $(BIN)/bare-goroutines
 ##@ Use
 
 .PHONY: run
-run: deps ## Run the quick-start experiment locally (summary, out/quickstart/{result.json,report.html})
-	cxlab run $(EXAMPLE) --out out/quickstart
+run: deps ## Run an experiment locally, by default the quick start (EXAMPLE=file.yaml; results in out/<name>/)
+	cxlab run $(EXAMPLE)
 
 .PHONY: plan
 plan: deps ## Print the trials of EXAMPLE=... without running them

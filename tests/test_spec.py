@@ -81,6 +81,11 @@ def test_defaults() -> None:
             "the most allowed is 512",
         ),
         ({"modle": []}, "spec.modle: is not a field of ConcurrencyExperiment"),
+        ({"models": [{"model": "sequential", "workers": [4]}]}, "sequential runs one task"),
+        (
+            {"workload": {"type": "sleep", "tasks": 1, "rtts": ["1s", "1000ms"]}},
+            "rtts lists 1s twice",
+        ),
     ],
 )
 def test_bad_input_names_the_field_and_the_rule(change: dict[str, Any], expected: str) -> None:

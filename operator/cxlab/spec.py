@@ -27,10 +27,7 @@ from pydantic_core import ErrorDetails
 API_VERSION = "cxlab.dev/v1alpha1"
 KIND = "ConcurrencyExperiment"
 
-PYTHON_MODELS = ("sequential", "threads", "processes", "gevent", "asyncio", "locust")
 GO_MODELS = ("goroutines",)
-MODELS = PYTHON_MODELS + GO_MODELS
-WORKLOADS = ("sleep", "http", "cpu", "hold")
 
 # A matrix larger than this is almost always a typo (an extra zero in a list); split it.
 MAX_TRIALS = 1000
@@ -129,7 +126,10 @@ class WorkloadSpec(_Strict):
         if self.type != "http" and (self.connection or self.response_bytes is not None):
             raise ValueError("connection and responseBytes apply to the http workload only")
         if self.rtts:
-            _unique([parse_duration(r) for r in self.rtts], "an RTT of (seconds)")
+            seconds = [parse_duration(r) for r in self.rtts]
+            for rtt in self.rtts:
+                if seconds.count(parse_duration(rtt)) > 1:
+                    raise ValueError(f"rtts lists {rtt} twice (or the same time written twice)")
         return self
 
     def rtt_seconds(self) -> list[float | None]:
@@ -149,6 +149,8 @@ class ModelSpec(_Strict):
     @model_validator(mode="after")
     def _rules(self) -> ModelSpec:
         _unique(self.workers, "worker count")
+        if self.model == "sequential" and self.workers not in ([0], [1]):
+            raise ValueError("sequential runs one task at a time: leave workers out")
         if self.gomaxprocs is not None:
             if self.model != "goroutines":
                 raise ValueError(

@@ -198,3 +198,24 @@ def test_peak_memory_is_the_runners_own_not_its_parents(model: str) -> None:
     )  # fmt: skip
     del ballast
     assert json.loads(completed.stdout)["peakRssBytes"] < 150 * 2**20
+
+
+@pytest.mark.parametrize("model", ["asyncio", "goroutines"])
+def test_failed_tasks_are_no_latency(model: str, metrics_port: int) -> None:
+    from cxlab.local.delay_target import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}/"
+    process = subprocess.Popen(
+        runner_argv(model, "--workload", "http", "--tasks", "3", "--rtt", "1ms",
+                    "--target-url", dead, "--metrics-port", str(metrics_port), "--linger", "5s"),
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        result = json.loads(process.stdout.readline())
+        text = scrape(metrics_port)
+    finally:
+        process.terminate()
+        process.wait()
+    assert result["tasksFailed"] == 3 and result["latencySeconds"]["max"] == 0
+    assert "cxlab_task_duration_seconds_count 0" in text.replace(".0\n", "\n")

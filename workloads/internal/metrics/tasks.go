@@ -31,7 +31,7 @@ type taskCounters struct {
 
 func newTaskCounters() *taskCounters {
 	c := &taskCounters{
-		desc: prometheus.NewDesc("cxlab_task_duration_seconds", "Duration of each task.", nil, nil),
+		desc: prometheus.NewDesc("cxlab_task_duration_seconds", "Duration of each successful task.", nil, nil),
 	}
 	for _, b := range Buckets {
 		c.bounds = append(c.bounds, time.Duration(b*float64(time.Second)))
@@ -41,16 +41,18 @@ func newTaskCounters() *taskCounters {
 
 func (c *taskCounters) started(id int) { c.shards[id&(shardCount-1)].started.Add(1) }
 
+// finished counts a task; like the Python runner, only successful tasks are
+// observed in the duration histogram (a refused connection is not a latency).
 func (c *taskCounters) finished(id int, d time.Duration, ok bool) {
 	s := &c.shards[id&(shardCount-1)]
+	if !ok {
+		s.failed.Add(1)
+		return
+	}
 	i, _ := slices.BinarySearch(c.bounds, d) // first bound >= d: le semantics
 	s.buckets[i].Add(1)
 	s.sumNanos.Add(int64(d))
-	if ok {
-		s.ok.Add(1)
-	} else {
-		s.failed.Add(1)
-	}
+	s.ok.Add(1)
 }
 
 func (c *taskCounters) counts() (ok, failed int64) {

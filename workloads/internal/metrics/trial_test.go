@@ -74,7 +74,7 @@ func TestTaskMetrics(t *testing.T) {
 		tr.TaskStarted(id)
 	}
 	tr.TaskFinished(0, 30*time.Millisecond, true)
-	tr.TaskFinished(1, 2*time.Second, false)
+	tr.TaskFinished(1, 2*time.Second, false)        // failed: counted, not observed
 	tr.TaskFinished(17, 500*time.Microsecond, true) // on a bound: counted in le="0.0005"
 
 	want := `
@@ -94,7 +94,7 @@ cxlab_trial_tasks 3
 # HELP cxlab_trial_info Labels describing the trial; always 1.
 # TYPE cxlab_trial_info gauge
 cxlab_trial_info{experiment="exp",gomaxprocs="2",model="goroutines",runtime="go1.26.0",trial="t1",workers="4",workload="sleep"} 1
-# HELP cxlab_task_duration_seconds Duration of each task.
+# HELP cxlab_task_duration_seconds Duration of each successful task.
 # TYPE cxlab_task_duration_seconds histogram
 cxlab_task_duration_seconds_bucket{le="0.0005"} 1
 cxlab_task_duration_seconds_bucket{le="0.001"} 1
@@ -107,16 +107,16 @@ cxlab_task_duration_seconds_bucket{le="0.1"} 2
 cxlab_task_duration_seconds_bucket{le="0.25"} 2
 cxlab_task_duration_seconds_bucket{le="0.5"} 2
 cxlab_task_duration_seconds_bucket{le="1"} 2
-cxlab_task_duration_seconds_bucket{le="2.5"} 3
-cxlab_task_duration_seconds_bucket{le="5"} 3
-cxlab_task_duration_seconds_bucket{le="10"} 3
-cxlab_task_duration_seconds_bucket{le="30"} 3
-cxlab_task_duration_seconds_bucket{le="60"} 3
-cxlab_task_duration_seconds_bucket{le="120"} 3
-cxlab_task_duration_seconds_bucket{le="300"} 3
-cxlab_task_duration_seconds_bucket{le="+Inf"} 3
-cxlab_task_duration_seconds_sum 2.0305
-cxlab_task_duration_seconds_count 3
+cxlab_task_duration_seconds_bucket{le="2.5"} 2
+cxlab_task_duration_seconds_bucket{le="5"} 2
+cxlab_task_duration_seconds_bucket{le="10"} 2
+cxlab_task_duration_seconds_bucket{le="30"} 2
+cxlab_task_duration_seconds_bucket{le="60"} 2
+cxlab_task_duration_seconds_bucket{le="120"} 2
+cxlab_task_duration_seconds_bucket{le="300"} 2
+cxlab_task_duration_seconds_bucket{le="+Inf"} 2
+cxlab_task_duration_seconds_sum 0.0305
+cxlab_task_duration_seconds_count 2
 `
 	names := []string{"cxlab_tasks_completed_total", "cxlab_tasks_in_flight", "cxlab_trial_finished",
 		"cxlab_trial_tasks", "cxlab_trial_info", "cxlab_task_duration_seconds"}

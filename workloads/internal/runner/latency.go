@@ -2,6 +2,7 @@ package runner
 
 import (
 	"slices"
+	"sort"
 	"time"
 )
 
@@ -13,12 +14,17 @@ type Latency struct {
 	Max float64 `json:"max"`
 }
 
-// latencies sorts durations in place and returns nearest-rank percentiles.
+// failedTask marks a failed task's slot: its time is no latency.
+const failedTask time.Duration = -1
+
+// latencies sorts durations in place and returns nearest-rank percentiles of
+// the successful tasks.
 func latencies(durations []time.Duration) Latency {
+	slices.Sort(durations)
+	durations = durations[sort.Search(len(durations), func(i int) bool { return durations[i] >= 0 }):]
 	if len(durations) == 0 {
 		return Latency{}
 	}
-	slices.Sort(durations)
 	return Latency{
 		P50: nearestRank(durations, 50).Seconds(),
 		P90: nearestRank(durations, 90).Seconds(),

@@ -53,3 +53,13 @@ func TestLatenciesEmpty(t *testing.T) {
 		t.Errorf("got %+v", got)
 	}
 }
+
+func TestLatenciesLeaveFailedTasksOut(t *testing.T) {
+	got := latencies([]time.Duration{failedTask, 3 * time.Second, failedTask, time.Second})
+	if got.P50 != 1 || got.Max != 3 {
+		t.Fatalf("latencies = %+v, want p50 1s and max 3s from the two successful tasks", got)
+	}
+	if got := latencies([]time.Duration{failedTask}); got != (Latency{}) {
+		t.Fatalf("latencies of only failures = %+v, want zeros", got)
+	}
+}

@@ -39,11 +39,13 @@ func Run(c *Config, trial *metrics.Trial) (Result, error) {
 		t0 := time.Since(epoch)
 		err := work()
 		d := time.Since(epoch) - t0
-		durations[i] = d
 		trial.TaskFinished(i, d, err == nil)
 		if err != nil {
+			durations[i] = failedTask
 			errs.add(errorMessage(err))
+			return
 		}
+		durations[i] = d
 	}
 
 	baseline, err := measure.RSS()

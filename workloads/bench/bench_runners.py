@@ -113,7 +113,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=10_000)
     parser.add_argument("--rtt", default="100ms", help="in ms, e.g. 100ms")
     parser.add_argument("--thread-workers", type=int, default=1000)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--skip-scale", action="store_true", help="only the side-by-side table")
     args = parser.parse_args()
     compare(args)

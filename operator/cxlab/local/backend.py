@@ -63,6 +63,7 @@ class LocalBackend:
         self.trials = plan_trials(self.spec)
         # Checked before anything is written: a run that cannot start leaves no files.
         self.cores = trial_cores(self.spec.resources.cpu)
+        self.go_runner = ""
         if any(t.model in GO_MODELS for t in self.trials):
             self.go_runner = find_program("cxlab-runner-go")
         if self.spec.workload.type == "http":

@@ -3,11 +3,11 @@ local backend and the operator plan the same experiment identically."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from cxlab_runner.config import resolve_workers
 from cxlab_runner.durations import format_duration, parse_duration
+from cxlab_runner.result import floor_seconds as runner_floor_seconds
 
 from cxlab.spec import GO_MODELS, ExperimentSpec
 
@@ -66,12 +66,13 @@ def plan_trials(spec: ExperimentSpec) -> list[Trial]:
 def floor_seconds(spec: ExperimentSpec, trial: Trial) -> float | None:
     """The physical lower bound of the trial's wall time, None where there is none (cpu)."""
     workload = spec.workload
-    waves = math.ceil(workload.tasks / resolve_workers(trial.model, trial.workers, workload.tasks))
-    if workload.type == "hold":
-        return waves * parse_duration(workload.hold or "0s")
-    if trial.rtt_seconds is None:
-        return None
-    return waves * trial.rtt_seconds
+    return runner_floor_seconds(
+        workload.type,
+        workload.tasks,
+        resolve_workers(trial.model, trial.workers, workload.tasks),
+        trial.rtt_seconds or 0.0,
+        parse_duration(workload.hold or "0s"),
+    )
 
 
 def runner_command(

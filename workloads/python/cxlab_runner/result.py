@@ -27,12 +27,14 @@ def percentile(ordered: list[float], fraction: float) -> float:
     return ordered[rank - 1]
 
 
-def floor_seconds(config: RunnerConfig) -> float | None:
-    waves = math.ceil(config.tasks / config.workers)
-    if config.workload in ("sleep", "http"):
-        return waves * config.rtt
-    if config.workload == "hold":
-        return waves * config.hold
+def floor_seconds(workload: str, tasks: int, workers: int, rtt: float, hold: float) -> float | None:
+    """ceil(tasks / workers) waves of one RTT (or hold) each; None for cpu, which has no
+    physical floor. The planner's estimate uses this too."""
+    waves = math.ceil(tasks / workers)
+    if workload in ("sleep", "http"):
+        return waves * rtt
+    if workload == "hold":
+        return waves * hold
     return None
 
 
@@ -54,7 +56,7 @@ def build_result(
 ) -> dict[str, Any]:
     wall = phase.elapsed()
     ordered = sorted(recorder.latencies)
-    floor = floor_seconds(config)
+    floor = floor_seconds(config.workload, config.tasks, config.workers, config.rtt, config.hold)
     used = phase.used
     cpu_seconds = used.user_seconds + used.system_seconds
     sampler = phase.sampler

@@ -44,6 +44,10 @@ lint: deps ## ruff, mypy, gofmt and go vet
 bench: deps ## Runners vs bare programs: wall-time and peak-RSS ratios side by side
 	python workloads/bench/bench_runners.py
 
+.PHONY: crd
+crd: deps ## Regenerate the CRD (manifests/crds/) from the spec models
+	python -m cxlab.crd
+
 .PHONY: format
 format: deps ## Rewrite Python and Go sources in the house style
 	ruff format .

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from cxlab.local.delay_target import delay_target, free_port
 from cxlab.results import parse_result
 

@@ -1,4 +1,5 @@
 import pytest
+
 from cxlab_runner.durations import format_duration, parse_duration
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from test_spec import document
+
 from cxlab.plan import floor_seconds, plan_trials, runner_command
 from cxlab.spec import parse_experiment
-from test_spec import document
 
 
 def test_matrix_and_order() -> None:

@@ -13,6 +13,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 import pytest
+
 from cxlab.plan import Trial, floor_seconds, plan_trials
 from cxlab.report import render_report
 from cxlab.report.svg import (

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from conftest import EXAMPLES
+
 from cxlab.spec import MAX_TRIALS, SpecError, load_experiments, memory_bytes, parse_experiment
 
 
@@ -94,12 +95,12 @@ def test_bad_input_names_the_field_and_the_rule(change: dict[str, Any], expected
 
 def test_matrix_over_the_maximum_is_rejected() -> None:
     doc = document(
-        models=[{"model": "threads", "workers": list(range(1, 201))}],
-        workload={"type": "sleep", "tasks": 10, "rtts": ["1ms", "2ms", "3ms"]},
+        models=[{"model": "threads", "workers": list(range(1, 33))}],
+        workload={"type": "sleep", "tasks": 10, "rtts": ["1ms", "2ms", "3ms", "4ms"]},
         repetitions=2,
     )
     message = problems(doc)
-    assert "the matrix has 1200 trials" in message and str(MAX_TRIALS) in message
+    assert "the matrix has 256 trials" in message and f"the most allowed is {MAX_TRIALS}" in message
 
 
 def test_not_a_concurrency_experiment() -> None:

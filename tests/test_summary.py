@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from cxlab.plan import Trial
 from cxlab.status import experiment_status
 from cxlab.summary import TrialOutcome, find_knees, stats, summarize

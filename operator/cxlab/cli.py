@@ -1,4 +1,5 @@
-"""`cxlab plan FILE` and `cxlab run FILE`: the local backend from the command line.
+"""`cxlab plan FILE` and `cxlab run FILE`: the local backend from the command line;
+`cxlab operator`: the Kubernetes operator.
 
 Exit status: 0 done (even when trials failed: the table says which), 1 when a trial failed,
 2 for a spec or set-up that cannot run — reported before anything is written.
@@ -10,15 +11,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from cxlab_runner.durations import format_duration
-
-from cxlab.local.backend import DEFAULT_TRIAL_TIMEOUT_SECONDS, LocalBackend
+from cxlab.local.backend import LocalBackend
 from cxlab.local.cores import NotEnoughCores
 from cxlab.local.progress import Progress
 from cxlab.plan import floor_seconds, plan_trials
 from cxlab.spec import ConcurrencyExperiment, SpecError, load_experiments
 from cxlab.summary import rtt_label, workers_label
 from cxlab.table import render_summary, render_table
+from cxlab_runner.durations import format_duration, parse_duration
 
 USAGE_ERROR = 2
 
@@ -83,7 +83,7 @@ def run_command(args: argparse.Namespace) -> int:
                 experiment,
                 args.out or Path("out") / experiment.name,
                 Progress(experiment.spec.trial_count()),
-                args.trial_timeout,
+                args.trial_timeout or parse_duration(experiment.spec.trial_timeout),
             )
             for experiment in experiments
         ]
@@ -100,6 +100,22 @@ def run_command(args: argparse.Namespace) -> int:
     return 0 if succeeded else 1
 
 
+def operator_command(args: argparse.Namespace) -> int:
+    import kopf
+
+    import cxlab.controller.handlers  # noqa: F401 - registers the handlers with kopf
+
+    kopf.run(
+        standalone=True,  # one replica by design: no peering objects needed
+        clusterwide=not args.namespace,
+        namespaces=args.namespace or (),
+        liveness_endpoint=f"http://0.0.0.0:{args.health_port}/healthz"
+        if args.health_port
+        else None,
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cxlab", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -112,10 +128,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--trial-timeout",
         type=float,
-        default=DEFAULT_TRIAL_TIMEOUT_SECONDS,
-        help="seconds before a trial is killed and counted as failed",
+        help="seconds before a trial is killed and counted as failed (default: spec.trialTimeout)",
     )
     run.set_defaults(handler=run_command)
+    operator = commands.add_parser("operator", help="run the Kubernetes operator (kopf)")
+    operator.add_argument(
+        "--namespace", action="append", help="watch only this namespace (repeatable)"
+    )
+    operator.add_argument(
+        "--health-port", type=int, default=8080, help="liveness probe port (0 = none)"
+    )
+    operator.set_defaults(handler=operator_command)
     return parser
 
 

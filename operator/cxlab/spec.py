@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from cxlab_runner.durations import parse_duration
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -24,13 +23,20 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
+from cxlab_runner.durations import DURATION_PATTERN, parse_duration
+
 API_VERSION = "cxlab.dev/v1alpha1"
 KIND = "ConcurrencyExperiment"
 
 GO_MODELS = ("goroutines",)
 
-# A matrix larger than this is almost always a typo (an extra zero in a list); split it.
-MAX_TRIALS = 1000
+# Every trial's Result is kept in the resource's status (about 2 KiB each) and an object
+# must stay well under etcd's 1.5 MiB; a larger matrix is also almost always a typo.
+MAX_TRIALS = 200
+# Limits that let the apiserver bound the cost of the CRD's validation rules.
+MAX_MODELS = 7
+MAX_LIST_ITEMS = 32
+DEFAULT_RESPONSE_BYTES = 64  # body size the delay target sends when responseBytes is unset
 # One OS process per worker: past this a trial measures fork storms, not the model.
 MAX_PROCESS_WORKERS = 512
 
@@ -50,7 +56,8 @@ _QUANTITY_FACTOR = {
     "Gi": 1024**3,
     "Ti": 1024**4,
 }
-# Kubernetes object names: DNS-1123 labels, since trial Pods are named after the experiment.
+# Kubernetes object names: DNS-1123 labels, short, since trial Pods are named after them.
+NAME_MAX_LENGTH = 40
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -80,15 +87,29 @@ def _check_quantity(text: str) -> str:
     return text
 
 
-Duration = Annotated[str, Field(strict=True), AfterValidator(_check_duration)]
-Quantity = Annotated[str, Field(strict=True), AfterValidator(_check_quantity)]
+# The patterns only go into the CRD schema; here the validators give the friendlier message.
+Duration = Annotated[
+    str,
+    Field(strict=True, json_schema_extra={"pattern": DURATION_PATTERN}),
+    AfterValidator(_check_duration),
+]
+Quantity = Annotated[
+    str,
+    Field(strict=True, json_schema_extra={"pattern": _QUANTITY.pattern}),
+    AfterValidator(_check_quantity),
+]
 NonNegativeInt = Annotated[int, Field(strict=True, ge=0)]
 PositiveInt = Annotated[int, Field(strict=True, ge=1)]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+        # Field docstrings become the CRD's descriptions (kubectl explain).
+        use_attribute_docstrings=True,
     )
 
 
@@ -104,13 +125,22 @@ class WorkloadSpec(_Strict):
     """What each task does, and how many tasks a trial runs."""
 
     type: WorkloadType
+    """sleep (one RTT per task), http (one GET to the delay target), cpu (a count loop),
+    hold (tasks that stay alive: memory per task)."""
     tasks: PositiveInt
+    """Tasks in every trial."""
     rtt: Duration | None = None
-    rtts: Annotated[list[Duration], Field(min_length=1)] | None = None
+    """Round-trip time of each task (sleep, http), e.g. 100ms. Or rtts."""
+    rtts: Annotated[list[Duration], Field(min_length=1, max_length=MAX_LIST_ITEMS)] | None = None
+    """Several round-trip times: a matrix axis (sleep, http). Or rtt."""
     iterations: PositiveInt | None = None
+    """Count-loop iterations per task (cpu only)."""
     hold: Duration | None = None
+    """How long every task stays alive (hold only)."""
     connection: Literal["fresh", "reuse"] | None = None
+    """http only: a new connection per task (fresh, the default) or one per worker (reuse)."""
     response_bytes: NonNegativeInt | None = None
+    """http only: bytes in each response body (default 64)."""
 
     @model_validator(mode="after")
     def _parameters_match_type(self) -> WorkloadSpec:
@@ -143,8 +173,13 @@ class ModelSpec(_Strict):
     """One concurrency model and the worker counts (and GOMAXPROCS) to try it with."""
 
     model: Model
-    workers: Annotated[list[NonNegativeInt], Field(min_length=1)] = [0]
-    gomaxprocs: Annotated[list[NonNegativeInt], Field(min_length=1)] | None = None
+    """The concurrency model."""
+    workers: Annotated[list[NonNegativeInt], Field(min_length=1, max_length=MAX_LIST_ITEMS)] = [0]
+    """Worker counts to try; 0 = one worker per task."""
+    gomaxprocs: (
+        Annotated[list[NonNegativeInt], Field(min_length=1, max_length=MAX_LIST_ITEMS)] | None
+    ) = None
+    """GOMAXPROCS values to try (goroutines only); 0 = the Go default."""
 
     @model_validator(mode="after")
     def _rules(self) -> ModelSpec:
@@ -169,16 +204,49 @@ class Resources(_Strict):
     """What one trial gets: whole CPUs (pinned) and memory."""
 
     cpu: PositiveInt = 1
+    """Whole CPUs per trial (requests = limits: Guaranteed QoS, pinned by the static CPU
+    manager)."""
     memory: Quantity = "512Mi"
+    """Memory per trial (requests = limits); locally only reported."""
+
+
+class Placement(_Strict):
+    """Where trial Pods may run; passed to the Pod as written (the apiserver validates)."""
+
+    node_selector: dict[str, str] | None = None
+    """Node labels a trial Pod requires."""
+    tolerations: list[dict[str, Any]] | None = None
+    """Tolerations of trial Pods, as in a Pod spec."""
+    affinity: dict[str, Any] | None = None
+    """Affinity of trial Pods, as in a Pod spec."""
 
 
 class ExperimentSpec(_Strict):
     workload: WorkloadSpec
-    models: Annotated[list[ModelSpec], Field(min_length=1)]
-    repetitions: PositiveInt = 1
+    """What each task does."""
+    models: Annotated[list[ModelSpec], Field(min_length=1, max_length=MAX_MODELS)]
+    """The models to compare, each once."""
+    repetitions: Annotated[int, Field(strict=True, ge=1, le=MAX_LIST_ITEMS)] = 1
+    """Runs of every point, for mean, standard deviation and coefficient of variation."""
     resources: Resources = Resources()
-    # The knee: the fewest workers whose wall time is within this fraction of the best.
+    """What one trial gets."""
     tolerance: Annotated[float, Field(gt=0, le=1)] = 0.10
+    """The knee is the fewest workers whose wall time is within this fraction of the best."""
+    trial_timeout: Duration = "15m"
+    """A trial still running after this is stopped and counted as failed."""
+    # What follows only a cluster uses; the local backend ignores it.
+    placement: Placement = Placement()
+    """Where trial Pods may run."""
+    parallelism: Annotated[int, Field(strict=True, ge=1, le=MAX_LIST_ITEMS)] = 1
+    """Trials running at once."""
+    exclusive: bool = False
+    """No two trial Pods on one node (Pod anti-affinity)."""
+    image: str | None = None
+    """The runner image; the operator's default when unset."""
+    ttl_seconds_after_finished: NonNegativeInt | None = None
+    """Delete the experiment this long after it finished; kept when unset."""
+    keep_pods_on_failure: bool = False
+    """Keep the Pods of failed trials for inspection (kubectl logs)."""
 
     @model_validator(mode="after")
     def _rules(self) -> ExperimentSpec:
@@ -217,7 +285,7 @@ class Metadata(BaseModel):
     # Kubernetes metadata carries more (labels, uid, ...); only the name matters here.
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    name: Annotated[str, Field(strict=True, max_length=40, pattern=_NAME.pattern)]
+    name: Annotated[str, Field(strict=True, max_length=NAME_MAX_LENGTH, pattern=_NAME.pattern)]
     namespace: str | None = None
 
 

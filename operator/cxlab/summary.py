@@ -9,9 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from cxlab_runner.durations import format_duration
-
 from cxlab.plan import Trial
+from cxlab_runner.durations import format_duration
 
 Result = dict[str, Any]
 

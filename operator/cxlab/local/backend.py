@@ -15,17 +15,16 @@ from typing import Any
 
 from cxlab.local.cores import helper_cores, trial_cores
 from cxlab.local.delay_target import delay_target, find_program, free_port
-from cxlab.local.progress import Progress, scrape_tasks_done
+from cxlab.local.progress import Progress
 from cxlab.plan import PYTHON_RUNNER, Trial, plan_trials, runner_command
 from cxlab.report import render_report
 from cxlab.results import ResultError, parse_result, pinning_problem
-from cxlab.spec import GO_MODELS, ConcurrencyExperiment
+from cxlab.scrape import tasks_done
+from cxlab.spec import DEFAULT_RESPONSE_BYTES, GO_MODELS, ConcurrencyExperiment
 from cxlab.status import experiment_status
 from cxlab.summary import TrialOutcome
 
-DEFAULT_TRIAL_TIMEOUT_SECONDS = 900.0
 POLL_SECONDS = 0.5
-DEFAULT_RESPONSE_BYTES = 64
 
 
 def experiment_document(
@@ -53,7 +52,7 @@ class LocalBackend:
         experiment: ConcurrencyExperiment,
         out_dir: Path,
         progress: Progress,
-        trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_SECONDS,
+        trial_timeout: float,
     ) -> None:
         self.experiment = experiment
         self.spec = experiment.spec
@@ -141,7 +140,8 @@ class LocalBackend:
                         trial, None, f"timed out after {self.trial_timeout:.0f} s and was killed"
                     )
                 tasks = self.spec.workload.tasks
-                self.progress.running(trial, scrape_tasks_done(port), tasks, elapsed)
+                done = tasks_done("127.0.0.1", port, timeout=POLL_SECONDS)
+                self.progress.running(trial, done, tasks, elapsed)
             except BaseException:
                 process.kill()
                 process.communicate()

@@ -4,26 +4,10 @@ follows the running trial's task count (read from its /metrics, as the operator 
 from __future__ import annotations
 
 import sys
-import urllib.request
 from typing import TextIO
-
-from prometheus_client.parser import text_string_to_metric_families
 
 from cxlab.plan import Trial
 from cxlab.summary import TrialOutcome
-
-
-def scrape_tasks_done(port: int) -> int | None:
-    """Tasks finished so far according to the runner's metrics; None while it is not serving."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=0.5) as reply:
-            text = reply.read().decode()
-    except OSError:
-        return None
-    for family in text_string_to_metric_families(text):
-        if family.name == "cxlab_tasks_completed":
-            return int(sum(s.value for s in family.samples if s.name.endswith("_total")))
-    return None
 
 
 class Progress:

@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from cxlab_runner.durations import format_duration, parse_duration
-
 from cxlab.plan import Trial
 from cxlab.report import svg
 from cxlab.summary import TrialOutcome, rtt_label, summarize, workers_label
+from cxlab_runner.durations import format_duration, parse_duration
 
 Json = Mapping[str, Any]
 MIB = 2**20

@@ -1,0 +1,37 @@
+"""Operator settings, from environment variables (one typed place, read once)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from cxlab_runner.durations import parse_duration
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    runner_image: str = "cxlab.dev/runner:dev"
+    image_pull_policy: str = "IfNotPresent"
+    metrics_port: int = 9100
+    target_port: int = 8080
+    # The runner keeps serving metrics this long after its tasks, so a scrape sees the end.
+    linger: str = "3s"
+    # Pods started per trial before a lost trial (evicted, deleted) counts as failed.
+    max_attempts: int = 3
+    # How long a trial may be unschedulable while nothing of its experiment runs.
+    unschedulable_grace_seconds: float = 15.0
+    reconcile_interval_seconds: float = 1.0
+    scrape_timeout_seconds: float = 1.0
+
+    @classmethod
+    def from_environment(cls) -> OperatorConfig:
+        env = os.environ
+        defaults = cls()
+        return cls(
+            runner_image=env.get("CXLAB_RUNNER_IMAGE", defaults.runner_image),
+            image_pull_policy=env.get("CXLAB_IMAGE_PULL_POLICY", defaults.image_pull_policy),
+            linger=env.get("CXLAB_RUNNER_LINGER", defaults.linger),
+            max_attempts=int(env.get("CXLAB_MAX_ATTEMPTS", defaults.max_attempts)),
+            unschedulable_grace_seconds=parse_duration(env.get("CXLAB_UNSCHEDULABLE_GRACE", "15s")),
+            reconcile_interval_seconds=parse_duration(env.get("CXLAB_RECONCILE_INTERVAL", "1s")),
+        )

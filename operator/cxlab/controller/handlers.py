@@ -1,0 +1,73 @@
+"""Every kopf decorator of the operator, and nothing else: each handler delegates at once.
+
+Run with `cxlab operator` (or `kopf run -m cxlab.controller.handlers --all-namespaces`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import kopf
+
+from cxlab.controller.config import OperatorConfig
+from cxlab.controller.kube import Kube, load_configuration
+from cxlab.controller.observe import PodView, view_pod
+from cxlab.controller.pods import LABEL_EXPERIMENT
+from cxlab.controller.service import Reconciler
+from cxlab.crd import GROUP, PLURAL, VERSION
+
+RECONCILE_ID = "reconcile"
+CONFIG = OperatorConfig.from_environment()
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    # Storage under our own group from day one: migrating annotations on live objects is risky.
+    settings.persistence.finalizer = f"{GROUP}/finalizer"
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=GROUP, key="last-handled-configuration"
+    )
+    # Reconnect watches every few minutes: a silently dropped connection then heals itself.
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.posting.level = logging.WARNING  # events come from the reconciler, not kopf's log
+    load_configuration()
+    memo.reconciler = Reconciler(Kube(), CONFIG)
+
+
+@kopf.index("pods", labels={LABEL_EXPERIMENT: kopf.PRESENT})
+def experiment_pods(
+    namespace: str | None, labels: Mapping[str, str], body: kopf.Body, **_: Any
+) -> dict[tuple[str, str], PodView]:
+    return {(namespace or "", labels[LABEL_EXPERIMENT]): view_pod(body)}
+
+
+@kopf.timer(GROUP, VERSION, PLURAL, id=RECONCILE_ID, interval=CONFIG.reconcile_interval_seconds)
+def reconcile(
+    body: kopf.Body,
+    namespace: str | None,
+    name: str,
+    memo: Any,
+    **kwargs: Any,
+) -> None:
+    def event(kind: str, reason: str, message: str) -> None:
+        kopf.event(body, type=kind, reason=reason, message=message)
+
+    index: kopf.Index[tuple[str, str], PodView] = kwargs["experiment_pods"]  # by its name
+    pods = list(index.get((namespace or "", name), []))
+    memo.reconciler.reconcile(dict(body), pods, event)
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL)
+def stop(namespace: str | None, name: str, memo: Any, **_: Any) -> None:
+    """Stop the trials now rather than when the garbage collector gets to them."""
+    memo.reconciler.kube.delete_pods(namespace or "default", f"{LABEL_EXPERIMENT}={name}")
+
+
+@kopf.on.probe(id="experiments")
+def tracked(memo: Any, **_: Any) -> int:
+    reconciler = memo.get("reconciler")
+    return len(reconciler.memory) if reconciler else 0

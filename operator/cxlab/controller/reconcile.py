@@ -1,0 +1,183 @@
+"""One level-based decision: from the trials already in status and the Pods that exist now,
+what to record, what to start, what to delete (pure; service.py carries it out).
+
+Rules that make a restart safe: a trial is recorded from its Pod before the Pod is deleted;
+an attempt is counted in status before its Pod is created, and Pod names carry the attempt,
+so a trial never runs twice unless its Pod was really lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from cxlab.controller.config import OperatorConfig
+from cxlab.controller.observe import LOST_REASONS, PodView
+from cxlab.controller.pods import COMPONENT_TRIAL
+from cxlab.plan import Trial
+from cxlab.results import ResultError, parse_result
+from cxlab.spec import ExperimentSpec
+from cxlab.status import trial_entry
+from cxlab.summary import TrialOutcome
+
+Entry = dict[str, Any]
+ACTIVE_PHASES = ("Pending", "Running")
+
+
+@dataclass
+class Decision:
+    finished: list[Entry] = field(default_factory=list)  # new status.trials entries
+    create: list[tuple[Trial, int]] = field(default_factory=list)  # (trial, attempt)
+    delete: list[str] = field(default_factory=list)  # Pod names
+    attempts: dict[str, int] = field(default_factory=dict)  # for trials not finished
+    running: list[tuple[Trial, PodView]] = field(default_factory=list)
+    failure: str | None = None  # the whole experiment cannot go on
+    waiting_for_target: bool = False
+
+
+def _last_line(text: str | None) -> str:
+    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def _entry(trial: Trial, pod: PodView | None, result: Entry | None, error: str | None) -> Entry:
+    entry = trial_entry(TrialOutcome(trial, result, error))
+    if pod is not None:
+        entry["attempts"] = pod.attempt
+        if pod.node:
+            entry["node"] = pod.node
+    return entry
+
+
+def _from_succeeded(trial: Trial, pod: PodView) -> Entry:
+    try:
+        return _entry(trial, pod, parse_result(pod.termination_message or ""), None)
+    except ResultError as error:
+        return _entry(trial, pod, None, f"no valid Result in the termination message: {error}")
+
+
+def _why_failed(pod: PodView, spec: ExperimentSpec) -> str:
+    if pod.reason == "DeadlineExceeded":
+        return f"timed out after trialTimeout {spec.trial_timeout} and was stopped"
+    if pod.termination_reason == "OOMKilled":
+        return (
+            f"OOMKilled: the trial needed more memory than resources.memory "
+            f"({spec.resources.memory}); raise it"
+        )
+    detail = _last_line(pod.termination_message) or pod.termination_reason or pod.reason or ""
+    code = "?" if pod.exit_code is None else pod.exit_code
+    return f"runner exited {code}: {detail}".rstrip(": ")
+
+
+def _lost(pod: PodView) -> bool:
+    """Gone through no fault of the trial: evicted, node lost, or deleted before it ended."""
+    if pod.phase == "Failed" and pod.reason in LOST_REASONS:
+        return True
+    return pod.deleting and pod.phase in (*ACTIVE_PHASES, "Unknown")
+
+
+def decide(
+    *,
+    spec: ExperimentSpec,
+    trials: list[Trial],
+    recorded: dict[str, Entry],
+    attempts: dict[str, int],
+    pods: list[PodView],
+    target_ready: bool,
+    now: datetime,
+    config: OperatorConfig,
+) -> Decision:
+    decision = Decision()
+    trial_pods = [p for p in pods if p.component == COMPONENT_TRIAL]
+    by_trial: dict[str, list[PodView]] = {}
+    for pod in trial_pods:
+        by_trial.setdefault(pod.trial or "", []).append(pod)
+    pending: list[Trial] = []
+    unschedulable: list[tuple[Trial, PodView]] = []
+    terminating = 0  # lost Pods still shutting down: they hold their cores a little longer
+
+    for trial in trials:
+        mine = sorted(by_trial.get(trial.name, []), key=lambda p: p.attempt)
+        if trial.name in recorded:
+            keep = spec.keep_pods_on_failure and recorded[trial.name]["phase"] == "Failed"
+            decision.delete += [p.name for p in mine if not p.deleting and not keep]
+            continue
+        succeeded = [p for p in mine if p.phase == "Succeeded"]
+        failed = [p for p in mine if p.phase == "Failed" and not _lost(p)]
+        live = [p for p in mine if p.phase in ACTIVE_PHASES and not p.deleting]
+        lost = [p for p in mine if _lost(p)]
+        if succeeded:
+            decision.finished.append(_from_succeeded(trial, succeeded[-1]))
+        elif failed:
+            decision.finished.append(_entry(trial, failed[-1], None, _why_failed(failed[-1], spec)))
+        elif live:
+            decision.running.append((trial, live[-1]))
+            decision.attempts[trial.name] = max(attempts.get(trial.name, 0), live[-1].attempt)
+            if live[-1].unschedulable:
+                unschedulable.append((trial, live[-1]))
+        elif any(p.deleting and p.phase in ACTIVE_PHASES for p in lost):
+            # Retry once the lost Pod is gone, so two attempts never share the node's cores.
+            terminating += 1
+            decision.attempts[trial.name] = attempts.get(trial.name, 0)
+        else:
+            used = attempts.get(trial.name, 0)
+            if used >= config.max_attempts:
+                why = (lost[-1].reason or "deleted") if lost else "its Pod disappeared"
+                message = f"lost {used} times ({why}); gave up after {used} attempts"
+                decision.finished.append(_entry(trial, lost[-1] if lost else None, None, message))
+            else:
+                pending.append(trial)
+                decision.attempts[trial.name] = used
+        # Lost Pods of an unfinished trial go; the trial starts again below.
+        decision.delete += [p.name for p in lost if not p.deleting]
+
+    decision.failure = _unschedulable_failure(unschedulable, decision.running, now, config)
+    if decision.failure:
+        _fail_the_rest(decision, trials, recorded, decision.failure)
+        return decision
+
+    slots = spec.parallelism - len(decision.running) - terminating
+    if pending and slots > 0 and spec.workload.type == "http" and not target_ready:
+        decision.waiting_for_target = True
+        return decision
+    for trial in pending[: max(0, slots)]:
+        attempt = decision.attempts.get(trial.name, 0) + 1
+        decision.attempts[trial.name] = attempt
+        decision.create.append((trial, attempt))
+    return decision
+
+
+def _unschedulable_failure(
+    unschedulable: list[tuple[Trial, PodView]],
+    running: list[tuple[Trial, PodView]],
+    now: datetime,
+    config: OperatorConfig,
+) -> str | None:
+    """A trial that cannot be placed while no trial of its experiment holds resources will
+    never be placed: every trial asks for the same resources and placement."""
+    placed = [p for _, p in running if not p.unschedulable]
+    if placed:
+        return None
+    for trial, pod in unschedulable:
+        waited = (now - pod.created).total_seconds() if pod.created else 0.0
+        if waited >= config.unschedulable_grace_seconds:
+            return (
+                f"trial {trial.name} cannot be scheduled: {pod.unschedulable} "
+                f"(check resources.cpu/memory and placement against the nodes)"
+            )
+    return None
+
+
+def _fail_the_rest(
+    decision: Decision, trials: list[Trial], recorded: dict[str, Entry], failure: str
+) -> None:
+    done = set(recorded) | {e["name"] for e in decision.finished}
+    running = {t.name: p for t, p in decision.running}
+    for trial in trials:
+        if trial.name not in done:
+            decision.finished.append(_entry(trial, running.get(trial.name), None, failure))
+    decision.delete += [p.name for p in running.values()]
+    decision.running = []
+    decision.create = []
+    decision.attempts = {}

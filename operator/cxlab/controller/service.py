@@ -1,0 +1,396 @@
+"""One reconcile pass over one experiment: read state (status + indexed Pods), decide,
+write status, then act on Pods — in that order, so a crash at any point loses nothing."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from cxlab.controller.conditions import set_condition
+from cxlab.controller.config import OperatorConfig
+from cxlab.controller.kube import Kube
+from cxlab.controller.observe import PodView, now, view_pod
+from cxlab.controller.pods import (
+    COMPONENT_TARGET,
+    build_target_pod,
+    build_trial_pod,
+    target_pod_name,
+    trial_pod_name,
+)
+from cxlab.controller.reconcile import Decision, decide
+from cxlab.plan import Trial, plan_trials
+from cxlab.scrape import tasks_done
+from cxlab.spec import ExperimentSpec, SpecError, parse_experiment
+from cxlab.summary import TrialOutcome, summarize, workers_label
+
+FINISHED = ("Succeeded", "Failed")
+# Live task counts of running trials are written at most this often (each is a patch).
+PROGRESS_PATCH_SECONDS = 2.0
+
+Body = dict[str, Any]
+# (type Normal|Warning, reason, message) → a Kubernetes Event on the experiment
+EventSink = Callable[[str, str, str], None]
+
+
+@dataclass
+class Memory:
+    """What one operator process remembers about one experiment between passes; all of it
+    can be lost (a restart) without losing results."""
+
+    scraped: set[str] = field(default_factory=set)
+    last_progress_patch: float = 0.0
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _spec_json(spec: Any) -> str:
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"))
+
+
+def _load_spec(body: Body) -> tuple[ExperimentSpec, bool]:
+    """The spec this run follows — the one it started with — and whether the resource's
+    spec has changed since (a change is reported, never half-applied)."""
+    status = body.get("status") or {}
+    current = _spec_json(body.get("spec") or {})
+    started = status.get("startedSpec") or current
+    document = {
+        "apiVersion": body.get("apiVersion"),
+        "kind": body.get("kind"),
+        "metadata": {"name": body["metadata"]["name"]},
+        "spec": json.loads(started),
+    }
+    return parse_experiment(document).spec, started != current
+
+
+def _outcome(trial: Trial, entry: dict[str, Any]) -> TrialOutcome:
+    result = entry.get("result")
+    return TrialOutcome(trial, result, entry.get("message") if entry["phase"] == "Failed" else None)
+
+
+def _pinned(spec: ExperimentSpec, entries: list[dict[str, Any]]) -> tuple[bool | None, str]:
+    results = [e for e in entries if e.get("result")]
+    if not results:
+        return None, "no trial has finished yet"
+    shared = [e["name"] for e in results if len(e["result"]["cpus"]) != spec.resources.cpu]
+    if shared:
+        return False, (
+            f"{len(shared)} of {len(results)} trials ran on more CPUs than the "
+            f"{spec.resources.cpu} they asked for (no static CPU manager?): {', '.join(shared[:5])}"
+        )
+    return True, f"every trial ran on {spec.resources.cpu} exclusive CPU(s)"
+
+
+class Reconciler:
+    def __init__(self, kube: Kube, config: OperatorConfig) -> None:
+        self.kube = kube
+        self.config = config
+        self.memory: dict[tuple[str, str], Memory] = {}
+
+    def reconcile(self, body: Body, indexed: Iterable[PodView], event: EventSink) -> None:
+        metadata, status = body["metadata"], body.get("status") or {}
+        namespace, name = metadata["namespace"], metadata["name"]
+        memory = self.memory.setdefault((namespace, name), Memory())
+        moment = now()
+        pods = list(indexed)
+        if status.get("phase") in FINISHED:
+            self._after_finish(body, pods, moment)
+            return
+        try:
+            spec, spec_changed = _load_spec(body)
+        except (SpecError, ValidationError, ValueError) as error:
+            self._reject(body, str(error), event, moment)
+            return
+        trials = plan_trials(spec)
+        recorded = {e["name"]: e for e in status.get("trials") or []}
+        attempts: dict[str, int] = dict(status.get("attempts") or {})
+        pods += self._unindexed(namespace, name, trials, recorded, attempts, pods)
+        target = next((p for p in pods if p.component == COMPONENT_TARGET), None)
+        if spec.workload.type == "http" and target is None and len(recorded) < len(trials):
+            self.kube.create_pod(
+                build_target_pod(
+                    experiment=name,
+                    namespace=namespace,
+                    uid=metadata["uid"],
+                    spec=spec,
+                    config=self.config,
+                )
+            )
+        target_ready = bool(target and target.ready and target.ip)
+        decision = decide(
+            spec=spec,
+            trials=trials,
+            recorded=recorded,
+            attempts=attempts,
+            pods=pods,
+            target_ready=target_ready,
+            now=moment,
+            config=self.config,
+        )
+        running = self._progress(decision, spec, memory, moment)
+        for entry in decision.finished:
+            entry["metricsScraped"] = entry["name"] in memory.scraped
+        entries = [*recorded.values(), *decision.finished]
+        new_status = self._status(
+            body, spec, trials, entries, decision, running, spec_changed, moment
+        )
+        if self._worth_patching(status, new_status, memory):
+            self.kube.patch_status(namespace, name, new_status)
+        # Only now, with results and attempts safely in status, touch the Pods.
+        url = f"http://{target.ip}:{self.config.target_port}/" if target and target.ip else None
+        for trial, attempt in decision.create:
+            pod = build_trial_pod(
+                experiment=name,
+                namespace=namespace,
+                uid=metadata["uid"],
+                spec=spec,
+                trial=trial,
+                attempt=attempt,
+                config=self.config,
+                target_url=url,
+            )
+            self.kube.create_pod(pod)
+        for pod_name in decision.delete:
+            self.kube.delete_pod(namespace, pod_name)
+        self._announce(status, new_status, decision, event)
+        if new_status["phase"] in FINISHED and target is not None:
+            self.kube.delete_pod(namespace, target_pod_name(name))
+
+    def _unindexed(
+        self,
+        namespace: str,
+        name: str,
+        trials: list[Trial],
+        recorded: dict[str, Any],
+        attempts: dict[str, int],
+        pods: list[PodView],
+    ) -> list[PodView]:
+        """Pods counted in status but not (yet) in the index — just created, or the index is
+        still filling after a restart: read them, so they are not taken for lost."""
+        seen = {p.name for p in pods}
+        found = []
+        for trial in trials:
+            attempt = attempts.get(trial.name, 0)
+            pod_name = trial_pod_name(name, trial, attempt)
+            if attempt and trial.name not in recorded and pod_name not in seen:
+                pod = self.kube.get_pod(namespace, pod_name)
+                if pod is not None:
+                    found.append(view_pod(pod))
+        return found
+
+    def _progress(
+        self, decision: Decision, spec: ExperimentSpec, memory: Memory, moment: datetime
+    ) -> list[dict[str, Any]]:
+        running = []
+        for trial, pod in decision.running:
+            entry: dict[str, Any] = {
+                "trial": trial.name,
+                "pod": pod.name,
+                "tasks": spec.workload.tasks,
+            }
+            if pod.ip and pod.phase == "Running":
+                done = tasks_done(
+                    pod.ip, self.config.metrics_port, self.config.scrape_timeout_seconds
+                )
+                if done is not None:
+                    memory.scraped.add(trial.name)
+                    entry["tasksDone"] = done
+            if pod.created:
+                entry["elapsedSeconds"] = round((moment - pod.created).total_seconds(), 1)
+            running.append(entry)
+        return running
+
+    def _status(
+        self,
+        body: Body,
+        spec: ExperimentSpec,
+        trials: list[Trial],
+        entries: list[dict[str, Any]],
+        decision: Decision,
+        running: list[dict[str, Any]],
+        spec_changed: bool,
+        moment: datetime,
+    ) -> dict[str, Any]:
+        old = body.get("status") or {}
+        generation = body["metadata"].get("generation", 1)
+        failed = sum(e["phase"] == "Failed" for e in entries)
+        done = len(entries) == len(trials)
+        if done:
+            phase = "Failed" if failed else "Succeeded"
+        else:
+            phase = "Running" if entries or decision.running or decision.create else "Pending"
+        status: dict[str, Any] = {
+            "phase": phase,
+            "observedGeneration": generation,
+            "startTime": old.get("startTime") or _timestamp(moment),
+            "startedSpec": old.get("startedSpec") or _spec_json(body.get("spec") or {}),
+            "progress": {
+                "trialsTotal": len(trials),
+                "trialsDone": len(entries),
+                "trialsFailed": failed,
+                "display": f"{len(entries)}/{len(trials)}",
+                "running": running,
+            },
+            "trials": entries,
+            # A merge patch deletes a key by setting it to null.
+            "attempts": {k: None for k in old.get("attempts") or {}} | decision.attempts,
+        }
+        conditions = list(old.get("conditions") or [])
+
+        def condition(type_: str, value: bool | None, reason: str, message: str) -> None:
+            nonlocal conditions
+            conditions = set_condition(
+                conditions, type_, value, reason, message, generation=generation, now=moment
+            )
+
+        if done:
+            by_name = {t.name: t for t in trials}
+            outcomes = [_outcome(by_name[e["name"]], e) for e in entries]
+            summary = summarize(outcomes, spec.tolerance)
+            status["summary"] = summary
+            status["completionTime"] = _timestamp(moment)
+            if summary["recommendations"]:
+                pick = summary["recommendations"][0]
+                workers = workers_label(pick["model"], pick["workers"])
+                status["best"] = f"{pick['variant']}, {workers} ({pick['wallSeconds']:.3g} s)"
+            condition("Progressing", False, "Finished", f"all {len(trials)} trials ended")
+            succeeded = f"{len(trials) - failed} of {len(trials)} trials succeeded"
+            if failed:
+                failures = [
+                    e["name"] + ": " + e.get("message", "")
+                    for e in entries
+                    if e["phase"] == "Failed"
+                ]
+                message = decision.failure or f"{failed} trial(s) failed: " + "; ".join(failures)
+                reason = "Unschedulable" if decision.failure else "TrialsFailed"
+                condition("Complete", False, "TrialsFailed", succeeded)
+                condition("Failed", True, reason, message[:1000])
+            else:
+                condition("Complete", True, "AllTrialsSucceeded", succeeded)
+                condition("Failed", False, "NoFailures", "no trial failed")
+            status["attempts"] = {k: None for k in old.get("attempts") or {}}
+            status["progress"]["running"] = []
+        else:
+            waiting = " (waiting for the delay target)" if decision.waiting_for_target else ""
+            progressing = f"{len(entries)} of {len(trials)} trials done{waiting}"
+            condition("Progressing", True, "TrialsRunning", progressing)
+        pinned, why = _pinned(spec, entries)
+        pinned_reason = {True: "ExclusiveCPUs", False: "SharedCPUs", None: "NoResults"}[pinned]
+        condition("Pinned", pinned, pinned_reason, why)
+        missed = [e["name"] for e in entries if e.get("result") and not e.get("metricsScraped")]
+        condition(
+            "MetricsCollected",
+            not missed if entries else None,
+            "Scraped" if not missed else "NotScraped",
+            "every trial's /metrics was read while it ran"
+            if not missed
+            else f"{len(missed)} trial(s) ended before a scrape: {', '.join(missed[:5])}",
+        )
+        if spec_changed:
+            condition(
+                "SpecChanged",
+                True,
+                "SpecIsImmutableWhileRunning",
+                "the spec changed after the experiment started; it goes on with the spec it "
+                "started with (status.startedSpec): create a new experiment to run the new one",
+            )
+        status["conditions"] = conditions
+        return status
+
+    def _worth_patching(self, old: dict[str, Any], new: dict[str, Any], memory: Memory) -> bool:
+        """Every change of substance at once; the live task counts at most every few seconds."""
+
+        def without_live(status: dict[str, Any]) -> str:
+            progress = dict(status.get("progress") or {})
+            progress["running"] = [
+                {k: v for k, v in r.items() if k not in ("tasksDone", "elapsedSeconds")}
+                for r in progress.get("running") or []
+            ]
+            attempts = {k: v for k, v in (status.get("attempts") or {}).items() if v is not None}
+            conditions = [
+                {k: v for k, v in c.items() if k != "lastTransitionTime"}
+                for c in status.get("conditions") or []
+            ]
+            trimmed = {
+                **status,
+                "progress": progress,
+                "attempts": attempts,
+                "conditions": conditions,
+            }
+            return json.dumps(trimmed, sort_keys=True, default=str)
+
+        if without_live(old) != without_live(new):
+            memory.last_progress_patch = time.monotonic()
+            return True
+        if (old.get("progress") or {}).get("running") == new["progress"]["running"]:
+            return False
+        if time.monotonic() - memory.last_progress_patch >= PROGRESS_PATCH_SECONDS:
+            memory.last_progress_patch = time.monotonic()
+            return True
+        return False
+
+    def _announce(
+        self, old: dict[str, Any], new: dict[str, Any], decision: Decision, event: EventSink
+    ) -> None:
+        if not old.get("startTime"):
+            event("Normal", "Started", f"{new['progress']['trialsTotal']} trials planned")
+        for entry in decision.finished:
+            if entry["phase"] == "Succeeded":
+                wall = entry["result"]["wallSeconds"]
+                event("Normal", "TrialSucceeded", f"{entry['name']}: {wall:.3f} s wall")
+            else:
+                event("Warning", "TrialFailed", f"{entry['name']}: {entry.get('message', '')}")
+        if new["phase"] in FINISHED and old.get("phase") not in FINISHED:
+            if new["phase"] == "Succeeded":
+                event("Normal", "Completed", new.get("best") or "all trials succeeded")
+            else:
+                failed = new["progress"]["trialsFailed"]
+                event(
+                    "Warning",
+                    "Failed",
+                    f"{failed} of {new['progress']['trialsTotal']} trials failed",
+                )
+
+    def _reject(self, body: Body, message: str, event: EventSink, moment: datetime) -> None:
+        metadata = body["metadata"]
+        generation = metadata.get("generation", 1)
+        old = body.get("status") or {}
+        conditions = set_condition(
+            list(old.get("conditions") or []), "Failed", True, "InvalidSpec",
+            f"the spec cannot run: {message}", generation=generation, now=moment,
+        )  # fmt: skip
+        status = {
+            "phase": "Failed",
+            "observedGeneration": generation,
+            "completionTime": _timestamp(moment),
+            "conditions": conditions,
+        }
+        self.kube.patch_status(metadata["namespace"], metadata["name"], status)
+        event("Warning", "InvalidSpec", message[:1000])
+
+    def _after_finish(self, body: Body, pods: list[PodView], moment: datetime) -> None:
+        """Tidy leftovers (a restart between recording and deleting) and apply the TTL."""
+        metadata, status = body["metadata"], body.get("status") or {}
+        spec = body.get("spec") or {}
+        keep_failed = bool(spec.get("keepPodsOnFailure"))
+        failed = {e["name"] for e in status.get("trials") or [] if e["phase"] == "Failed"}
+        for pod in pods:
+            if pod.deleting or (keep_failed and pod.trial in failed):
+                continue
+            self.kube.delete_pod(metadata["namespace"], pod.name)
+        ttl = spec.get("ttlSecondsAfterFinished")
+        finished = status.get("completionTime")
+        if ttl is not None and finished:
+            ends = datetime.fromisoformat(finished.replace("Z", "+00:00")) + timedelta(seconds=ttl)
+            if moment >= ends:
+                logging.getLogger(__name__).info("deleting %s: TTL after finish", metadata["name"])
+                self.kube.delete_experiment(metadata["namespace"], metadata["name"])
+        self.memory.pop((metadata["namespace"], metadata["name"]), None)

@@ -1,0 +1,346 @@
+"""The ConcurrencyExperiment CRD, generated: the spec schema from the pydantic models in
+spec.py, the Result schema from workloads/schema, and CEL rules for what spans fields.
+`make crd` writes manifests/crds/; a test fails when the file and this code disagree."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cxlab.results import SCHEMA_PATH
+from cxlab.spec import (
+    API_VERSION,
+    KIND,
+    MAX_MODELS,
+    MAX_PROCESS_WORKERS,
+    MAX_TRIALS,
+    NAME_MAX_LENGTH,
+    ExperimentSpec,
+)
+
+GROUP, VERSION = API_VERSION.split("/")
+PLURAL = "concurrencyexperiments"
+CRD_PATH = Path(__file__).resolve().parents[2] / "manifests" / "crds" / f"{PLURAL}.{GROUP}.yaml"
+
+Schema = dict[str, Any]
+
+
+def _rule(rule: str, message: str) -> dict[str, str]:
+    return {"rule": rule, "message": message}
+
+
+def _trial_count_rule() -> str:
+    """CEL has no sum(): the per-model terms are unrolled over the (bounded) model list."""
+    per_model = " + ".join(
+        f"(size(self.models) > {i} ? size(self.models[{i}].workers) * "
+        f"(has(self.models[{i}].gomaxprocs) ? size(self.models[{i}].gomaxprocs) : 1) : 0)"
+        for i in range(MAX_MODELS)
+    )
+    rtts = "(has(self.workload.rtts) ? size(self.workload.rtts) : 1)"
+    return f"({per_model}) * {rtts} * self.repetitions <= {MAX_TRIALS}"
+
+
+# CEL rules per schema path; each says what to change, like the pydantic validators.
+RULES: dict[str, list[dict[str, str]]] = {
+    "spec": [
+        _rule(
+            "!self.models.exists(m, m.model == 'locust') || self.workload.type == 'http'",
+            "model locust drives HTTP users and needs workload type http",
+        ),
+        _rule(
+            "self.models.all(m, self.models.exists_one(n, n.model == m.model))",
+            "each model may be listed once: put all its worker counts in one entry",
+        ),
+        _rule(
+            f"self.models.all(m, m.model != 'processes' || m.workers.all(w, "
+            f"(w == 0 ? self.workload.tasks : w) <= {MAX_PROCESS_WORKERS}))",
+            f"processes may start at most {MAX_PROCESS_WORKERS} worker processes "
+            f"(0 workers means one per task)",
+        ),
+        _rule(
+            _trial_count_rule(),
+            f"the matrix (models x workers x gomaxprocs x rtts x repetitions) may hold at most "
+            f"{MAX_TRIALS} trials: split the experiment",
+        ),
+    ],
+    "spec.workload": [
+        _rule(
+            "!(self.type in ['sleep', 'http']) || (has(self.rtt) != has(self.rtts))",
+            "workloads sleep and http need exactly one of rtt or rtts",
+        ),
+        _rule(
+            "self.type in ['sleep', 'http'] || !(has(self.rtt) || has(self.rtts))",
+            "rtt/rtts apply to sleep and http only",
+        ),
+        _rule(
+            "(self.type == 'cpu') == has(self.iterations)",
+            "iterations is required for cpu and applies to cpu only",
+        ),
+        _rule(
+            "(self.type == 'hold') == has(self.hold)",
+            "hold is required for the hold workload and applies to it only",
+        ),
+        _rule(
+            "self.type == 'http' || !(has(self.connection) || has(self.responseBytes))",
+            "connection and responseBytes apply to the http workload only",
+        ),
+    ],
+    "spec.models[]": [
+        _rule(
+            "!has(self.gomaxprocs) || self.model == 'goroutines'",
+            "gomaxprocs applies to goroutines only, not to the Python models",
+        ),
+        _rule(
+            "self.model != 'sequential' || self.workers == [0] || self.workers == [1]",
+            "sequential runs one task at a time: leave workers out",
+        ),
+    ],
+    "spec.models[].workers": [
+        _rule("self.all(w, self.exists_one(v, v == w))", "a worker count is listed twice"),
+    ],
+    "spec.models[].gomaxprocs": [
+        _rule("self.all(g, self.exists_one(v, v == g))", "a gomaxprocs value is listed twice"),
+    ],
+}
+
+
+def structural(schema: Schema, definitions: Schema) -> Schema:
+    """A pydantic/JSON Schema fragment as a Kubernetes structural schema: references
+    inlined, optional (anyOf null) unwrapped, no additionalProperties: false (the apiserver
+    prunes or, with kubectl's strict validation, rejects unknown fields), OpenAPI v3 forms
+    of exclusive bounds and nullability."""
+    if "$ref" in schema:
+        target = definitions[schema["$ref"].rsplit("/", 1)[1]]
+        return structural(
+            {**target, **{k: v for k, v in schema.items() if k != "$ref"}}, definitions
+        )
+    if "anyOf" in schema:
+        options = [o for o in schema["anyOf"] if o.get("type") != "null"]
+        merged = {**{k: v for k, v in schema.items() if k != "anyOf"}, **options[0]}
+        return structural(merged, definitions)
+    out: Schema = {}
+    for key, value in schema.items():
+        if key in ("title", "$defs", "$schema", "$id"):
+            continue
+        if key == "default" and value is None:
+            continue
+        if key == "description":
+            out[key] = " ".join(value.split())  # docstrings are wrapped; kubectl explain rewraps
+            continue
+        if key == "additionalProperties":
+            if value is True:
+                out["x-kubernetes-preserve-unknown-fields"] = True
+            elif isinstance(value, dict):
+                out[key] = structural(value, definitions)
+            continue
+        if key == "exclusiveMinimum":
+            out["minimum"], out["exclusiveMinimum"] = value, True
+        elif key == "const":
+            out["enum"] = [value]
+        elif key == "type" and isinstance(value, list):
+            out["type"] = next(t for t in value if t != "null")
+            out["nullable"] = True
+        elif key == "properties":
+            out[key] = {name: structural(sub, definitions) for name, sub in value.items()}
+        elif key == "items":
+            out[key] = structural(value, definitions)
+        else:
+            out[key] = copy.deepcopy(value)
+    if (
+        out.get("type") == "object"
+        and "properties" not in out
+        and "additionalProperties" not in out
+    ):
+        out["x-kubernetes-preserve-unknown-fields"] = True
+    return out
+
+
+def _at(schema: Schema, path: str) -> Schema:
+    node = schema
+    for part in path.split("."):
+        node = node["properties"][part.removesuffix("[]")]
+        if part.endswith("[]"):
+            node = node["items"]
+    return node
+
+
+def spec_schema() -> Schema:
+    source = ExperimentSpec.model_json_schema(by_alias=True)
+    schema = structural(source, source.get("$defs", {}))
+    root: Schema = {"properties": {"spec": schema}}
+    for path, rules in RULES.items():
+        _at(root, path)["x-kubernetes-validations"] = rules
+    return schema
+
+
+def result_schema() -> Schema:
+    source = json.loads(SCHEMA_PATH.read_text())
+    schema = structural(source, {})
+    schema["description"] = source["description"]
+    return schema
+
+
+def _condition_schema() -> Schema:
+    return {
+        "type": "object",
+        "required": ["type", "status"],
+        "properties": {
+            "type": {"type": "string"},
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "reason": {"type": "string"},
+            "message": {"type": "string"},
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+            "observedGeneration": {"type": "integer"},
+        },
+    }
+
+
+def status_schema() -> Schema:
+    integer, string, number = {"type": "integer"}, {"type": "string"}, {"type": "number"}
+    nullable_int = {"type": "integer", "nullable": True}
+    trial = {
+        "type": "object",
+        "required": ["name", "model", "workers", "repetition", "phase"],
+        "properties": {
+            "name": string,
+            "model": string,
+            "variant": string,
+            "workers": integer,
+            "gomaxprocs": nullable_int,
+            "rttSeconds": {"type": "number", "nullable": True},
+            "repetition": integer,
+            "phase": {"type": "string", "enum": ["Succeeded", "Failed"]},
+            "message": string,
+            "attempts": integer,
+            "node": string,
+            "metricsScraped": {"type": "boolean"},
+            "result": result_schema(),
+        },
+    }
+    return {
+        "type": "object",
+        "description": "Written by the operator: progress as trials end, the summary at the end.",
+        "properties": {
+            "phase": {"type": "string", "enum": ["Pending", "Running", "Succeeded", "Failed"]},
+            "observedGeneration": integer,
+            "startTime": {"type": "string", "format": "date-time"},
+            "completionTime": {"type": "string", "format": "date-time"},
+            "best": {"type": "string", "description": "The first recommendation, short."},
+            "progress": {
+                "type": "object",
+                "properties": {
+                    "trialsTotal": integer,
+                    "trialsDone": integer,
+                    "trialsFailed": integer,
+                    "display": string,
+                    "running": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "trial": string,
+                                "pod": string,
+                                "tasksDone": integer,
+                                "tasks": integer,
+                                "elapsedSeconds": number,
+                            },
+                        },
+                    },
+                },
+            },
+            "conditions": {
+                "type": "array",
+                "items": _condition_schema(),
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["type"],
+            },
+            "attempts": {
+                "type": "object",
+                "description": "Pods started per unfinished trial (retries after loss).",
+                "additionalProperties": integer,
+            },
+            "startedSpec": {
+                "type": "string",
+                "description": "The spec the run started with, as JSON: it ends with that spec.",
+            },
+            "trials": {"type": "array", "items": trial},
+            "summary": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+    }
+
+
+def custom_resource_definition() -> Schema:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{PLURAL}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {
+                "kind": KIND,
+                "listKind": f"{KIND}List",
+                "plural": PLURAL,
+                "singular": KIND.lower(),
+                "shortNames": ["cx"],
+                "categories": ["cxlab"],
+            },
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": [
+                        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+                        {
+                            "name": "Progress",
+                            "type": "string",
+                            "jsonPath": ".status.progress.display",
+                        },
+                        {"name": "Best", "type": "string", "jsonPath": ".status.best"},
+                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                    ],
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "description": "A concurrency experiment: models x workers x RTTs, "
+                            "measured on pinned cores.",
+                            "required": ["spec"],
+                            "properties": {
+                                "apiVersion": {"type": "string"},
+                                "kind": {"type": "string"},
+                                "metadata": {"type": "object"},
+                                "spec": spec_schema(),
+                                "status": status_schema(),
+                            },
+                            "x-kubernetes-validations": [
+                                _rule(
+                                    f"size(self.metadata.name) <= {NAME_MAX_LENGTH}",
+                                    f"metadata.name may have at most {NAME_MAX_LENGTH} "
+                                    f"characters: trial Pods are named after it",
+                                )
+                            ],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def render() -> str:
+    header = "# Generated by `make crd` from operator/cxlab/crd.py and spec.py: do not edit.\n"
+    return header + yaml.safe_dump(
+        custom_resource_definition(), sort_keys=False, width=100, allow_unicode=True
+    )
+
+
+if __name__ == "__main__":
+    CRD_PATH.parent.mkdir(parents=True, exist_ok=True)
+    CRD_PATH.write_text(render())
+    print(CRD_PATH)

@@ -1,0 +1,112 @@
+"""Trial and target Pod manifests (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from test_spec import document
+
+from cxlab.controller.config import OperatorConfig
+from cxlab.controller.pods import build_target_pod, build_trial_pod
+from cxlab.plan import plan_trials
+from cxlab.spec import parse_experiment
+
+CONFIG = OperatorConfig()
+
+
+def trial_pod(**spec: Any) -> dict[str, Any]:
+    experiment = parse_experiment(document(**spec))
+    trial = plan_trials(experiment.spec)[-1]
+    return build_trial_pod(
+        experiment="x" * 40, namespace="lab", uid="u-1", spec=experiment.spec, trial=trial,
+        attempt=3, config=CONFIG, target_url="http://10.0.0.9:8080/",
+    )  # fmt: skip
+
+
+def test_guaranteed_qos_with_whole_cpus() -> None:
+    pod = trial_pod(resources={"cpu": 2, "memory": "1Gi"})
+    resources = pod["spec"]["containers"][0]["resources"]
+    assert resources["requests"] == resources["limits"] == {"cpu": "2", "memory": "1Gi"}
+
+
+def test_restricted_pod_security() -> None:
+    spec = trial_pod()["spec"]
+    container = spec["containers"][0]
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert spec["automountServiceAccountToken"] is False
+
+
+def test_identity_ownership_and_result_channel() -> None:
+    pod = trial_pod()
+    metadata, container = pod["metadata"], pod["spec"]["containers"][0]
+    assert metadata["name"] == "x" * 40 + "-t001-a3" and len(metadata["name"]) <= 63
+    assert metadata["labels"]["cxlab.dev/experiment"] == "x" * 40
+    assert metadata["labels"]["cxlab.dev/trial"] == "001-threads-w0-rtt100ms-r1"
+    assert metadata["labels"]["app.kubernetes.io/managed-by"] == "cxlab-operator"
+    [owner] = metadata["ownerReferences"]
+    assert (owner["kind"], owner["uid"], owner["controller"]) == (
+        "ConcurrencyExperiment",
+        "u-1",
+        True,
+    )
+    assert container["command"][:3] == ["python3", "-m", "cxlab_runner"]
+    flags = dict(zip(container["command"][3::2], container["command"][4::2], strict=False))
+    assert flags["--result-path"] == container["terminationMessagePath"] == "/dev/termination-log"
+    assert flags["--metrics-port"] == "9100" and flags["--linger"] == CONFIG.linger
+    assert container["terminationMessagePolicy"] == "FallbackToLogsOnError"
+    assert pod["spec"]["restartPolicy"] == "Never"
+    assert pod["spec"]["activeDeadlineSeconds"] == 900  # trialTimeout 15m
+
+
+def test_goroutines_use_the_go_runner() -> None:
+    pod = trial_pod(models=[{"model": "goroutines", "gomaxprocs": [4]}])
+    command = pod["spec"]["containers"][0]["command"]
+    assert command[0] == "cxlab-runner-go" and "--gomaxprocs" in command
+
+
+def test_placement_and_exclusive_nodes() -> None:
+    user_affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}}
+    pod = trial_pod(
+        placement={
+            "nodeSelector": {"pool": "bench"},
+            "tolerations": [{"key": "bench", "operator": "Exists"}],
+            "affinity": user_affinity,
+        },
+        exclusive=True,
+    )
+    spec = pod["spec"]
+    assert spec["nodeSelector"] == {"pool": "bench"}
+    assert spec["tolerations"] == [{"key": "bench", "operator": "Exists"}]
+    assert spec["affinity"]["nodeAffinity"] == user_affinity["nodeAffinity"]
+    [term] = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["labelSelector"] == {"matchLabels": {"app.kubernetes.io/component": "trial"}}
+    assert "affinity" not in trial_pod()["spec"]
+
+
+def test_image_override() -> None:
+    assert trial_pod(image="registry.example/runner:1")["spec"]["containers"][0]["image"] == (
+        "registry.example/runner:1"
+    )
+    assert trial_pod()["spec"]["containers"][0]["image"] == CONFIG.runner_image
+
+
+def test_http_trials_point_at_the_target() -> None:
+    pod = trial_pod(workload={"type": "http", "tasks": 5, "rtt": "10ms", "responseBytes": 100})
+    assert "http://10.0.0.9:8080/" in pod["spec"]["containers"][0]["command"]
+    experiment = parse_experiment(
+        document(workload={"type": "http", "tasks": 5, "rtt": "10ms", "responseBytes": 100})
+    )
+    target = build_target_pod(
+        experiment="web", namespace="lab", uid="u", spec=experiment.spec, config=CONFIG
+    )
+    container = target["spec"]["containers"][0]
+    assert container["command"] == ["cxlab-delay", "--listen=:8080", "--response-bytes=100"]
+    assert "resources" not in container  # BestEffort: no share of the trials' exclusive cores
+    assert target["metadata"]["labels"]["app.kubernetes.io/component"] == "delay-target"

@@ -1,0 +1,78 @@
+"""The CRD is generated from the spec models: the committed file must match, and what the
+models accept the schema accepts too (its CEL rules are exercised on the real apiserver in
+tests/cluster)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from conftest import EXAMPLES
+from test_spec import document
+
+from cxlab.crd import CRD_PATH, RULES, custom_resource_definition, render
+from cxlab.spec import load_experiments
+
+
+def test_committed_crd_is_generated_from_the_models() -> None:
+    assert CRD_PATH.read_text() == render(), "run `make crd` and commit the result"
+
+
+def _openapi_to_jsonschema(schema: Any) -> Any:
+    """Enough of OpenAPI v3 → JSON Schema to check documents against the CRD's types."""
+    if isinstance(schema, dict):
+        out = {
+            k: _openapi_to_jsonschema(v)
+            for k, v in schema.items()
+            if not k.startswith("x-kubernetes")
+        }
+        if out.pop("nullable", False):
+            out["type"] = [out["type"], "null"]
+        if out.pop("exclusiveMinimum", None) is True:
+            out["exclusiveMinimum"] = out.pop("minimum")
+        return out
+    if isinstance(schema, list):
+        return [_openapi_to_jsonschema(v) for v in schema]
+    return schema
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict[str, Any]:
+    version = custom_resource_definition()["spec"]["versions"][0]
+    converted: dict[str, Any] = _openapi_to_jsonschema(version["schema"]["openAPIV3Schema"])
+    return converted
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_example_fits_the_crd_schema(path: Path, schema: dict[str, Any]) -> None:
+    for document in yaml.safe_load_all(path.read_text()):
+        jsonschema.validate(document, schema)
+    assert load_experiments(path)
+
+
+def test_the_schema_rejects_what_the_models_reject_by_type(schema: dict[str, Any]) -> None:
+    bad = document(
+        workload={"type": "sleep", "tasks": 1, "rtt": "soon"},
+        models=[{"model": "fibers", "workers": [-1]}],
+    )
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(bad))
+    assert {tuple(e.path)[-1] for e in errors} >= {"rtt", "model", 0}
+
+
+def test_cross_field_rules_are_declared_where_the_models_check_them() -> None:
+    rules = {path: [r["message"] for r in rules] for path, rules in RULES.items()}
+    assert any("locust" in m for m in rules["spec"])
+    assert any("at most 200 trials" in m for m in rules["spec"])
+    assert any("gomaxprocs applies to goroutines only" in m for m in rules["spec.models[]"])
+    assert any("exactly one of rtt or rtts" in m for m in rules["spec.workload"])
+
+
+def test_printer_columns_and_short_name() -> None:
+    crd = custom_resource_definition()["spec"]
+    assert crd["names"]["shortNames"] == ["cx"]
+    columns = [c["name"] for c in crd["versions"][0]["additionalPrinterColumns"]]
+    assert columns == ["Phase", "Progress", "Best", "Age"]
+    assert crd["versions"][0]["subresources"] == {"status": {}}

@@ -48,8 +48,8 @@ def schema() -> dict[str, Any]:
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
 def test_every_example_fits_the_crd_schema(path: Path, schema: dict[str, Any]) -> None:
-    for document in yaml.safe_load_all(path.read_text()):
-        jsonschema.validate(document, schema)
+    for experiment in yaml.safe_load_all(path.read_text()):
+        jsonschema.validate(experiment, schema)
     assert load_experiments(path)
 
 

@@ -21,6 +21,10 @@ GO_BINARIES := $(BIN)/cxlab-runner-go $(BIN)/cxlab-delay $(BIN)/bare-goroutines
 run: deps ## Run an experiment locally, by default the quick start (EXAMPLE=file.yaml; results in out/<name>/)
 	cxlab run $(EXAMPLE)
 
+.PHONY: demo
+demo: deps cluster-up ## Local cluster + CRD + operator, apply an example (EXAMPLE=...), wait, print the summary
+	hack/demo.sh
+
 .PHONY: plan
 plan: deps ## Print the trials of EXAMPLE=... without running them
 	cxlab plan $(EXAMPLE)
@@ -47,6 +51,10 @@ bench: deps ## Runners vs bare programs: wall-time and peak-RSS ratios side by s
 .PHONY: crd
 crd: deps ## Regenerate the CRD (manifests/crds/) from the spec models
 	python -m cxlab.crd
+
+.PHONY: bench-operator
+bench-operator: deps cluster-up ## Operator costs on the local cluster: time to first Pod, overhead and patches per trial, RSS
+	python operator/bench/bench_operator.py
 
 .PHONY: format
 format: deps ## Rewrite Python and Go sources in the house style
@@ -81,3 +89,25 @@ clean: ## Remove build outputs and results (keeps the virtualenv)
 .PHONY: help
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*##"} /^##@/ {printf "\n%s\n", substr($$0, 5)} /^[a-zA-Z_-]+:.*##/ {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+##@ Cluster (a real single-node Kubernetes v1.32.4, state in build/cluster/; needs root)
+
+.PHONY: cluster-up
+cluster-up: ## Start the local cluster, building what it needs; a no-op when it is up (KUBECONFIG=build/cluster/kubeconfig)
+	hack/cluster-up.sh
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local cluster and clean up after it (containers, mounts, cni0, iptables); safe to repeat
+	hack/cluster-down.sh
+
+.PHONY: images
+images: ## Build cxlab.dev/pause:dev and cxlab.dev/runner:dev (only when their inputs changed); import them if the cluster runs
+	hack/images.sh
+
+.PHONY: cluster-bin
+cluster-bin: ## Build kube-apiserver, -controller-manager, -scheduler, kubelet, kube-proxy, kubectl into build/k8s/bin/
+	hack/build-k8s.sh
+
+.PHONY: cluster-test
+cluster-test: cluster-up ## Smoke-test the local cluster: runner Pods pinned to their core, Pod and Service networking
+	hack/smoke-test.sh

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from conftest import program, run_runner, runner_argv, scrape
@@ -219,3 +220,17 @@ def test_failed_tasks_are_no_latency(model: str, metrics_port: int) -> None:
         process.wait()
     assert result["tasksFailed"] == 3 and result["latencySeconds"]["max"] == 0
     assert "cxlab_task_duration_seconds_count 0" in text.replace(".0\n", "\n")
+
+
+def test_result_is_written_in_place_where_no_sibling_file_can_be_made(tmp_path: Path) -> None:
+    # Like /dev/termination-log, where the runner may write the file but create nothing
+    # beside it: here the sibling the rename would use is in the way.
+    target = tmp_path / "termination-log"
+    (tmp_path / "termination-log.partial").mkdir()
+    completed = subprocess.run(
+        runner_argv("asyncio", "--workload", "sleep", "--tasks", "3", "--rtt", "1ms",
+                    "--result-path", str(target)),
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(target.read_text()) == json.loads(completed.stdout)

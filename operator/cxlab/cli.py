@@ -8,6 +8,7 @@ Exit status: 0 done (even when trials failed: the table says which), 1 when a tr
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -100,6 +101,13 @@ def run_command(args: argparse.Namespace) -> int:
     return 0 if succeeded else 1
 
 
+def summary_command(args: argparse.Namespace) -> int:
+    """The terminal summary of a result.json, or of `kubectl get cx NAME -o json` on stdin."""
+    text = sys.stdin.read() if str(args.file) == "-" else args.file.read_text()
+    print(render_summary(json.loads(text)))
+    return 0
+
+
 def operator_command(args: argparse.Namespace) -> int:
     import kopf
 
@@ -131,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds before a trial is killed and counted as failed (default: spec.trialTimeout)",
     )
     run.set_defaults(handler=run_command)
+    summary = commands.add_parser(
+        "summary", help="print the summary of a result.json or of `kubectl get cx -o json` (-)"
+    )
+    summary.add_argument("file", type=Path)
+    summary.set_defaults(handler=summary_command)
     operator = commands.add_parser("operator", help="run the Kubernetes operator (kopf)")
     operator.add_argument(
         "--namespace", action="append", help="watch only this namespace (repeatable)"

@@ -150,6 +150,9 @@ def structural(schema: Schema, definitions: Schema) -> Schema:
             out[key] = structural(value, definitions)
         else:
             out[key] = copy.deepcopy(value)
+    if "enum" in out and "type" not in out:  # structural schemas type every field
+        kinds = {type(v) for v in out["enum"]}
+        out["type"] = "string" if kinds == {str} else "integer" if kinds == {int} else "number"
     if (
         out.get("type") == "object"
         and "properties" not in out

@@ -113,10 +113,16 @@ def encode(result: dict[str, Any]) -> str:
 
 
 def write(text: str, path: str | None) -> None:
-    """To the result path (atomically: a reader never sees half a Result), then stdout."""
+    """To the result path, then stdout. Through a rename where the folder allows it, so a
+    reader never sees half a Result; in place where it does not — /dev/termination-log is
+    a file the kubelet mounts, in a folder the runner cannot write to."""
     if path:
         partial = f"{path}.partial"
-        with open(partial, "w") as file:
-            file.write(text + "\n")
-        os.replace(partial, path)
+        try:
+            with open(partial, "w") as file:
+                file.write(text + "\n")
+            os.replace(partial, path)
+        except OSError:
+            with open(path, "w") as file:
+                file.write(text + "\n")
     print(text, flush=True)

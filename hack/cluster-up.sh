@@ -1,0 +1,293 @@
+#!/usr/bin/env bash
+# Brings up a single-node Kubernetes v1.32.4 cluster on this machine, everything under
+# build/cluster/ (see hack/README.md): etcd, containerd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubelet (static CPU manager) and kube-proxy
+# (iptables), bridge CNI, the images cxlab.dev/pause:dev and cxlab.dev/runner:dev.
+# Idempotent: when the cluster it started is up and healthy it only makes sure the images
+# are current. A partly running or dead cluster is taken down (hack/cluster-down.sh) first.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+start=$SECONDS
+[[ $(id -u) == 0 ]] || die "cluster-up needs root (containers, mounts, iptables)"
+cluster_lock
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+
+healthy() {
+  local c
+  for c in "${COMPONENTS[@]}"; do component_pid "$c" >/dev/null || return 1; done
+  [[ $(api /readyz 2>/dev/null) == ok ]] && node_ready
+}
+
+if [[ -f $KUBECONFIG_FILE ]] && healthy; then
+  "$ROOT/hack/images.sh" --import
+  log "cluster already up (KUBECONFIG=${KUBECONFIG_FILE#"$ROOT"/})"
+  exit 0
+fi
+# Whatever a previous run left (processes, mounts, bridge, iptables chains, etcd data) goes
+# first; with nothing left this takes a fraction of a second.
+if compgen -G "$PIDS/*.pid" >/dev/null; then
+  log "a previous cluster is partly running or unhealthy: taking it down first"
+fi
+"$ROOT/hack/cluster-down.sh" 2>&1 | grep -v 'cluster down (nothing ran)' >&2 || true
+
+need_pkgs etcd:etcd-server containerd:containerd ctr:containerd runc:runc \
+  /usr/lib/cni/bridge:containernetworking-plugins iptables:iptables nft:nftables conntrack:conntrack \
+  openssl:openssl curl:curl jq:jq ip:iproute2 findmnt:util-linux
+
+for port in $ETCD_PORT $ETCD_PEER_PORT $API_PORT 10248 10250 10256 10257 10259; do
+  if ss -Htln "sport = :$port" 2>/dev/null | grep -q .; then
+    die "port $port is in use by another program (ss -tlnp 'sport = :$port')"
+  fi
+done
+
+"$ROOT/hack/build-k8s.sh"
+"$ROOT/hack/images.sh" --build
+
+NODE_NAME=$(node_name)
+NODE_IP=$(node_ip)
+[[ -n $NODE_IP ]] || die "cannot tell this machine's IP address"
+mkdir -p "$PKI" "$LOGS" "$PIDS" "$CLUSTER/etcd" "$CLUSTER/containerd" "$CLUSTER/cni/net.d" \
+  "$CLUSTER/cni/ipam" "$CLUSTER/kubelet/root" "$CLUSTER/kubelet/pod-logs" "$CLUSTER/kube-proxy"
+chmod 700 "$PKI" "$CLUSTER/etcd"
+
+# ---- certificates (kept across bring-ups; the serving one is remade when the SANs change) ----
+sign() { # name subject extensions: a key and a certificate signed by the CA
+  openssl genrsa -out "$PKI/$1.key" 2048 2>/dev/null
+  openssl req -new -key "$PKI/$1.key" -subj "$2" -out "$PKI/$1.csr"
+  openssl x509 -req -in "$PKI/$1.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" \
+    -set_serial "0x$(openssl rand -hex 16)" -days 3650 -sha256 -out "$PKI/$1.crt" \
+    -extfile <(printf '%s\n' "basicConstraints=critical,CA:FALSE" "$3") 2>/dev/null
+  rm -f "$PKI/$1.csr"
+}
+if ! [[ -f $PKI/ca.crt ]] || ! openssl x509 -checkend 86400 -noout -in "$PKI/ca.crt" >/dev/null; then
+  log "certificates: new CA"
+  rm -f "$PKI"/*
+  openssl genrsa -out "$PKI/ca.key" 2048 2>/dev/null
+  openssl req -x509 -new -key "$PKI/ca.key" -subj "/CN=cxlab-local-ca" -days 3650 -sha256 \
+    -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" -out "$PKI/ca.crt"
+fi
+sans="subjectAltName=DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
+sans+=",DNS:kubernetes.default.svc.cluster.local,DNS:localhost,DNS:$NODE_NAME"
+sans+=",IP:127.0.0.1,IP:$NODE_IP,IP:$SERVICE_IP"
+if [[ $(cat "$PKI/apiserver.sans" 2>/dev/null) != "$sans" ]] || ! [[ -f $PKI/apiserver.crt ]] ||
+   ! openssl x509 -checkend 86400 -noout -in "$PKI/apiserver.crt" >/dev/null; then
+  log "certificates: apiserver serving certificate for $NODE_IP"
+  sign apiserver "/CN=kube-apiserver" \
+    "$sans"$'\n'"keyUsage=critical,digitalSignature,keyEncipherment"$'\n'"extendedKeyUsage=serverAuth"
+  echo "$sans" > "$PKI/apiserver.sans"
+fi
+if ! [[ -f $PKI/admin.crt ]] || ! openssl x509 -checkend 86400 -noout -in "$PKI/admin.crt" >/dev/null; then
+  log "certificates: admin client certificate (system:masters)"
+  sign admin "/O=system:masters/CN=cxlab-admin" \
+    "keyUsage=critical,digitalSignature,keyEncipherment"$'\n'"extendedKeyUsage=clientAuth"
+fi
+if ! [[ -f $PKI/sa.key ]]; then
+  openssl genrsa -out "$PKI/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
+fi
+chmod 600 "$PKI"/*.key
+
+b64() { base64 -w0 < "$1"; }
+cat > "$KUBECONFIG_FILE.tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: cxlab
+  cluster:
+    server: https://127.0.0.1:$API_PORT
+    certificate-authority-data: $(b64 "$PKI/ca.crt")
+users:
+- name: cxlab-admin
+  user:
+    client-certificate-data: $(b64 "$PKI/admin.crt")
+    client-key-data: $(b64 "$PKI/admin.key")
+contexts:
+- name: cxlab
+  context: {cluster: cxlab, user: cxlab-admin, namespace: default}
+current-context: cxlab
+EOF
+chmod 600 "$KUBECONFIG_FILE.tmp" && mv "$KUBECONFIG_FILE.tmp" "$KUBECONFIG_FILE"
+KC=$KUBECONFIG_FILE
+
+# ---- configuration files ----
+cat > "$CLUSTER/containerd/config.toml" <<EOF
+# containerd of the cxlab local cluster (hack/cluster-up.sh); nothing outside build/cluster
+version = 2
+root = "$CLUSTER/containerd/root"
+state = "$CLUSTER/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+
+[grpc]
+  address = "$CONTAINERD_SOCK"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$CLUSTER/containerd/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  # root here lacks CAP_SYS_RESOURCE: without this every Pod sticks in ContainerCreating
+  # (runc: "failed to update /proc/self/oom_score_adj: Permission denied")
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  enable_cdi = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "$CLUSTER/containerd/state/runc"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$CLUSTER/cni/net.d"
+    max_conf_num = 1
+EOF
+
+cat > "$CLUSTER/cni/net.d/10-cxlab.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "cxlab",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$CNI_BRIDGE",
+      "isGateway": true,
+      "ipMasq": true,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$POD_CIDR"}]],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dataDir": "$CLUSTER/cni/ipam"
+      }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+EOF
+
+cat > "$CLUSTER/kubelet/config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
+cgroupDriver: cgroupfs
+failSwapOn: false
+# a Guaranteed Pod with whole CPUs gets cores of its own; core 0 stays for the system
+cpuManagerPolicy: static
+reservedSystemCPUs: "0"
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $PKI/ca.crt}
+authorization: {mode: Webhook}
+address: $NODE_IP
+healthzBindAddress: 127.0.0.1
+clusterDomain: cluster.local
+resolvConf: /etc/resolv.conf
+podLogsDir: $CLUSTER/kubelet/pod-logs
+volumePluginDir: $CLUSTER/kubelet/volume-plugins
+serializeImagePulls: false
+imageGCHighThresholdPercent: 100
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
+nodeStatusReportFrequency: 10s
+syncFrequency: 10s
+EOF
+
+cat > "$CLUSTER/kube-proxy/config.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clientConnection: {kubeconfig: $KC}
+hostnameOverride: $NODE_NAME
+clusterCIDR: $CLUSTER_CIDR
+bindAddress: $NODE_IP
+metricsBindAddress: 127.0.0.1:10249
+healthzBindAddress: 127.0.0.1:10256
+conntrack: {maxPerCore: 0}
+nodePortAddresses: [primary]
+EOF
+
+# ---- kernel settings: routing between the bridge and the host, Services through iptables ----
+sysctl -qw net.ipv4.ip_forward=1
+[[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]] || modprobe br_netfilter 2>/dev/null || true
+sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null ||
+  log "warning: net.bridge.bridge-nf-call-iptables unavailable; Pod→Service→Pod on the bridge may fail"
+
+# ---- processes ----
+launch() { # name executable args...: start in its own session, record "<pid> <exe>"
+  local name=$1 exe; exe=$(readlink -f "$(command -v "$2")"); shift 2
+  echo "=== $(date -Is) cluster-up: $exe $*" >> "$LOGS/$name.log"
+  setsid "$exe" "$@" >> "$LOGS/$name.log" 2>&1 < /dev/null 9>&- &
+  echo "$! $exe" > "$PIDS/$name.pid"
+}
+wait_for() { # seconds description command...
+  local deadline=$((SECONDS + $1)) what=$2; shift 2
+  until "$@"; do
+    ((SECONDS < deadline)) || die "timed out waiting for $what (logs: ${LOGS#"$ROOT"/}/)"
+    sleep 0.25
+  done
+}
+alive() { component_pid "$1" >/dev/null || die "$1 exited (log: ${LOGS#"$ROOT"/}/$1.log)"; }
+
+log "starting etcd and containerd"
+launch etcd etcd --name cxlab --data-dir "$CLUSTER/etcd" \
+  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster "cxlab=http://127.0.0.1:$ETCD_PEER_PORT" --logger zap --log-level warn
+launch containerd containerd --config "$CLUSTER/containerd/config.toml"
+
+etcd_ok() { alive etcd; [[ $(curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" | jq -r .health 2>/dev/null) == true ]]; }
+wait_for 30 etcd etcd_ok
+
+log "starting kube-apiserver"
+launch kube-apiserver "$K8S_BIN/kube-apiserver" \
+  --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+  --advertise-address "$NODE_IP" --secure-port "$API_PORT" \
+  --service-cluster-ip-range "$SERVICE_CIDR" \
+  --client-ca-file "$PKI/ca.crt" \
+  --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
+  --kubelet-client-certificate "$PKI/admin.crt" --kubelet-client-key "$PKI/admin.key" \
+  --kubelet-preferred-address-types InternalIP,Hostname \
+  --service-account-issuer https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
+  --authorization-mode Node,RBAC --allow-privileged=true --profiling=false
+
+containerd_ok() { alive containerd; ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; }
+wait_for 30 containerd containerd_ok
+"$ROOT/hack/images.sh" --import
+
+apiserver_ok() { alive kube-apiserver; [[ $(api /readyz 2>/dev/null) == ok ]]; }
+wait_for 90 kube-apiserver apiserver_ok
+
+log "starting kube-controller-manager, kube-scheduler, kubelet, kube-proxy"
+launch kube-controller-manager "$K8S_BIN/kube-controller-manager" \
+  --kubeconfig "$KC" --authentication-kubeconfig "$KC" --authorization-kubeconfig "$KC" \
+  --bind-address 127.0.0.1 --leader-elect=false \
+  --root-ca-file "$PKI/ca.crt" --service-account-private-key-file "$PKI/sa.key" \
+  --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
+  --use-service-account-credentials=false --allocate-node-cidrs=false --profiling=false
+launch kube-scheduler "$K8S_BIN/kube-scheduler" \
+  --kubeconfig "$KC" --authentication-kubeconfig "$KC" --authorization-kubeconfig "$KC" \
+  --bind-address 127.0.0.1 --leader-elect=false --profiling=false
+launch kubelet "$K8S_BIN/kubelet" \
+  --config "$CLUSTER/kubelet/config.yaml" --kubeconfig "$KC" \
+  --root-dir "$CLUSTER/kubelet/root" --cert-dir "$CLUSTER/kubelet/pki" \
+  --node-ip "$NODE_IP" --hostname-override "$NODE_NAME"
+launch kube-proxy "$K8S_BIN/kube-proxy" --config "$CLUSTER/kube-proxy/config.yaml"
+
+all_ok() { local c; for c in "${COMPONENTS[@]}"; do alive "$c"; done; }
+ready() { all_ok; node_ready; }
+wait_for 120 "node $NODE_NAME to be Ready" ready
+default_sa() { all_ok; api /api/v1/namespaces/default/serviceaccounts/default >/dev/null; }
+wait_for 60 "the default ServiceAccount" default_sa
+
+log "cluster up in $((SECONDS - start)) s: node $NODE_NAME ($NODE_IP) Ready"
+log "  export KUBECONFIG=$KUBECONFIG_FILE"

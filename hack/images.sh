@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Builds the local images without Docker and imports them into the cluster's containerd:
+#   cxlab.dev/pause:dev   static Go pause binary (hack/images/pause) in a scratch image
+#   cxlab.dev/runner:dev  Debian bookworm minbase + python3, the Python runner with its pinned
+#                         packages, cxlab-runner-go and cxlab-delay; runs as uid 65532 and
+#                         needs no writable root filesystem
+# Each image is rebuilt only when the hash of its inputs changes (build/images/<name>/.inputs),
+# and imported only when containerd does not hold that build (image label cxlab.dev/inputs).
+#
+#   hack/images.sh            build, then import if the cluster's containerd runs
+#   hack/images.sh --build    build only
+#   hack/images.sh --import   build if needed, import; fails if containerd does not run
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+mode=${1:-auto}
+# The host's Python 3.11 (the image's Python) with pip: PYTHON, else the project's
+# virtualenv, else the system's (Debian's python3-pip installed if need be).
+if [[ -z ${PYTHON:-} ]]; then
+  PYTHON=python3.11
+  if ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
+    if [[ -x $ROOT/.venv/bin/python3.11 ]]; then
+      PYTHON=$ROOT/.venv/bin/python3.11
+    else
+      need_pkgs python3.11:python3 /usr/lib/python3/dist-packages/pip:python3-pip
+      PYTHON=/usr/bin/python3.11
+    fi
+  fi
+fi
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# The runner's Python packages; their versions come from pyproject.toml, nowhere else.
+RUNNER_PY_PACKAGES=(prometheus-client gevent locust)
+
+# tar of a directory as one image layer: root-owned, numeric ids, stable order
+make_layer() { # dir out.tar [tar options]
+  local dir=$1 out=$2; shift 2
+  tar --numeric-owner --sort=name --xattrs -C "$dir" "$@" -cf "$out.tmp" . && mv "$out.tmp" "$out"
+}
+
+build_pause() {
+  local dir="$IMAGES/pause" src="$ROOT/hack/images/pause" hash
+  hash=$(hash_inputs "$src" "$ROOT/hack/images/docker-archive.py" "$ROOT/hack/images.sh" -- "$PAUSE_IMAGE" "$(go version)")
+  if [[ -f $dir/image.tar && $(cat "$dir/.inputs" 2>/dev/null) == "$hash" ]]; then return; fi
+  log "building image $PAUSE_IMAGE"
+  rm -rf "$dir" && mkdir -p "$dir/rootfs"
+  (cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$dir/rootfs/pause" .)
+  make_layer "$dir/rootfs" "$dir/layer.tar" --owner=0 --group=0
+  "$PYTHON" "$ROOT/hack/images/docker-archive.py" -o "$dir/image.tar" --tag "$PAUSE_IMAGE" \
+    --layer "$dir/layer.tar" --user 65535:65535 --entrypoint /pause
+  rm -rf "$dir/rootfs" "$dir/layer.tar"
+  echo "$hash" > "$dir/.inputs"
+}
+
+# Debian bookworm minbase with python3 (python3-minimal lacks urllib.request and http),
+# made once with debootstrap: about a minute and 125 MB.
+build_base() {
+  local dir="$IMAGES/base-bookworm" hash
+  hash=$(hash_inputs -- "bookworm minbase python3 $DEBIAN_MIRROR v1")
+  if [[ -f $dir/layer.tar && $(cat "$dir/.inputs" 2>/dev/null) == "$hash" ]]; then return; fi
+  need_pkgs debootstrap:debootstrap
+  log "debootstrap bookworm (minbase + python3) into ${dir#"$ROOT"/}, once"
+  umount_under "$dir"
+  rm -rf "$dir" && mkdir -p "$dir"
+  trap 'umount_under "$dir"' EXIT
+  debootstrap --variant=minbase --include=python3 bookworm "$dir/rootfs" "$DEBIAN_MIRROR" \
+    > "$dir/debootstrap.log" 2>&1 || { tail -20 "$dir/debootstrap.log" >&2; die "debootstrap failed (log: ${dir#"$ROOT"/}/debootstrap.log)"; }
+  umount_under "$dir"
+  trap - EXIT
+  # caches and documentation are not needed in a runner image
+  (cd "$dir/rootfs" && rm -rf var/cache/apt/* var/lib/apt/lists/* var/log/* \
+    usr/share/doc/* usr/share/man/* usr/share/info/* usr/share/locale/* dev/*)
+  make_layer "$dir/rootfs" "$dir/layer.tar"
+  rm -rf "$dir/rootfs"
+  echo "$hash" > "$dir/.inputs"
+}
+
+umount_under() { # unmount what debootstrap left mounted (proc, sys) below a folder
+  local m
+  for m in $(findmnt -rn -o TARGET | grep "^$1/" | sort -r); do umount -l "$m" || true; done
+}
+
+# The pinned versions of the runner's packages, read from pyproject.toml: one line each.
+read_pins() {
+  "$PYTHON" - "$ROOT/pyproject.toml" "${RUNNER_PY_PACKAGES[@]}" <<'PY'
+import re, sys, tomllib
+with open(sys.argv[1], "rb") as f:
+    deps = tomllib.load(f)["project"]["dependencies"]
+norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()
+wanted = {norm(n) for n in sys.argv[2:]}
+found = {norm(re.split(r"[=<>!~\[; ]", d, maxsplit=1)[0]): d for d in deps}
+missing = wanted - found.keys()
+if missing:
+    sys.exit(f"pyproject.toml has no dependency {sorted(missing)}")
+for name in sorted(wanted):
+    if "==" not in found[name]:
+        sys.exit(f"pyproject.toml: {found[name]} is not pinned with ==")
+    print(found[name])
+PY
+}
+
+build_runner() {
+  local dir="$IMAGES/runner" hash app site pins
+  build_base
+  "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' ||
+    die "$PYTHON is not Python 3.11, the image's Python (set PYTHON=...)"
+  mapfile -t pins < <(read_pins)
+  ((${#pins[@]} == ${#RUNNER_PY_PACKAGES[@]})) || die "could not read the runner's pins from pyproject.toml"
+  hash=$(hash_inputs "$IMAGES/base-bookworm/.inputs" \
+    "$ROOT/workloads/python/cxlab_runner" "$ROOT/workloads/go.mod" "$ROOT/workloads/go.sum" \
+    "$ROOT/workloads/cmd" "$ROOT/workloads/internal" "$ROOT/hack/images/docker-archive.py" "$ROOT/hack/images.sh" \
+    -- "$RUNNER_IMAGE" "$(go version)" "$("$PYTHON" -VV)" "${pins[*]}")
+  if [[ -f $dir/image.tar && $(cat "$dir/.inputs" 2>/dev/null) == "$hash" ]]; then return; fi
+  log "building image $RUNNER_IMAGE"
+  rm -rf "$dir" && mkdir -p "$dir"
+  app="$dir/app"
+  site="$app/usr/local/lib/python3.11/dist-packages"
+  mkdir -p "$site" "$app/usr/local/bin" "$app/etc"
+  chmod -R 0755 "$app"
+
+  # the Go runner and the delay target, static
+  (cd "$ROOT/workloads" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' \
+    -o "$app/usr/local/bin/" ./cmd/cxlab-runner-go ./cmd/cxlab-delay)
+
+  log "pip install --target: ${pins[*]}"
+  "$PYTHON" -m pip install --quiet --disable-pip-version-check --no-warn-script-location --root-user-action=ignore \
+    --only-binary=:all: --target "$site" "${pins[@]}"
+  rm -rf "${site:?}/bin"   # console scripts with the host's interpreter in their #! line
+  cp -r --preserve=timestamps "$ROOT/workloads/python/cxlab_runner" "$site/"
+  find "$site/cxlab_runner" -name __pycache__ -prune -exec rm -rf {} +
+  "$PYTHON" -m compileall -q "$site/cxlab_runner"
+
+  # the non-root user the Pods run as (uid 65532, as distroless "nonroot")
+  tar -xf "$IMAGES/base-bookworm/layer.tar" -C "$app" ./etc/passwd ./etc/group
+  echo 'nonroot:x:65532:65532:nonroot:/tmp:/usr/sbin/nologin' >> "$app/etc/passwd"
+  echo 'nonroot:x:65532:' >> "$app/etc/group"
+
+  make_layer "$app" "$dir/app.tar" --owner=0 --group=0
+  # HOME=/tmp and no .pyc writes: the root filesystem is read-only in the Pods
+  "$PYTHON" "$ROOT/hack/images/docker-archive.py" -o "$dir/image.tar" --tag "$RUNNER_IMAGE" \
+    --layer "$IMAGES/base-bookworm/layer.tar" --layer "$dir/app.tar" --user 65532:65532 --workdir /tmp \
+    --env PATH=/usr/local/bin:/usr/bin:/bin --env HOME=/tmp --env PYTHONDONTWRITEBYTECODE=1 \
+    --env PYTHONUNBUFFERED=1
+  rm -rf "$app" "$dir/app.tar"
+  echo "$hash" > "$dir/.inputs"
+  log "built $RUNNER_IMAGE: $(du -h "$dir/image.tar" | cut -f1)"
+}
+
+containerd_running() { [[ -S $CONTAINERD_SOCK ]] && ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; }
+
+import_image() { # name tag
+  local dir="$IMAGES/$1" tag=$2 hash
+  hash=$(cat "$dir/.inputs")
+  if ctr --address "$CONTAINERD_SOCK" -n k8s.io images ls "name==$tag" 2>/dev/null | grep -q "cxlab.dev/inputs=$hash"; then
+    return
+  fi
+  log "importing $tag into containerd"
+  ctr --address "$CONTAINERD_SOCK" -n k8s.io images import "$dir/image.tar" >/dev/null
+  ctr --address "$CONTAINERD_SOCK" -n k8s.io images label "$tag" "cxlab.dev/inputs=$hash" >/dev/null
+}
+
+mkdir -p "$IMAGES"
+cluster_lock
+build_pause
+build_runner
+case $mode in
+  --build) ;;
+  --import) containerd_running || die "the cluster's containerd does not run (make cluster-up)"
+    import_image pause "$PAUSE_IMAGE"; import_image runner "$RUNNER_IMAGE" ;;
+  auto) if containerd_running; then
+      import_image pause "$PAUSE_IMAGE"; import_image runner "$RUNNER_IMAGE"
+    else
+      log "images built; the cluster's containerd does not run, so make cluster-up will import them"
+    fi ;;
+  *) die "usage: $0 [--build|--import]" ;;
+esac

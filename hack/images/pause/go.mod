@@ -1,0 +1,3 @@
+module cxlab.dev/hack/images/pause
+
+go 1.26.0

@@ -1,0 +1,100 @@
+"""The real local cluster for operator tests: brought up by the test run itself
+(`make cluster-up`, idempotent), refused if the kubeconfig is not the project's own, and
+brought down again at the end if this run started it. The operator runs as a subprocess,
+so a test can kill it (-9) and start it again."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+
+import kubernetes
+import pytest
+from harness import KUBECONFIG, ROOT, Lab, Operator
+from kubernetes.client.exceptions import ApiException
+
+from cxlab.crd import CRD_PATH, GROUP, PLURAL, VERSION
+
+pytestmark = pytest.mark.cluster
+
+
+def _make(target: str) -> None:
+    subprocess.run(["make", "-s", target], cwd=ROOT, check=True)
+
+
+def _cluster_is_up() -> bool:
+    if not KUBECONFIG.exists():
+        return False
+    probe = subprocess.run(
+        [sys.executable, "-c", "import kubernetes as k; k.config.load_kube_config(); "
+         "k.client.CoreV1Api().list_node(_request_timeout=3)"],
+        env={**os.environ, "KUBECONFIG": str(KUBECONFIG)}, capture_output=True,
+    )  # fmt: skip
+    return probe.returncode == 0
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[None]:
+    was_up = _cluster_is_up()
+    _make("cluster-up")
+    # Only ever the project's own cluster: never whatever context the machine has.
+    os.environ["KUBECONFIG"] = str(KUBECONFIG)
+    kubernetes.config.load_kube_config(config_file=str(KUBECONFIG))
+    server = kubernetes.client.Configuration.get_default_copy().host
+    assert server.startswith("https://127.0.0.1:"), (
+        f"refusing a cluster that is not local: {server}"
+    )
+    yield
+    if not was_up:
+        _make("cluster-down")
+
+
+@pytest.fixture(scope="session")
+def crd(cluster: None) -> None:
+    import yaml
+
+    api = kubernetes.client.ApiextensionsV1Api()
+    body = yaml.safe_load(CRD_PATH.read_text())
+    name = body["metadata"]["name"]
+    try:
+        current = api.read_custom_resource_definition(name)
+        body["metadata"]["resourceVersion"] = current.metadata.resource_version
+        api.replace_custom_resource_definition(name, body)
+    except ApiException as error:
+        if error.status != 404:
+            raise
+        api.create_custom_resource_definition(body)
+    for _ in range(100):
+        conditions = api.read_custom_resource_definition(name).status.conditions or []
+        if any(c.type == "Established" and c.status == "True" for c in conditions):
+            return
+        time.sleep(0.1)
+    raise AssertionError("the CRD never became Established")
+
+
+@pytest.fixture(scope="session")
+def operator(crd: None) -> Iterator[Operator]:
+    running = Operator()
+    running.start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def lab(operator: Operator) -> Iterator[Lab]:
+    namespace = f"cxlab-test-{uuid.uuid4().hex[:6]}"
+    core = kubernetes.client.CoreV1Api()
+    core.create_namespace({"metadata": {"name": namespace}})
+    yield Lab(namespace)
+    # Leftovers must not hold the namespace: drop finalizers, then delete everything.
+    custom = kubernetes.client.CustomObjectsApi()
+    for item in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"]:
+        custom.patch_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, item["metadata"]["name"],
+            {"metadata": {"finalizers": None}},
+        )  # fmt: skip
+    core.delete_namespace(namespace)

@@ -1,0 +1,144 @@
+"""The pieces the operator tests drive: the operator process and a namespace to work in."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+from kubernetes.client.exceptions import ApiException
+
+from cxlab.crd import GROUP, PLURAL, VERSION
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBECONFIG = ROOT / "build" / "cluster" / "kubeconfig"
+LOGS = ROOT / "build" / "cluster" / "logs"
+SLEEP = {"type": "sleep", "tasks": 20, "rtt": "20ms"}
+
+
+def experiment_spec(
+    models: list[dict[str, Any]], workload: dict[str, Any] | None = None, **more: Any
+) -> dict[str, Any]:
+    return {"workload": workload or SLEEP, "models": models, **more}
+
+
+class Operator:
+    """`cxlab operator` as a child process, with its log in build/cluster/logs."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        LOGS.mkdir(parents=True, exist_ok=True)
+        self.starts += 1
+        log = open(LOGS / "operator-test.log", "ab")  # noqa: SIM115 - lives with the process
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "cxlab.cli", "operator", "--health-port", "0"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "KUBECONFIG": str(KUBECONFIG), "CXLAB_UNSCHEDULABLE_GRACE": "8s",
+                 "CXLAB_RUNNER_LINGER": "2s"},
+        )  # fmt: skip
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to tidy up, as in a crash or an OOM kill."""
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class Lab:
+    """One namespace per test, with helpers to apply experiments and wait on them."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.custom = kubernetes.client.CustomObjectsApi()
+        self.core = kubernetes.client.CoreV1Api()
+
+    def apply(self, name: str, spec: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "ConcurrencyExperiment",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+        kwargs = {"dry_run": "All"} if dry_run else {}
+        created: dict[str, Any] = self.custom.create_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL, body, **kwargs
+        )
+        return created
+
+    def get(self, name: str) -> dict[str, Any]:
+        found: dict[str, Any] = self.custom.get_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL, name
+        )
+        return found
+
+    def wait(
+        self, name: str, until: Callable[[dict[str, Any]], bool], timeout: float = 180
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                experiment = self.get(name)
+            except ApiException as error:
+                if error.status != 404:
+                    raise
+                experiment = {}
+            if until(experiment):
+                return experiment
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{name} did not get there in {timeout} s: {experiment.get('status')}"
+                )
+            time.sleep(0.5)
+
+    def wait_finished(self, name: str, timeout: float = 180) -> dict[str, Any]:
+        return self.wait(
+            name,
+            lambda e: (e.get("status") or {}).get("phase") in ("Succeeded", "Failed"),
+            timeout,
+        )
+
+    def pods(self, name: str) -> list[Any]:
+        return list(
+            self.core.list_namespaced_pod(
+                self.namespace, label_selector=f"cxlab.dev/experiment={name}"
+            ).items
+        )
+
+    def delete(self, name: str) -> None:
+        self.custom.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, name)
+
+    def patch_spec(self, name: str, spec: dict[str, Any]) -> None:
+        self.custom.patch_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL, name, {"spec": spec}
+        )
+
+    def phase(self, experiment: dict[str, Any]) -> str | None:
+        phase: str | None = (experiment.get("status") or {}).get("phase")
+        return phase
+
+    def running_pod(self, name: str) -> bool:
+        return any(p.status.phase == "Running" for p in self.pods(name))
+
+    def events(self, name: str) -> list[Any]:
+        return [
+            e
+            for e in self.core.list_namespaced_event(self.namespace).items
+            if e.involved_object.name == name and e.involved_object.kind == "ConcurrencyExperiment"
+        ]

@@ -1,0 +1,156 @@
+"""The operator on the real local cluster: kubectl-apply-shaped experiments become pinned
+trial Pods, and every Result lands in status — through restarts, lost Pods and deletion."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from harness import SLEEP, Lab, Operator, experiment_spec
+from kubernetes.client.exceptions import ApiException
+
+ASYNCIO = [{"model": "asyncio"}]
+
+
+def conditions(experiment: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in (experiment.get("status") or {}).get("conditions", [])}
+
+
+def one_long_task(seconds: int) -> dict[str, Any]:
+    return {"type": "sleep", "tasks": 1, "rtt": f"{seconds}s"}
+
+
+def test_every_model_reaches_succeeded_pinned(lab: Lab) -> None:
+    python_and_go = [
+        {"model": "sequential"},
+        {"model": "threads", "workers": [5]},
+        {"model": "processes", "workers": [2]},
+        {"model": "gevent"},
+        {"model": "asyncio"},
+        {"model": "goroutines", "gomaxprocs": [1]},
+    ]
+    lab.apply("sleepers", experiment_spec(python_and_go))
+    http = {"type": "http", "tasks": 20, "rtt": "20ms"}
+    lab.apply("web", experiment_spec([{"model": "locust", "workers": [5]}], http))
+    for name, count in (("sleepers", 6), ("web", 1)):
+        experiment = lab.wait_finished(name, timeout=240)
+        status = experiment["status"]
+        assert status["phase"] == "Succeeded", status
+        assert status["progress"]["display"] == f"{count}/{count}"
+        assert len(status["trials"]) == count
+        for entry in status["trials"]:
+            result = entry["result"]
+            assert result["tasksOk"] == 20 and result["trial"] == entry["name"]
+            assert result["wallSeconds"] >= result["floorSeconds"]
+            assert result["cpus"] == [1]  # the static CPU manager's exclusive core
+        found = conditions(experiment)
+        assert found["Complete"]["status"] == "True"
+        assert found["Pinned"]["status"] == "True", found["Pinned"]
+        assert found["Progressing"]["status"] == "False"
+        assert status["best"] and status["summary"]["recommendations"]
+    reasons = [e.reason for e in lab.events("sleepers")]
+    assert "Started" in reasons and reasons.count("TrialSucceeded") == 6 and "Completed" in reasons
+    assert lab.wait("sleepers", lambda _: not lab.pods("sleepers"), timeout=30) is not None
+
+
+BAD_INPUT = [
+    (experiment_spec(ASYNCIO, {**SLEEP, "type": "disk"}), "spec.workload.type"),
+    (experiment_spec([{"model": "fibers"}]), "spec.models[0].model"),
+    (experiment_spec([{"model": "threads", "workers": [-1]}]), "spec.models[0].workers[0]"),
+    (experiment_spec(ASYNCIO, {**SLEEP, "rtt": "20 ms"}), "spec.workload.rtt"),
+    (experiment_spec([{"model": "asyncio", "gomaxprocs": [2]}]), "applies to goroutines only"),
+    (experiment_spec([{"model": "locust"}]), "locust drives HTTP users"),
+    (experiment_spec(ASYNCIO, repetitions=0), "spec.repetitions"),
+    (experiment_spec([]), "spec.models"),
+    (
+        experiment_spec(
+            [{"model": "threads", "workers": list(range(1, 21))}],
+            {"type": "sleep", "tasks": 5, "rtts": ["1ms", "2ms", "3ms", "4ms", "5ms"]},
+            repetitions=3,
+        ),
+        "at most 200 trials",
+    ),
+]
+
+
+@pytest.mark.parametrize(("spec", "field_and_rule"), BAD_INPUT)
+def test_bad_input_is_rejected_at_apply(
+    lab: Lab, spec: dict[str, Any], field_and_rule: str
+) -> None:
+    with pytest.raises(ApiException) as caught:
+        lab.apply("bad", spec, dry_run=True)
+    assert caught.value.status == 422
+    assert field_and_rule in caught.value.body
+
+
+def test_what_the_schema_cannot_catch_fails_with_a_condition(lab: Lab) -> None:
+    # 1s and 1000ms are the same RTT: the models see it; CEL cannot parse durations.
+    same = {"type": "sleep", "tasks": 5, "rtts": ["1s", "1000ms"]}
+    lab.apply("same-rtt", experiment_spec(ASYNCIO, same))
+    experiment = lab.wait_finished("same-rtt", timeout=30)
+    failed = conditions(experiment)["Failed"]
+    assert failed["status"] == "True" and failed["reason"] == "InvalidSpec"
+    assert "rtts lists" in failed["message"]
+    assert not lab.pods("same-rtt")
+
+
+def test_operator_killed_mid_experiment_runs_each_trial_once(lab: Lab, operator: Operator) -> None:
+    workload = {"type": "sleep", "tasks": 4, "rtt": "1s"}
+    lab.apply("restart", experiment_spec([{"model": "asyncio", "workers": [1, 2, 4]}], workload,
+                                         repetitions=2))  # fmt: skip
+
+    def two_done(experiment: dict[str, Any]) -> bool:
+        return int((experiment.get("status") or {}).get("progress", {}).get("trialsDone", 0)) >= 2
+
+    lab.wait("restart", two_done)
+    operator.kill()
+    time.sleep(3)  # a trial ends meanwhile, unobserved
+    operator.start()
+    status = lab.wait_finished("restart", timeout=240)["status"]
+    assert status["phase"] == "Succeeded"
+    names = [e["name"] for e in status["trials"]]
+    assert len(names) == len(set(names)) == 6
+    assert all(e["attempts"] == 1 for e in status["trials"]), status["trials"]
+
+
+def test_a_deleted_trial_pod_is_retried(lab: Lab) -> None:
+    lab.apply("lost", experiment_spec(ASYNCIO, one_long_task(6)))
+    lab.wait("lost", lambda _: lab.running_pod("lost"), timeout=60)
+    [pod] = [p for p in lab.pods("lost") if p.metadata.labels.get("cxlab.dev/trial")]
+    lab.core.delete_namespaced_pod(pod.metadata.name, lab.namespace)
+    [entry] = lab.wait_finished("lost", timeout=90)["status"]["trials"]
+    assert entry["phase"] == "Succeeded" and entry["attempts"] == 2
+
+
+def test_deleting_a_running_experiment_stops_its_pods(lab: Lab) -> None:
+    lab.apply("doomed", experiment_spec(ASYNCIO, one_long_task(60)))
+    lab.wait("doomed", lambda _: lab.running_pod("doomed"), timeout=60)
+    lab.delete("doomed")
+    lab.wait("doomed", lambda e: not e and not lab.pods("doomed"), timeout=60)
+
+
+def test_an_unschedulable_trial_fails_instead_of_waiting(lab: Lab) -> None:
+    lab.apply("huge", experiment_spec(ASYNCIO, resources={"cpu": 64}))
+    failed = conditions(lab.wait_finished("huge", timeout=60))["Failed"]
+    assert failed["status"] == "True" and failed["reason"] == "Unschedulable"
+    assert "Insufficient cpu" in failed["message"]
+    assert not lab.pods("huge")
+
+
+def test_a_trial_over_its_timeout_fails_with_the_reason(lab: Lab) -> None:
+    lab.apply("slow", experiment_spec(ASYNCIO, one_long_task(60), trialTimeout="3s"))
+    [entry] = lab.wait_finished("slow", timeout=60)["status"]["trials"]
+    assert entry["phase"] == "Failed" and "timed out after trialTimeout 3s" in entry["message"]
+    assert "TrialFailed" in [e.reason for e in lab.events("slow")]
+
+
+def test_a_spec_change_while_running_is_reported(lab: Lab) -> None:
+    lab.apply("steady", experiment_spec(ASYNCIO, one_long_task(5), ttlSecondsAfterFinished=2))
+    lab.wait("steady", lambda e: lab.phase(e) == "Running", timeout=60)
+    lab.patch_spec("steady", {"repetitions": 3})
+    changed = lab.wait("steady", lambda e: "SpecChanged" in conditions(e), timeout=30)
+    assert conditions(changed)["SpecChanged"]["status"] == "True"
+    finished = lab.wait_finished("steady", timeout=60)
+    assert len(finished["status"]["trials"]) == 1  # the spec it started with
+    lab.wait("steady", lambda e: not e, timeout=30)  # deleted after its TTL

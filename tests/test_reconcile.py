@@ -109,6 +109,9 @@ def test_a_lost_pod_is_retried_with_the_next_attempt() -> None:
     assert decision.create == [(first, 2)]
     deleted = pod(first.name, deleting=True)
     assert run(s, [deleted], attempts={first.name: 1}).create == []  # one at a time: wait
+    killed = pod(first.name, phase="Failed", exit_code=143, deleting=True)  # SIGTERM on delete
+    decision = run(s, [killed], attempts={first.name: 1})
+    assert decision.finished == [] and decision.create == [(first, 2)]
     assert run(s, [], attempts={first.name: 1}).create == [(first, 2)]  # vanished: retry
 
 

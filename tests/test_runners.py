@@ -234,3 +234,17 @@ def test_result_is_written_in_place_where_no_sibling_file_can_be_made(tmp_path: 
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr
     assert json.loads(target.read_text()) == json.loads(completed.stdout)
+
+
+@pytest.mark.parametrize("model", ["asyncio", "threads", "gevent", "goroutines"])
+def test_sigterm_stops_a_trial_at_once(model: str) -> None:
+    process = subprocess.Popen(
+        runner_argv(model, "--workload", "sleep", "--tasks", "2", "--rtt", "30s"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(1.5)
+    started = time.monotonic()
+    process.terminate()
+    stdout, _ = process.communicate(timeout=10)
+    assert time.monotonic() - started < 10  # not the 30 s of the task
+    assert process.returncode != 0 and stdout == ""  # no Result from a stopped trial

@@ -113,6 +113,7 @@ def operator_command(args: argparse.Namespace) -> int:
 
     import cxlab.controller.handlers  # noqa: F401 - registers the handlers with kopf
 
+    kopf.configure(verbose=args.verbose)  # kopf's log format, as `kopf run` sets it up
     kopf.run(
         standalone=True,  # one replica by design: no peering objects needed
         clusterwide=not args.namespace,
@@ -151,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     operator.add_argument(
         "--health-port", type=int, default=8080, help="liveness probe port (0 = none)"
     )
+    operator.add_argument("--verbose", action="store_true", help="log every handler call")
     operator.set_defaults(handler=operator_command)
     return parser
 

@@ -108,6 +108,12 @@ RULES: dict[str, list[dict[str, str]]] = {
 }
 
 
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    return value
+
+
 def structural(schema: Schema, definitions: Schema) -> Schema:
     """A pydantic/JSON Schema fragment as a Kubernetes structural schema: references
     inlined, optional (anyOf null) unwrapped, no additionalProperties: false (the apiserver
@@ -126,7 +132,9 @@ def structural(schema: Schema, definitions: Schema) -> Schema:
     for key, value in schema.items():
         if key in ("title", "$defs", "$schema", "$id"):
             continue
-        if key == "default" and value is None:
+        if key == "default":
+            if value is not None:
+                out[key] = _without_nulls(value)  # a null default is no default
             continue
         if key == "description":
             out[key] = " ".join(value.split())  # docstrings are wrapped; kubectl explain rewraps

@@ -24,10 +24,18 @@ class Kube:
         self.custom = kubernetes.client.CustomObjectsApi()
         self.status_patches = 0  # for the operator benchmark
 
-    def patch_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        """A JSON merge patch of the status subresource (lists are replaced whole)."""
+    def write_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        """Replace the whole status. A JSON Patch, not a merge patch: in a merge patch a null
+        deletes its key, and a Result's nulls (gomaxprocs of a Python model) must stay."""
+        patch = [{"op": "add", "path": "/status", "value": status}]
         self.custom.patch_namespaced_custom_object_status(
-            GROUP, VERSION, namespace, PLURAL, name, {"status": status}
+            GROUP,
+            VERSION,
+            namespace,
+            PLURAL,
+            name,
+            patch,
+            _content_type="application/json-patch+json",
         )
         self.status_patches += 1
 

@@ -71,10 +71,11 @@ def _why_failed(pod: PodView, spec: ExperimentSpec) -> str:
 
 
 def _lost(pod: PodView) -> bool:
-    """Gone through no fault of the trial: evicted, node lost, or deleted before it ended."""
+    """Gone through no fault of the trial: evicted, node lost, or deleted by someone before
+    it succeeded (the operator deletes Pods only after recording their trial)."""
     if pod.phase == "Failed" and pod.reason in LOST_REASONS:
         return True
-    return pod.deleting and pod.phase in (*ACTIVE_PHASES, "Unknown")
+    return pod.deleting and pod.phase != "Succeeded"
 
 
 def decide(
@@ -116,7 +117,7 @@ def decide(
             decision.attempts[trial.name] = max(attempts.get(trial.name, 0), live[-1].attempt)
             if live[-1].unschedulable:
                 unschedulable.append((trial, live[-1]))
-        elif any(p.deleting and p.phase in ACTIVE_PHASES for p in lost):
+        elif any(p.deleting and p.phase in (*ACTIVE_PHASES, "Unknown") for p in lost):
             # Retry once the lost Pod is gone, so two attempts never share the node's cores.
             terminating += 1
             decision.attempts[trial.name] = attempts.get(trial.name, 0)

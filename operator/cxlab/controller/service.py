@@ -143,7 +143,7 @@ class Reconciler:
             body, spec, trials, entries, decision, running, spec_changed, moment
         )
         if self._worth_patching(status, new_status, memory):
-            self.kube.patch_status(namespace, name, new_status)
+            self.kube.write_status(namespace, name, new_status)
         # Only now, with results and attempts safely in status, touch the Pods.
         url = f"http://{target.ip}:{self.config.target_port}/" if target and target.ip else None
         for trial, attempt in decision.create:
@@ -240,8 +240,7 @@ class Reconciler:
                 "running": running,
             },
             "trials": entries,
-            # A merge patch deletes a key by setting it to null.
-            "attempts": {k: None for k in old.get("attempts") or {}} | decision.attempts,
+            "attempts": decision.attempts,
         }
         conditions = list(old.get("conditions") or [])
 
@@ -276,7 +275,7 @@ class Reconciler:
             else:
                 condition("Complete", True, "AllTrialsSucceeded", succeeded)
                 condition("Failed", False, "NoFailures", "no trial failed")
-            status["attempts"] = {k: None for k in old.get("attempts") or {}}
+            status["attempts"] = {}
             status["progress"]["running"] = []
         else:
             waiting = " (waiting for the delay target)" if decision.waiting_for_target else ""
@@ -314,7 +313,6 @@ class Reconciler:
                 {k: v for k, v in r.items() if k not in ("tasksDone", "elapsedSeconds")}
                 for r in progress.get("running") or []
             ]
-            attempts = {k: v for k, v in (status.get("attempts") or {}).items() if v is not None}
             conditions = [
                 {k: v for k, v in c.items() if k != "lastTransitionTime"}
                 for c in status.get("conditions") or []
@@ -322,7 +320,6 @@ class Reconciler:
             trimmed = {
                 **status,
                 "progress": progress,
-                "attempts": attempts,
                 "conditions": conditions,
             }
             return json.dumps(trimmed, sort_keys=True, default=str)
@@ -367,13 +364,13 @@ class Reconciler:
             list(old.get("conditions") or []), "Failed", True, "InvalidSpec",
             f"the spec cannot run: {message}", generation=generation, now=moment,
         )  # fmt: skip
-        status = {
+        status = old | {
             "phase": "Failed",
             "observedGeneration": generation,
             "completionTime": _timestamp(moment),
             "conditions": conditions,
         }
-        self.kube.patch_status(metadata["namespace"], metadata["name"], status)
+        self.kube.write_status(metadata["namespace"], metadata["name"], status)
         event("Warning", "InvalidSpec", message[:1000])
 
     def _after_finish(self, body: Body, pods: list[PodView], moment: datetime) -> None:

@@ -6,6 +6,7 @@ imported; every other model runs on the unpatched interpreter.
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from cxlab_runner.config import UsageError, parse_config
@@ -23,8 +24,16 @@ def main(argv: list[str] | None = None) -> int:
         monkey.patch_all()
     from cxlab_runner.trial import run_trial  # after patching: it imports threading
 
+    # In a container the runner is PID 1, which the kernel shields from signals that have
+    # no handler: without this, SIGTERM (a deleted Pod) would wait for the grace period's KILL.
+    signal.signal(signal.SIGTERM, _stop)
     run_trial(config)
     return 0
+
+
+def _stop(signum: int, _frame: object) -> None:
+    print("cxlab-runner: stopped by SIGTERM", file=sys.stderr)
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

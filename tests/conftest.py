@@ -1,59 +1,14 @@
-"""Shared helpers: run the real runners as subprocesses and read their Results."""
+"""Fixtures for the tests of this folder (tests/cluster has its own)."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
+from helpers import BIN
 
 from cxlab.local.delay_target import delay_target, free_port
-from cxlab.results import parse_result
-
-ROOT = Path(__file__).resolve().parents[1]
-BIN = ROOT / "build" / "bin"
-EXAMPLES = ROOT / "manifests" / "examples"
-
-
-def program(name: str) -> str:
-    path = shutil.which(name) or str(BIN / name)
-    if not Path(path).exists():
-        pytest.fail(f"{name} is not built: run `make deps`")
-    return path
-
-
-def runner_argv(model: str, *flags: str) -> list[str]:
-    if model == "goroutines":
-        return [program("cxlab-runner-go"), "--model", model, *flags]
-    return [sys.executable, "-m", "cxlab_runner", "--model", model, *flags]
-
-
-def run_runner(model: str, *flags: str, timeout: float = 120) -> dict[str, Any]:
-    """Run one trial to the end; its Result, validated against the schema."""
-    completed = subprocess.run(
-        runner_argv(model, *flags), capture_output=True, text=True, timeout=timeout
-    )
-    assert completed.returncode == 0, completed.stderr
-    return parse_result(completed.stdout)
-
-
-def scrape(port: int, deadline_seconds: float = 10) -> str:
-    deadline = time.monotonic() + deadline_seconds
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as reply:
-                return str(reply.read().decode())
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from conftest import EXAMPLES
+from helpers import EXAMPLES
 from test_spec import document
 
 from cxlab.crd import CRD_PATH, RULES, custom_resource_definition, render

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import BIN, EXAMPLES
+from helpers import BIN, EXAMPLES
 
 CXLAB = [sys.executable, "-m", "cxlab.cli"]
 SLEEP = {"type": "sleep", "tasks": 5, "rtt": "1ms"}

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from conftest import run_runner
+from helpers import run_runner
 from test_spec import document
 
 from cxlab.controller.config import OperatorConfig

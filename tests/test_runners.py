@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import program, run_runner, runner_argv, scrape
+from helpers import program, run_runner, runner_argv, scrape
 
 PYTHON_MODELS = ["sequential", "threads", "processes", "gevent", "asyncio"]
 ALL_MODELS = [*PYTHON_MODELS, "goroutines"]

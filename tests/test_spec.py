@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLES
+from helpers import EXAMPLES
 
 from cxlab.spec import MAX_TRIALS, SpecError, load_experiments, memory_bytes, parse_experiment
 

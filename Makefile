@@ -32,7 +32,7 @@ plan: deps ## Print the trials of EXAMPLE=... without running them
 ##@ Develop
 
 .PHONY: test
-test: deps lint ## Lint, type-check and run every test (Go and Python)
+test: deps lint ## Lint, type-check, every test: Go, Python, the operator on a local cluster it brings up
 	cd workloads && go test ./...
 	pytest
 
@@ -83,7 +83,7 @@ build/.promtool:
 	touch $@
 
 .PHONY: clean
-clean: ## Remove build outputs and results (keeps the virtualenv)
+clean: cluster-down ## Stop the cluster, remove build outputs (Kubernetes too: a cold rebuild) and results
 	rm -rf build out
 
 .PHONY: help

@@ -65,6 +65,7 @@ def reconcile(
 def stop(namespace: str | None, name: str, memo: Any, **_: Any) -> None:
     """Stop the trials now rather than when the garbage collector gets to them."""
     memo.reconciler.kube.delete_pods(namespace or "default", f"{LABEL_EXPERIMENT}={name}")
+    memo.reconciler.forget(namespace or "default", name)
 
 
 @kopf.on.probe(id="experiments")

@@ -164,6 +164,10 @@ class Reconciler:
         if new_status["phase"] in FINISHED and target is not None:
             self.kube.delete_pod(namespace, target_pod_name(name))
 
+    def forget(self, namespace: str, name: str) -> None:
+        """The experiment is gone: drop what this process remembered about it."""
+        self.memory.pop((namespace, name), None)
+
     def _unindexed(
         self,
         namespace: str,
@@ -390,4 +394,4 @@ class Reconciler:
             if moment >= ends:
                 logging.getLogger(__name__).info("deleting %s: TTL after finish", metadata["name"])
                 self.kube.delete_experiment(metadata["namespace"], metadata["name"])
-        self.memory.pop((metadata["namespace"], metadata["name"]), None)
+        self.forget(metadata["namespace"], metadata["name"])

@@ -51,10 +51,13 @@ def main() -> None:
     namespace = f"cxlab-bench-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": namespace}})
     log = open(ROOT / "build" / "cluster" / "logs" / "operator-bench.log", "wb")  # noqa: SIM115
+    command = [sys.executable, "-m", "cxlab.cli", "operator"]
     operator = subprocess.Popen(
-        [sys.executable, "-m", "cxlab.cli", "operator", "--health-port", "0"],
-        env={**os.environ, "KUBECONFIG": str(KUBECONFIG)}, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [*command, "--health-port", "0", "--metrics-port", "0"],
+        env={**os.environ, "KUBECONFIG": str(KUBECONFIG)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         time.sleep(5)  # the operator's start-up is not what is measured
         name = "bench"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -111,6 +112,8 @@ def summary_command(args: argparse.Namespace) -> int:
 def operator_command(args: argparse.Namespace) -> int:
     import kopf
 
+    # Read by the handlers' configuration at import.
+    os.environ["CXLAB_OPERATOR_METRICS_PORT"] = str(args.metrics_port)
     import cxlab.controller.handlers  # noqa: F401 - registers the handlers with kopf
 
     kopf.configure(verbose=args.verbose)  # kopf's log format, as `kopf run` sets it up
@@ -151,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     operator.add_argument(
         "--health-port", type=int, default=8080, help="liveness probe port (0 = none)"
+    )
+    operator.add_argument(
+        "--metrics-port", type=int, default=8081, help="the operator's /metrics (0 = none)"
     )
     operator.add_argument("--verbose", action="store_true", help="log every handler call")
     operator.set_defaults(handler=operator_command)

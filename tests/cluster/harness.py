@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 KUBECONFIG = ROOT / "build" / "cluster" / "kubeconfig"
 LOGS = ROOT / "build" / "cluster" / "logs"
 SLEEP = {"type": "sleep", "tasks": 20, "rtt": "20ms"}
+OPERATOR_METRICS_PORT = 18081
 
 
 def experiment_spec(
@@ -39,12 +40,16 @@ class Operator:
         LOGS.mkdir(parents=True, exist_ok=True)
         self.starts += 1
         log = open(LOGS / "operator-test.log", "ab")  # noqa: SIM115 - lives with the process
+        command = [sys.executable, "-m", "cxlab.cli", "operator", "--health-port", "0"]
+        command += ["--metrics-port", str(OPERATOR_METRICS_PORT)]
+        settings = {"CXLAB_UNSCHEDULABLE_GRACE": "8s", "CXLAB_RUNNER_LINGER": "2s"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "cxlab.cli", "operator", "--health-port", "0"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, "KUBECONFIG": str(KUBECONFIG), "CXLAB_UNSCHEDULABLE_GRACE": "8s",
-                 "CXLAB_RUNNER_LINGER": "2s"},
-        )  # fmt: skip
+            command,
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "KUBECONFIG": str(KUBECONFIG), **settings},
+        )
 
     def kill(self) -> None:
         """SIGKILL: no chance to tidy up, as in a crash or an OOM kill."""

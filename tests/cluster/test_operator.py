@@ -3,11 +3,13 @@ trial Pods, and every Result lands in status — through restarts, lost Pods and
 
 from __future__ import annotations
 
+import subprocess
 import time
 from typing import Any
 
 import pytest
-from harness import SLEEP, Lab, Operator, experiment_spec
+from harness import OPERATOR_METRICS_PORT, SLEEP, Lab, Operator, experiment_spec
+from helpers import program, scrape
 from kubernetes.client.exceptions import ApiException
 
 ASYNCIO = [{"model": "asyncio"}]
@@ -154,3 +156,19 @@ def test_a_spec_change_while_running_is_reported(lab: Lab) -> None:
     finished = lab.wait_finished("steady", timeout=60)
     assert len(finished["status"]["trials"]) == 1  # the spec it started with
     lab.wait("steady", lambda e: not e, timeout=30)  # deleted after its TTL
+
+
+def test_the_operator_serves_its_own_metrics(lab: Lab) -> None:
+    lab.apply("counted", experiment_spec(ASYNCIO))
+    lab.wait_finished("counted", timeout=120)
+    text = scrape(OPERATOR_METRICS_PORT)
+    lint = subprocess.run([program("promtool"), "check", "metrics"], input=text,
+                          capture_output=True, text=True)  # fmt: skip
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    samples = dict(line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))
+    assert float(samples['cxlab_operator_trials_finished_total{outcome="succeeded"}']) >= 1
+    assert float(samples["cxlab_operator_trials_started_total"]) >= 1
+    assert float(samples['cxlab_operator_experiments{phase="Succeeded"}']) >= 1
+    assert float(samples['cxlab_operator_trial_scrapes_total{outcome="ok"}']) >= 1
+    assert float(samples["cxlab_operator_reconcile_duration_seconds_count"]) > 0
+    assert float(samples["cxlab_operator_status_writes_total"]) >= 2

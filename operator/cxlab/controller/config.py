@@ -21,6 +21,8 @@ class OperatorConfig:
     # How long a trial may be unschedulable while nothing of its experiment runs.
     unschedulable_grace_seconds: float = 15.0
     reconcile_interval_seconds: float = 1.0
+    # The operator's own /metrics (0 = not served).
+    operator_metrics_port: int = 8081
     scrape_timeout_seconds: float = 1.0
 
     @classmethod
@@ -34,4 +36,7 @@ class OperatorConfig:
             max_attempts=int(env.get("CXLAB_MAX_ATTEMPTS", defaults.max_attempts)),
             unschedulable_grace_seconds=parse_duration(env.get("CXLAB_UNSCHEDULABLE_GRACE", "15s")),
             reconcile_interval_seconds=parse_duration(env.get("CXLAB_RECONCILE_INTERVAL", "1s")),
+            operator_metrics_port=int(
+                env.get("CXLAB_OPERATOR_METRICS_PORT", defaults.operator_metrics_port)
+            ),
         )

@@ -13,6 +13,7 @@ import kopf
 
 from cxlab.controller.config import OperatorConfig
 from cxlab.controller.kube import Kube, load_configuration
+from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.observe import PodView, view_pod
 from cxlab.controller.pods import LABEL_EXPERIMENT
 from cxlab.controller.service import Reconciler
@@ -35,7 +36,10 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.watching.client_timeout = 330
     settings.posting.level = logging.WARNING  # events come from the reconciler, not kopf's log
     load_configuration()
-    memo.reconciler = Reconciler(Kube(), CONFIG)
+    metrics = OperatorMetrics()
+    if CONFIG.operator_metrics_port:
+        metrics.serve(CONFIG.operator_metrics_port)
+    memo.reconciler = Reconciler(Kube(), CONFIG, metrics)
 
 
 @kopf.index("pods", labels={LABEL_EXPERIMENT: kopf.PRESENT})

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from cxlab.controller.conditions import set_condition
 from cxlab.controller.config import OperatorConfig
 from cxlab.controller.kube import Kube
+from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.observe import PodView, now, view_pod
 from cxlab.controller.pods import (
     COMPONENT_TARGET,
@@ -90,18 +91,30 @@ def _pinned(spec: ExperimentSpec, entries: list[dict[str, Any]]) -> tuple[bool |
 
 
 class Reconciler:
-    def __init__(self, kube: Kube, config: OperatorConfig) -> None:
+    def __init__(self, kube: Kube, config: OperatorConfig, metrics: OperatorMetrics) -> None:
         self.kube = kube
         self.config = config
+        self.metrics = metrics
         self.memory: dict[tuple[str, str], Memory] = {}
 
     def reconcile(self, body: Body, indexed: Iterable[PodView], event: EventSink) -> None:
+        started = time.monotonic()
+        try:
+            self._reconcile(body, indexed, event)
+        except Exception:
+            self.metrics.reconcile_errors.inc()
+            raise
+        finally:
+            self.metrics.reconcile_duration.observe(time.monotonic() - started)
+
+    def _reconcile(self, body: Body, indexed: Iterable[PodView], event: EventSink) -> None:
         metadata, status = body["metadata"], body.get("status") or {}
         namespace, name = metadata["namespace"], metadata["name"]
         memory = self.memory.setdefault((namespace, name), Memory())
         moment = now()
         pods = list(indexed)
         if status.get("phase") in FINISHED:
+            self.metrics.phases[(namespace, name)] = status["phase"]
             self._after_finish(body, pods, moment)
             return
         try:
@@ -142,8 +155,12 @@ class Reconciler:
         new_status = self._status(
             body, spec, trials, entries, decision, running, spec_changed, moment
         )
+        self.metrics.phases[(namespace, name)] = new_status["phase"]
         if self._worth_patching(status, new_status, memory):
             self.kube.write_status(namespace, name, new_status)
+            self.metrics.status_writes.inc()
+        for entry in decision.finished:
+            self.metrics.trials_finished.labels(entry["phase"].lower()).inc()
         # Only now, with results and attempts safely in status, touch the Pods.
         url = f"http://{target.ip}:{self.config.target_port}/" if target and target.ip else None
         for trial, attempt in decision.create:
@@ -157,7 +174,8 @@ class Reconciler:
                 config=self.config,
                 target_url=url,
             )
-            self.kube.create_pod(pod)
+            if self.kube.create_pod(pod):
+                self.metrics.trials_started.inc()
         for pod_name in decision.delete:
             self.kube.delete_pod(namespace, pod_name)
         self._announce(status, new_status, decision, event)
@@ -167,6 +185,7 @@ class Reconciler:
     def forget(self, namespace: str, name: str) -> None:
         """The experiment is gone: drop what this process remembered about it."""
         self.memory.pop((namespace, name), None)
+        self.metrics.phases.pop((namespace, name), None)
 
     def _unindexed(
         self,
@@ -201,9 +220,12 @@ class Reconciler:
                 "tasks": spec.workload.tasks,
             }
             if pod.ip and pod.phase == "Running":
+                began = time.monotonic()
                 done = tasks_done(
                     pod.ip, self.config.metrics_port, self.config.scrape_timeout_seconds
                 )
+                self.metrics.scrape_duration.observe(time.monotonic() - began)
+                self.metrics.scrapes.labels("error" if done is None else "ok").inc()
                 if done is not None:
                     memory.scraped.add(trial.name)
                     entry["tasksDone"] = done
@@ -375,6 +397,8 @@ class Reconciler:
             "conditions": conditions,
         }
         self.kube.write_status(metadata["namespace"], metadata["name"], status)
+        self.metrics.status_writes.inc()
+        self.metrics.phases[(metadata["namespace"], metadata["name"])] = "Failed"
         event("Warning", "InvalidSpec", message[:1000])
 
     def _after_finish(self, body: Body, pods: list[PodView], moment: datetime) -> None:
@@ -394,4 +418,4 @@ class Reconciler:
             if moment >= ends:
                 logging.getLogger(__name__).info("deleting %s: TTL after finish", metadata["name"])
                 self.kube.delete_experiment(metadata["namespace"], metadata["name"])
-        self.forget(metadata["namespace"], metadata["name"])
+        self.memory.pop((metadata["namespace"], metadata["name"]), None)

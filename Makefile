@@ -65,7 +65,7 @@ format: deps ## Rewrite Python and Go sources in the house style
 ##@ Set-up (run by the targets above when needed)
 
 .PHONY: deps
-deps: $(VENV)/.installed $(GO_BINARIES) build/.promtool ## Install Python packages, build Go programs, get promtool
+deps: $(VENV)/.installed $(GO_BINARIES) build/.promtool build/.chromium ## Install Python packages, build Go programs, get promtool and Chromium
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +80,12 @@ $(GO_BINARIES) &: $(GO_SOURCES)
 build/.promtool:
 	@mkdir -p build
 	command -v promtool >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; }
+	touch $@
+
+# The report test looks at the HTML report in a real browser: Debian's headless Chromium.
+build/.chromium:
+	@mkdir -p build
+	command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 	touch $@
 
 .PHONY: clean

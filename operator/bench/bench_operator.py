@@ -53,7 +53,7 @@ def main() -> None:
     log = open(ROOT / "build" / "cluster" / "logs" / "operator-bench.log", "wb")  # noqa: SIM115
     command = [sys.executable, "-m", "cxlab.cli", "operator"]
     operator = subprocess.Popen(
-        [*command, "--health-port", "0", "--metrics-port", "0"],
+        [*command, "--health-port", "0", "--metrics-port", "0", "--namespace", "cxlab-bench-*"],
         env={**os.environ, "KUBECONFIG": str(KUBECONFIG)},
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -12,11 +12,13 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from cxlab.local.backend import LocalBackend
 from cxlab.local.cores import NotEnoughCores
 from cxlab.local.progress import Progress
 from cxlab.plan import floor_seconds, plan_trials
+from cxlab.report import render_report
 from cxlab.spec import ConcurrencyExperiment, SpecError, load_experiments
 from cxlab.summary import rtt_label, workers_label
 from cxlab.table import render_summary, render_table
@@ -103,9 +105,29 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def summary_command(args: argparse.Namespace) -> int:
-    """The terminal summary of a result.json, or of `kubectl get cx NAME -o json` on stdin."""
-    text = sys.stdin.read() if str(args.file) == "-" else args.file.read_text()
-    print(render_summary(json.loads(text)))
+    """The terminal summary of an experiment (result.json, `-`, or cx/NAME)."""
+    print(render_summary(_read_document(args.source, args.namespace)))
+    return 0
+
+
+def _read_document(source: str, namespace: str) -> dict[str, Any]:
+    """A result.json, `-` for stdin (kubectl get cx NAME -o json), or cx/NAME from the cluster
+    in KUBECONFIG."""
+    if source.startswith("cx/"):
+        from cxlab.controller.kube import read_experiment
+
+        return read_experiment(namespace, source.removeprefix("cx/"))
+    text = sys.stdin.read() if source == "-" else Path(source).read_text()
+    document: dict[str, Any] = json.loads(text)
+    return document
+
+
+def report_command(args: argparse.Namespace) -> int:
+    """The HTML report of an experiment: the local backend's, for a cluster experiment too."""
+    document = _read_document(args.source, args.namespace)
+    out = args.out or Path(f"{document['metadata']['name']}-report.html")
+    out.write_text(render_report(document))
+    print(out)
     return 0
 
 
@@ -143,11 +165,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds before a trial is killed and counted as failed (default: spec.trialTimeout)",
     )
     run.set_defaults(handler=run_command)
-    summary = commands.add_parser(
-        "summary", help="print the summary of a result.json or of `kubectl get cx -o json` (-)"
-    )
-    summary.add_argument("file", type=Path)
+    sources = "a result.json, - (kubectl get cx NAME -o json), or cx/NAME from the cluster"
+    summary = commands.add_parser("summary", help="print an experiment's summary tables")
+    summary.add_argument("source", help=sources)
+    summary.add_argument("-n", "--namespace", default="default")
     summary.set_defaults(handler=summary_command)
+    report = commands.add_parser("report", help="write an experiment's HTML report")
+    report.add_argument("source", help=sources)
+    report.add_argument("-n", "--namespace", default="default")
+    report.add_argument("--out", type=Path, help="the HTML file (default NAME-report.html)")
+    report.set_defaults(handler=report_command)
     operator = commands.add_parser("operator", help="run the Kubernetes operator (kopf)")
     operator.add_argument(
         "--namespace", action="append", help="watch only this namespace (repeatable)"

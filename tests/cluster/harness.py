@@ -41,6 +41,9 @@ class Operator:
         self.starts += 1
         log = open(LOGS / "operator-test.log", "ab")  # noqa: SIM115 - lives with the process
         command = [sys.executable, "-m", "cxlab.cli", "operator", "--health-port", "0"]
+        # Only the tests' namespaces: an operator installed by the chart test, or another
+        # run's, must not act on the same experiments.
+        command += ["--namespace", "cxlab-test-*"]
         command += ["--metrics-port", str(OPERATOR_METRICS_PORT)]
         settings = {"CXLAB_UNSCHEDULABLE_GRACE": "8s", "CXLAB_RUNNER_LINGER": "2s"}
         self.process = subprocess.Popen(

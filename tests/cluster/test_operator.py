@@ -4,7 +4,9 @@ trial Pods, and every Result lands in status — through restarts, lost Pods and
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +25,7 @@ def one_long_task(seconds: int) -> dict[str, Any]:
     return {"type": "sleep", "tasks": 1, "rtt": f"{seconds}s"}
 
 
-def test_every_model_reaches_succeeded_pinned(lab: Lab) -> None:
+def test_every_model_reaches_succeeded_pinned(lab: Lab, tmp_path: Path) -> None:
     python_and_go = [
         {"model": "sequential"},
         {"model": "threads", "workers": [5]},
@@ -51,6 +53,15 @@ def test_every_model_reaches_succeeded_pinned(lab: Lab) -> None:
         assert found["Pinned"]["status"] == "True", found["Pinned"]
         assert found["Progressing"]["status"] == "False"
         assert status["best"] and status["summary"]["recommendations"]
+    # The report of a cluster experiment, read from its status: the local backend's plots.
+    report = subprocess.run(
+        [sys.executable, "-m", "cxlab.cli", "report", "cx/sleepers", "-n", lab.namespace,
+         "--out", str(tmp_path / "sleepers.html")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    html = (tmp_path / "sleepers.html").read_text()
+    assert html.count("<svg") >= 4 and "Wall time vs workers" in html
     reasons = [e.reason for e in lab.events("sleepers")]
     assert "Started" in reasons and reasons.count("TrialSucceeded") == 6 and "Completed" in reasons
     assert lab.wait("sleepers", lambda _: not lab.pods("sleepers"), timeout=30) is not None

@@ -24,6 +24,10 @@ class OperatorConfig:
     # The operator's own /metrics (0 = not served).
     operator_metrics_port: int = 8081
     scrape_timeout_seconds: float = 1.0
+    # A Prometheus that scrapes cAdvisor: finished trials get their container's CPU
+    # throttling and peak memory working set from it (None = not asked).
+    prometheus_url: str | None = None
+    prometheus_timeout_seconds: float = 2.0
 
     @classmethod
     def from_environment(cls) -> OperatorConfig:
@@ -39,4 +43,5 @@ class OperatorConfig:
             operator_metrics_port=int(
                 env.get("CXLAB_OPERATOR_METRICS_PORT", defaults.operator_metrics_port)
             ),
+            prometheus_url=env.get("CXLAB_PROMETHEUS_URL") or None,
         )

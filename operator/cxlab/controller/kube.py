@@ -79,3 +79,12 @@ class Kube:
         self.core.delete_collection_namespaced_pod(
             namespace, label_selector=selector, grace_period_seconds=0
         )
+
+
+def read_experiment(namespace: str, name: str) -> dict[str, Any]:
+    """One experiment from the cluster in KUBECONFIG (for cxlab report/summary)."""
+    load_configuration()
+    found: Any = kubernetes.client.CustomObjectsApi().get_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, name
+    )
+    return dict(found)

@@ -26,6 +26,8 @@ class PodView:
     reason: str | None  # the Pod's status.reason (Evicted, DeadlineExceeded, ...)
     deleting: bool
     created: datetime | None
+    started: datetime | None  # the Pod's status.startTime
+    finished: datetime | None  # when its (last) container terminated
     ip: str | None
     node: str | None
     ready: bool
@@ -70,6 +72,8 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         reason=status.get("reason"),
         deleting=bool(metadata.get("deletionTimestamp")),
         created=_time(metadata.get("creationTimestamp")),
+        started=_time(status.get("startTime")),
+        finished=_time(terminated.get("finishedAt")),
         ip=status.get("podIP"),
         node=(pod.get("spec") or {}).get("nodeName"),
         ready=ready,

@@ -32,7 +32,7 @@ plan: deps ## Print the trials of EXAMPLE=... without running them
 ##@ Develop
 
 .PHONY: test
-test: deps lint ## Lint, type-check, every test: Go, Python, the operator on a local cluster it brings up
+test: deps lint helm ## Lint, type-check, every test: Go, Python, the operator and its Helm chart on a local cluster it brings up
 	cd workloads && go test ./...
 	pytest
 
@@ -52,9 +52,32 @@ bench: deps ## Runners vs bare programs: wall-time and peak-RSS ratios side by s
 crd: deps ## Regenerate the CRD (manifests/crds/) from the spec models
 	python -m cxlab.crd
 
+.PHONY: dashboards
+dashboards: deps ## Regenerate the Grafana dashboards (dashboards/*.json) from dashboards/*.py
+	python -m dashboards
+
 .PHONY: bench-operator
 bench-operator: deps cluster-up ## Operator costs on the local cluster: time to first Pod, overhead and patches per trial, RSS
 	python operator/bench/bench_operator.py
+
+.PHONY: helm
+helm: $(BIN)/helm ## Build Helm (v3.16.4) into build/bin/ from the Go module proxy (once, about 1.5-5 min cold)
+
+# go install leaves Helm's version and its default Kubernetes version (for `helm template` and
+# `helm lint`; 1.20 otherwise) unset: the ldflags of Helm's own Makefile set them.
+HELM_VERSION := v3.16.4
+HELM_PKG := helm.sh/helm/v3
+HELM_LDFLAGS := -X $(HELM_PKG)/internal/version.version=$(HELM_VERSION) \
+  -X $(HELM_PKG)/internal/version.gitTreeState=clean \
+  $(foreach p,pkg/lint/rules pkg/chartutil,-X $(HELM_PKG)/$(p).k8sVersionMajor=1 -X $(HELM_PKG)/$(p).k8sVersionMinor=32)
+$(BIN)/helm:
+	GOBIN=$(CURDIR)/$(BIN) GOSUMDB=off go install -ldflags '$(HELM_LDFLAGS)' $(HELM_PKG)/cmd/helm@$(HELM_VERSION)
+
+.PHONY: chart-sync
+chart-sync: ## Copy the CRD and the dashboards into the Helm chart (charts/cxlab/); tests fail on drift
+	cp manifests/crds/concurrencyexperiments.cxlab.dev.yaml charts/cxlab/files/crds/
+	rm -f charts/cxlab/dashboards/*.json
+	shopt -s nullglob; for f in dashboards/*.json; do cp "$$f" charts/cxlab/dashboards/; done
 
 .PHONY: format
 format: deps ## Rewrite Python and Go sources in the house style
@@ -89,7 +112,7 @@ build/.chromium:
 	touch $@
 
 .PHONY: clean
-clean: cluster-down ## Stop the cluster, remove build outputs (Kubernetes too: a cold rebuild) and results
+clean: prometheus-down cluster-down ## Stop the cluster, remove build outputs (Kubernetes too: a cold rebuild) and results
 	rm -rf build out
 
 .PHONY: help
@@ -107,12 +130,20 @@ cluster-down: ## Stop the local cluster and clean up after it (containers, mount
 	hack/cluster-down.sh
 
 .PHONY: images
-images: ## Build cxlab.dev/pause:dev and cxlab.dev/runner:dev (only when their inputs changed); import them if the cluster runs
+images: ## Build cxlab.dev/pause:dev, runner:dev and operator:dev (only when their inputs changed); import them if the cluster runs
 	hack/images.sh
 
 .PHONY: cluster-bin
 cluster-bin: ## Build kube-apiserver, -controller-manager, -scheduler, kubelet, kube-proxy, kubectl into build/k8s/bin/
 	hack/build-k8s.sh
+
+.PHONY: prometheus-up
+prometheus-up: cluster-up ## Start Prometheus for the local cluster (trial Pods, operator, cAdvisor) on 127.0.0.1:19090
+	hack/prometheus.sh start
+
+.PHONY: prometheus-down
+prometheus-down: ## Stop the Prometheus prometheus-up started
+	hack/prometheus.sh stop
 
 .PHONY: cluster-test
 cluster-test: cluster-up ## Smoke-test the local cluster: runner Pods pinned to their core, Pod and Service networking

@@ -4,6 +4,10 @@
 #   cxlab.dev/runner:dev  Debian bookworm minbase + python3, the Python runner with its pinned
 #                         packages, cxlab-runner-go and cxlab-delay; runs as uid 65532 and
 #                         needs no writable root filesystem
+#   cxlab.dev/operator:dev the same base, the operator (`python3 -m cxlab.cli operator`) with its
+#                         pinned packages, under /app as in the repository; uid 65532, read-only
+# The Python packages of both come from hack/image-requirements.py (pyproject.toml), as in
+# operator/Containerfile and workloads/Containerfile.
 # Each image is rebuilt only when the hash of its inputs changes (build/images/<name>/.inputs),
 # and imported only when containerd does not hold that build (image label cxlab.dev/inputs).
 #
@@ -28,9 +32,6 @@ if [[ -z ${PYTHON:-} ]]; then
   fi
 fi
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-# The runner's Python packages; their versions come from pyproject.toml, nowhere else.
-RUNNER_PY_PACKAGES=(prometheus-client gevent locust)
-
 # tar of a directory as one image layer: root-owned, numeric ids, stable order
 make_layer() { # dir out.tar [tar options]
   local dir=$1 out=$2; shift 2
@@ -79,33 +80,37 @@ umount_under() { # unmount what debootstrap left mounted (proc, sys) below a fol
   for m in $(findmnt -rn -o TARGET | grep "^$1/" | sort -r); do umount -l "$m" || true; done
 }
 
-# The pinned versions of the runner's packages, read from pyproject.toml: one line each.
-read_pins() {
-  "$PYTHON" - "$ROOT/pyproject.toml" "${RUNNER_PY_PACKAGES[@]}" <<'PY'
-import re, sys, tomllib
-with open(sys.argv[1], "rb") as f:
-    deps = tomllib.load(f)["project"]["dependencies"]
-norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()
-wanted = {norm(n) for n in sys.argv[2:]}
-found = {norm(re.split(r"[=<>!~\[; ]", d, maxsplit=1)[0]): d for d in deps}
-missing = wanted - found.keys()
-if missing:
-    sys.exit(f"pyproject.toml has no dependency {sorted(missing)}")
-for name in sorted(wanted):
-    if "==" not in found[name]:
-        sys.exit(f"pyproject.toml: {found[name]} is not pinned with ==")
-    print(found[name])
-PY
+# The pinned requirements of an image (runner, operator), one per line, from pyproject.toml.
+read_pins() { "$PYTHON" "$ROOT/hack/image-requirements.py" "$1" "$ROOT/pyproject.toml"; }
+
+# /etc/passwd and /etc/group of the base plus the non-root user the Pods run as (uid 65532,
+# as distroless "nonroot")
+add_nonroot_user() { # rootfs
+  tar -xf "$IMAGES/base-bookworm/layer.tar" -C "$1" ./etc/passwd ./etc/group
+  echo 'nonroot:x:65532:65532:nonroot:/tmp:/usr/sbin/nologin' >> "$1/etc/passwd"
+  echo 'nonroot:x:65532:' >> "$1/etc/group"
+}
+
+pip_target() { # site-packages folder, requirements...
+  local site=$1; shift
+  log "pip install --target: $*"
+  "$PYTHON" -m pip install --quiet --disable-pip-version-check --no-warn-script-location --root-user-action=ignore \
+    --only-binary=:all: --target "$site" "$@"
+  rm -rf "${site:?}/bin"   # console scripts with the host's interpreter in their #! line
+}
+
+need_python311() {
+  "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' ||
+    die "$PYTHON is not Python 3.11, the image's Python (set PYTHON=...)"
 }
 
 build_runner() {
   local dir="$IMAGES/runner" hash app site pins
   build_base
-  "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' ||
-    die "$PYTHON is not Python 3.11, the image's Python (set PYTHON=...)"
-  mapfile -t pins < <(read_pins)
-  ((${#pins[@]} == ${#RUNNER_PY_PACKAGES[@]})) || die "could not read the runner's pins from pyproject.toml"
-  hash=$(hash_inputs "$IMAGES/base-bookworm/.inputs" \
+  need_python311
+  mapfile -t pins < <(read_pins runner)
+  ((${#pins[@]})) || die "could not read the runner's pins from pyproject.toml"
+  hash=$(hash_inputs "$IMAGES/base-bookworm/.inputs" "$ROOT/hack/image-requirements.py" \
     "$ROOT/workloads/python/cxlab_runner" "$ROOT/workloads/go.mod" "$ROOT/workloads/go.sum" \
     "$ROOT/workloads/cmd" "$ROOT/workloads/internal" "$ROOT/hack/images/docker-archive.py" "$ROOT/hack/images.sh" \
     -- "$RUNNER_IMAGE" "$(go version)" "$("$PYTHON" -VV)" "${pins[*]}")
@@ -121,18 +126,12 @@ build_runner() {
   (cd "$ROOT/workloads" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' \
     -o "$app/usr/local/bin/" ./cmd/cxlab-runner-go ./cmd/cxlab-delay)
 
-  log "pip install --target: ${pins[*]}"
-  "$PYTHON" -m pip install --quiet --disable-pip-version-check --no-warn-script-location --root-user-action=ignore \
-    --only-binary=:all: --target "$site" "${pins[@]}"
-  rm -rf "${site:?}/bin"   # console scripts with the host's interpreter in their #! line
+  pip_target "$site" "${pins[@]}"
   cp -r --preserve=timestamps "$ROOT/workloads/python/cxlab_runner" "$site/"
   find "$site/cxlab_runner" -name __pycache__ -prune -exec rm -rf {} +
   "$PYTHON" -m compileall -q "$site/cxlab_runner"
 
-  # the non-root user the Pods run as (uid 65532, as distroless "nonroot")
-  tar -xf "$IMAGES/base-bookworm/layer.tar" -C "$app" ./etc/passwd ./etc/group
-  echo 'nonroot:x:65532:65532:nonroot:/tmp:/usr/sbin/nologin' >> "$app/etc/passwd"
-  echo 'nonroot:x:65532:' >> "$app/etc/group"
+  add_nonroot_user "$app"
 
   make_layer "$app" "$dir/app.tar" --owner=0 --group=0
   # HOME=/tmp and no .pyc writes: the root filesystem is read-only in the Pods
@@ -143,6 +142,44 @@ build_runner() {
   rm -rf "$app" "$dir/app.tar"
   echo "$hash" > "$dir/.inputs"
   log "built $RUNNER_IMAGE: $(du -h "$dir/image.tar" | cut -f1)"
+}
+
+# The operator, laid out as in the repository (results.py finds workloads/schema two folders
+# up): /app/operator/cxlab, /app/workloads/python/cxlab_runner, /app/workloads/schema; its
+# packages in the image's dist-packages. Runs as 65532, nothing written outside /tmp.
+build_operator() {
+  local dir="$IMAGES/operator" hash app site pins
+  build_base
+  need_python311
+  mapfile -t pins < <(read_pins operator)
+  ((${#pins[@]})) || die "could not read the operator's pins from pyproject.toml"
+  hash=$(hash_inputs "$IMAGES/base-bookworm/.inputs" "$ROOT/hack/image-requirements.py" \
+    "$ROOT/operator/cxlab" "$ROOT/workloads/python/cxlab_runner" "$ROOT/workloads/schema" \
+    "$ROOT/hack/images/docker-archive.py" "$ROOT/hack/images.sh" \
+    -- "$OPERATOR_IMAGE" "$("$PYTHON" -VV)" "${pins[*]}")
+  if [[ -f $dir/image.tar && $(cat "$dir/.inputs" 2>/dev/null) == "$hash" ]]; then return; fi
+  log "building image $OPERATOR_IMAGE"
+  rm -rf "$dir" && mkdir -p "$dir"
+  app="$dir/app"
+  site="$app/usr/local/lib/python3.11/dist-packages"
+  mkdir -p "$site" "$app/app/operator" "$app/app/workloads/python" "$app/etc"
+  chmod -R 0755 "$app"
+  pip_target "$site" "${pins[@]}"
+  cp -r --preserve=timestamps "$ROOT/operator/cxlab" "$app/app/operator/"
+  cp -r --preserve=timestamps "$ROOT/workloads/python/cxlab_runner" "$app/app/workloads/python/"
+  cp -r --preserve=timestamps "$ROOT/workloads/schema" "$app/app/workloads/"
+  find "$app/app" -name __pycache__ -prune -exec rm -rf {} +
+  "$PYTHON" -m compileall -q "$app/app" "$site"
+  add_nonroot_user "$app"
+  make_layer "$app" "$dir/app.tar" --owner=0 --group=0
+  "$PYTHON" "$ROOT/hack/images/docker-archive.py" -o "$dir/image.tar" --tag "$OPERATOR_IMAGE" \
+    --layer "$IMAGES/base-bookworm/layer.tar" --layer "$dir/app.tar" --user 65532:65532 --workdir /tmp \
+    --env PATH=/usr/local/bin:/usr/bin:/bin --env HOME=/tmp --env PYTHONDONTWRITEBYTECODE=1 \
+    --env PYTHONUNBUFFERED=1 --env PYTHONPATH=/app/operator:/app/workloads/python \
+    --entrypoint python3 --entrypoint=-m --entrypoint cxlab.cli --entrypoint operator
+  rm -rf "$app" "$dir/app.tar"
+  echo "$hash" > "$dir/.inputs"
+  log "built $OPERATOR_IMAGE: $(du -h "$dir/image.tar" | cut -f1)"
 }
 
 containerd_running() { [[ -S $CONTAINERD_SOCK ]] && ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; }
@@ -162,12 +199,14 @@ mkdir -p "$IMAGES"
 cluster_lock
 build_pause
 build_runner
+build_operator
+import_all() { import_image pause "$PAUSE_IMAGE"; import_image runner "$RUNNER_IMAGE"; import_image operator "$OPERATOR_IMAGE"; }
 case $mode in
   --build) ;;
   --import) containerd_running || die "the cluster's containerd does not run (make cluster-up)"
-    import_image pause "$PAUSE_IMAGE"; import_image runner "$RUNNER_IMAGE" ;;
+    import_all ;;
   auto) if containerd_running; then
-      import_image pause "$PAUSE_IMAGE"; import_image runner "$RUNNER_IMAGE"
+      import_all
     else
       log "images built; the cluster's containerd does not run, so make cluster-up will import them"
     fi ;;

@@ -14,6 +14,7 @@ CONTAINERD_SOCK="$CLUSTER/containerd/containerd.sock"
 KUBECONFIG_FILE="$CLUSTER/kubeconfig"
 PAUSE_IMAGE=cxlab.dev/pause:dev
 RUNNER_IMAGE=cxlab.dev/runner:dev
+OPERATOR_IMAGE=cxlab.dev/operator:dev
 
 # The Go checksum database does not answer for k8s.io/kubernetes here; go.sum pins the modules.
 export GOSUMDB=off

@@ -229,6 +229,28 @@ def status_schema() -> Schema:
             "attempts": integer,
             "node": string,
             "metricsScraped": {"type": "boolean"},
+            "prometheus": {
+                "type": "object",
+                "description": "The trial container as Prometheus saw it (cAdvisor) over the "
+                "trial Pod's life, when the operator has a Prometheus (CXLAB_PROMETHEUS_URL).",
+                "properties": {
+                    "cpuThrottledRatio": {
+                        "type": "number",
+                        "description": "CFS periods throttled / CFS periods.",
+                    },
+                    "memoryWorkingSetBytes": {
+                        "type": "integer",
+                        "description": "Largest container_memory_working_set_bytes.",
+                    },
+                    "windowSeconds": {"type": "integer"},
+                    "missing": {
+                        "type": "array",
+                        "description": "Fields Prometheus had no data for (never reported 0).",
+                        "items": string,
+                    },
+                    "error": string,
+                },
+            },
             "result": result_schema(),
         },
     }

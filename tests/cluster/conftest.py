@@ -90,9 +90,17 @@ def lab(operator: Operator) -> Iterator[Lab]:
     core = kubernetes.client.CoreV1Api()
     core.create_namespace({"metadata": {"name": namespace}})
     yield Lab(namespace)
-    # Leftovers must not hold the namespace: drop finalizers, then delete everything.
+    # Delete the experiments while the operator still runs (it removes its finalizer), then
+    # strip what is left: a namespace must never be held by an experiment nobody serves.
     custom = kubernetes.client.CustomObjectsApi()
-    for item in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"]:
+    custom.delete_collection_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        items = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"]
+        if not items:
+            break
+        time.sleep(0.5)
+    for item in items:
         custom.patch_namespaced_custom_object(
             GROUP, VERSION, namespace, PLURAL, item["metadata"]["name"],
             {"metadata": {"finalizers": None}},

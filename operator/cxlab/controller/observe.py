@@ -26,8 +26,6 @@ class PodView:
     reason: str | None  # the Pod's status.reason (Evicted, DeadlineExceeded, ...)
     deleting: bool
     created: datetime | None
-    started: datetime | None  # the Pod's status.startTime
-    finished: datetime | None  # when its (last) container terminated
     ip: str | None
     node: str | None
     ready: bool
@@ -35,6 +33,8 @@ class PodView:
     termination_reason: str | None  # the container's (Completed, Error, OOMKilled)
     termination_message: str | None
     unschedulable: str | None  # the scheduler's message while it cannot place the Pod
+    started: datetime | None = None  # the Pod's status.startTime
+    finished: datetime | None = None  # when its (last) container terminated
 
 
 def _time(value: Any) -> datetime | None:

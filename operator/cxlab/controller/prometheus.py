@@ -36,27 +36,31 @@ class TrialWindow:
         return max(1, math.ceil((self.end - self.start).total_seconds()))
 
 
-def _selector(window: TrialWindow) -> str:
-    return f'{{namespace="{window.namespace}",pod="{window.pod}",container="{CONTAINER}"}}'
+def _over_window(function: str, metric: str, window: TrialWindow) -> str:
+    """`function` over the window of the runner container's series or, where cAdvisor sees
+    only the Pod's cgroup (the local cluster: containerd containers under cgroupfs), of the
+    Pod's (container="") — the runner plus the idle pause process."""
+    pod = f'namespace="{window.namespace}",pod="{window.pod}"'
+    window_range = f"[{window.seconds}s]"
+    runner = f'{function}({metric}{{{pod},container="{CONTAINER}"}}{window_range})'
+    whole_pod = f'{function}({metric}{{{pod},container=""}}{window_range})'
+    return f"({runner} or on (namespace, pod) {whole_pod})"
 
 
 def trial_queries(window: TrialWindow) -> dict[str, str]:
     """PromQL per status field, evaluated at the window's end over the window's length.
 
-    cAdvisor's counters are born with the container, so their largest value inside the
-    window is the whole trial's count: one sample suffices (increase() would need two, and
-    a trial of a few seconds often gives cAdvisor's housekeeping only one)."""
-    selector, window_range = _selector(window), f"[{window.seconds}s]"
-    throttled = f"container_cpu_cfs_throttled_periods_total{selector}"
-    periods = f"container_cpu_cfs_periods_total{selector}"
+    cAdvisor's counters are born with the cgroup, so their largest value inside the window
+    is the whole trial's count: one sample suffices (increase() would need two, and a trial
+    of a few seconds often gives cAdvisor's housekeeping only one)."""
+    throttled = _over_window("max_over_time", "container_cpu_cfs_throttled_periods_total", window)
+    periods = _over_window("max_over_time", "container_cpu_cfs_periods_total", window)
+    memory = _over_window("max_over_time", "container_memory_working_set_bytes", window)
     return {
-        "cpuThrottledRatio": (
-            f"sum(max_over_time({throttled}{window_range}))"
-            f" / sum(max_over_time({periods}{window_range}) > 0)"
-        ),
-        "memoryWorkingSetBytes": (
-            f"max(max_over_time(container_memory_working_set_bytes{selector}{window_range}))"
-        ),
+        "cpuThrottledRatio": f"sum({throttled}) / sum({periods} > 0)",
+        # A cgroup with a live process never has a zero working set: 0 is cAdvisor's
+        # placeholder for a cgroup it has no stats for (seen on the local cluster), not data.
+        "memoryWorkingSetBytes": f"max({memory} > 0)",
     }
 
 
@@ -96,7 +100,7 @@ def trial_usage(window: TrialWindow, query: Query) -> dict[str, Any]:
     for name, promql in trial_queries(window).items():
         try:
             value = query(promql, window.end)
-        except Exception as error:  # noqa: BLE001 - any failure is reported, never raised
+        except Exception as error:
             found["error"] = f"{type(error).__name__}: {error}"[:300]
             missing = [f for f in FIELDS if f not in found]
             break

@@ -25,6 +25,7 @@ from cxlab.controller.pods import (
     target_pod_name,
     trial_pod_name,
 )
+from cxlab.controller.prometheus import FIELDS, PrometheusClient, TrialWindow, trial_usage
 from cxlab.controller.reconcile import Decision, decide
 from cxlab.plan import Trial, plan_trials
 from cxlab.scrape import tasks_done
@@ -151,6 +152,7 @@ class Reconciler:
         running = self._progress(decision, spec, memory, moment)
         for entry in decision.finished:
             entry["metricsScraped"] = entry["name"] in memory.scraped
+            self._add_prometheus_usage(entry, namespace, pods)
         entries = [*recorded.values(), *decision.finished]
         new_status = self._status(
             body, spec, trials, entries, decision, running, spec_changed, moment
@@ -186,6 +188,27 @@ class Reconciler:
         """The experiment is gone: drop what this process remembered about it."""
         self.memory.pop((namespace, name), None)
         self.metrics.phases.pop((namespace, name), None)
+
+    def _add_prometheus_usage(
+        self, entry: dict[str, Any], namespace: str, pods: list[PodView]
+    ) -> None:
+        """The trial container's CPU throttling and peak working set over its Pod's life,
+        when a Prometheus is configured; whatever goes wrong, the reconcile goes on."""
+        if not self.config.prometheus_url:
+            return
+        pod = next(
+            (p for p in pods if p.trial == entry["name"] and p.attempt == entry.get("attempts")),
+            None,
+        )
+        if pod is None or pod.started is None or pod.finished is None:
+            why = "the trial's Pod has no start and end time"
+            entry["prometheus"] = {"missing": list(FIELDS), "error": why}
+            return
+        client = PrometheusClient(
+            self.config.prometheus_url, self.config.prometheus_timeout_seconds
+        )
+        window = TrialWindow(namespace, pod.name, pod.started, pod.finished)
+        entry["prometheus"] = trial_usage(window, client.instant)
 
     def _unindexed(
         self,

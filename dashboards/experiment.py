@@ -1,0 +1,122 @@
+"""Experiment overview: one experiment's trials while they run — progress, throughput,
+in-flight tasks, latency, CPU and memory by model and trial."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dashboards.panels import CONTAINER, RUNNER, build, experiment_variables, graph, query, single
+
+BY_TRIAL = "{{model}} {{trial}}"
+OK = ',outcome="ok"'
+
+
+def _rate(metric: str, extra: str = "") -> str:
+    return f"rate({metric}{{{RUNNER}{extra}}}[$__rate_interval])"
+
+
+def dashboard() -> Any:
+    panels = [
+        single(
+            "Tasks done",
+            "Tasks finished (ok or failed) over tasks planned, summed over the experiment's "
+            "trials seen in the time range.",
+            "percentunit",
+            f"sum(last_over_time(cxlab_tasks_completed_total{{{RUNNER}}}[$__range]))"
+            f" / sum(last_over_time(cxlab_trial_tasks{{{RUNNER}}}[$__range]))",
+        ),
+        single(
+            "Trials finished",
+            "Trials whose runner reported every task ended (cxlab_trial_finished == 1).",
+            "short",
+            f"count(last_over_time(cxlab_trial_finished{{{RUNNER}}}[$__range]) == 1)",
+        ),
+        single(
+            "Failed tasks",
+            "Tasks that ended in an error, over the time range.",
+            "short",
+            f'sum(last_over_time(cxlab_tasks_completed_total{{{RUNNER},outcome="failed"}}'
+            f"[$__range]))",
+        ),
+        single(
+            "Peak RSS",
+            "The largest peak resident memory of any trial in the time range.",
+            "bytes",
+            f"max(max_over_time(cxlab_peak_rss_bytes{{{RUNNER}}}[$__range]))",
+        ),
+        graph(
+            "Throughput",
+            "Tasks completed successfully per second, by model and trial.",
+            "ops",
+            query(
+                f"sum by (model, trial) ({_rate('cxlab_tasks_completed_total', OK)})",
+                BY_TRIAL,
+            ),
+        ),
+        graph(
+            "Tasks in flight",
+            "Tasks started and not finished, by model and trial.",
+            "short",
+            query(f"sum by (model, trial) (cxlab_tasks_in_flight{{{RUNNER}}})", BY_TRIAL),
+        ),
+        graph(
+            "Task latency p50 / p99",
+            "Task duration quantiles from the runners' histograms, by model.",
+            "s",
+            *(
+                query(
+                    f"histogram_quantile({q}, sum by (model, le) "
+                    f"({_rate('cxlab_task_duration_seconds_bucket')}))",
+                    f"{{{{model}}}} p{int(q * 100)}",
+                )
+                for q in (0.5, 0.99)
+            ),
+        ),
+        graph(
+            "CPU user",
+            "User CPU of the runner process (children included), in cores, by model and trial.",
+            "percentunit",
+            query(f"sum by (model, trial) ({_rate('cxlab_cpu_user_seconds_total')})", BY_TRIAL),
+        ),
+        graph(
+            "CPU system",
+            "System (kernel) CPU of the runner process, in cores, by model and trial.",
+            "percentunit",
+            query(f"sum by (model, trial) ({_rate('cxlab_cpu_system_seconds_total')})", BY_TRIAL),
+        ),
+        graph(
+            "Resident memory",
+            "Resident set size of the runner (children summed for processes), by trial.",
+            "bytes",
+            query(f"sum by (model, trial) (cxlab_rss_bytes{{{RUNNER}}})", BY_TRIAL),
+        ),
+        graph(
+            "Threads",
+            "OS threads of the runner process, by trial.",
+            "short",
+            query(f"sum by (model, trial) (cxlab_threads{{{RUNNER}}})", BY_TRIAL),
+        ),
+        graph(
+            "Context switches",
+            "Voluntary and involuntary context switches per second, by model.",
+            "ops",
+            query(
+                f"sum by (model, kind) ({_rate('cxlab_context_switches_total')})",
+                "{{model}} {{kind}}",
+            ),
+        ),
+        graph(
+            "Container working set",
+            "cAdvisor's memory working set of each trial's runner container, or of its Pod "
+            "where cAdvisor sees only Pods (what the memory limit is enforced against).",
+            "bytes",
+            query(f"max by (pod) (container_memory_working_set_bytes{{{CONTAINER}}})", "{{pod}}"),
+        ),
+    ]
+    return build(
+        "cxlab / experiment overview",
+        "cxlab-experiment",
+        "One ConcurrencyExperiment's trials as they run, from the runners' /metrics.",
+        experiment_variables(),
+        panels,
+    )

@@ -1,0 +1,216 @@
+"""A real Prometheus (hack/prometheus.sh) next to the real cluster: it finds the trial Pods,
+stores the runners' series with experiment and trial labels, every dashboard panel's PromQL
+answers from it, and the operator adds cAdvisor's view of each trial to its status entry."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import kubernetes
+import pytest
+from harness import ROOT, Lab, Operator, experiment_spec
+
+PROMETHEUS = ROOT / "hack" / "prometheus.sh"
+URL = "http://127.0.0.1:19090"
+DASHBOARDS = ROOT / "dashboards"
+MODELS = [
+    {"model": "asyncio", "workers": [2, 5]},
+    {"model": "threads", "workers": [5]},
+    {"model": "goroutines", "workers": [0]},
+]
+WORKLOAD = {"type": "sleep", "tasks": 10, "rtts": ["100ms", "300ms"]}
+TRIALS = 8
+# Prometheus applies discovered targets in batches every 5 s (discovery, then the scrape
+# manager): a runner must outlive that to be scraped at all, whatever the scrape interval.
+LINGER = "10s"
+RUNNER_SERIES = [
+    "cxlab_trial_info",
+    "cxlab_tasks_completed_total",
+    "cxlab_task_duration_seconds_bucket",
+    "cxlab_cpu_user_seconds_total",
+    "cxlab_cpu_system_seconds_total",
+    "cxlab_rss_bytes",
+    "cxlab_peak_rss_bytes",
+    "cxlab_trial_elapsed_seconds",
+    "cxlab_trial_finished",
+]
+# $__rate_interval as Grafana would set it here: at least 4 x the slowest scrape interval
+# the panels read (the operator's, 5 s).
+RATE_INTERVAL = "20s"
+
+
+def ask(path: str, **parameters: Any) -> Any:
+    query = urllib.parse.urlencode(parameters)
+    with urllib.request.urlopen(f"{URL}/api/v1/{path}?{query}", timeout=10) as reply:
+        body = json.load(reply)
+    assert body["status"] == "success", body
+    return body["data"]
+
+
+def instant(promql: str, at: float) -> list[dict[str, Any]]:
+    return list(ask("query", query=promql, time=f"{at:.3f}")["result"])
+
+
+@pytest.fixture(scope="module")
+def prometheus(cluster: None) -> Iterator[str]:
+    was_running = subprocess.run([PROMETHEUS, "status"], capture_output=True).returncode == 0
+    subprocess.run([PROMETHEUS, "start"], check=True, timeout=1200)
+    yield URL
+    if not was_running:
+        subprocess.run([PROMETHEUS, "stop"], check=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def operator_with_prometheus(operator: Operator, prometheus: str) -> Iterator[Operator]:
+    """The session's operator, restarted for this module only with CXLAB_PROMETHEUS_URL and
+    runners that linger long enough for Prometheus' discovery; as it was afterwards."""
+    popen = subprocess.Popen
+
+    def with_settings(command: list[str], **options: Any) -> subprocess.Popen[bytes]:
+        settings = {"CXLAB_PROMETHEUS_URL": prometheus, "CXLAB_RUNNER_LINGER": LINGER}
+        return popen(command, **{**options, "env": {**options["env"], **settings}})
+
+    operator.stop()
+    with mock.patch("harness.subprocess.Popen", with_settings):
+        operator.start()
+    yield operator
+    operator.stop()
+    operator.start()
+
+
+@pytest.fixture(scope="module")
+def finished(operator_with_prometheus: Operator) -> Iterator[tuple[str, dict[str, Any], float]]:
+    """One experiment run to the end; (name, the finished resource, when it started)."""
+    # cxlab-test-*: the only namespaces the tests' operator watches (harness.py)
+    namespace = f"cxlab-test-obs-{uuid.uuid4().hex[:6]}"
+    core = kubernetes.client.CoreV1Api()
+    core.create_namespace({"metadata": {"name": namespace}})
+    lab = Lab(namespace)
+    name = f"obs-{uuid.uuid4().hex[:4]}"
+    began = time.time()
+    lab.apply(name, experiment_spec(MODELS, WORKLOAD))
+    experiment = lab.wait_finished(name, timeout=300)
+    assert experiment["status"]["phase"] == "Succeeded", experiment["status"]
+    # Prometheus has the last values once every trial's runner said it finished.
+    finished_query = f'count(last_over_time(cxlab_trial_finished{{experiment="{name}"}}[10m]) == 1)'
+    deadline = time.monotonic() + 30
+    while True:
+        answer = instant(finished_query, time.time())
+        if answer and int(float(answer[0]["value"][1])) == TRIALS:
+            break
+        assert time.monotonic() < deadline, f"Prometheus never saw all trials finish: {answer}"
+        time.sleep(1)
+    yield name, experiment, began
+    lab.delete(name)
+    core.delete_namespace(namespace)
+
+
+def test_runner_series_are_stored_with_experiment_and_trial_labels(
+    finished: tuple[str, dict[str, Any], float],
+) -> None:
+    name, experiment, began = finished
+    now = time.time()
+    window = f"{int(now - began) + 5}s"
+    trials = {e["name"] for e in experiment["status"]["trials"]}
+    for metric in RUNNER_SERIES:
+        found = instant(f'count by (trial, model) (last_over_time({metric}{{experiment="{name}"}}'
+                        f"[{window}]))", now)  # fmt: skip
+        assert {s["metric"]["trial"] for s in found} == trials, metric
+        assert all(s["metric"].get("model") for s in found), metric
+    # The final counts were scraped (the runners linger after their tasks).
+    done = instant(f'last_over_time(cxlab_tasks_completed_total{{experiment="{name}",'
+                   f'outcome="ok"}}[{window}])', now)  # fmt: skip
+    assert {s["metric"]["trial"]: float(s["value"][1]) for s in done} == dict.fromkeys(
+        trials, float(WORKLOAD["tasks"])
+    )
+    # For the report: series per trial, and samples per second of one trial's gauge.
+    per_trial = instant(
+        f'count by (trial) (last_over_time({{experiment="{name}"}}[{window}]))', now
+    )
+    counts = sorted(int(s["value"][1]) for s in per_trial)
+    spacing = instant(
+        f'count_over_time(cxlab_trial_elapsed_seconds{{experiment="{name}"}}[{window}])', now
+    )
+    targets = ask("targets", state="active")["activeTargets"]
+    interval = {t["scrapePool"]: t["scrapeInterval"] for t in targets}
+    print(f"\nseries per trial: min {counts[0]}, max {counts[-1]}; scrape intervals: {interval};"
+          f" samples per trial of cxlab_trial_elapsed_seconds: "
+          f"{sorted(int(s['value'][1]) for s in spacing)}")  # fmt: skip
+    assert interval["cxlab-trials"] == "1s"
+
+
+def substitute(expr: str, name: str, window: str) -> str:
+    values = {
+        "$experiment": name,
+        "$model": "|".join(m["model"] for m in MODELS),
+        "$rtt": "100ms",
+        "$__rate_interval": RATE_INTERVAL,
+        "$__range": window,
+    }
+    for variable, value in sorted(values.items(), key=lambda kv: -len(kv[0])):
+        expr = expr.replace(variable, value)
+    assert "$" not in expr.replace("$1", ""), expr
+    return expr
+
+
+@pytest.mark.parametrize("board", sorted(p.name for p in DASHBOARDS.glob("*.json")))
+def test_every_dashboard_panel_returns_data(
+    finished: tuple[str, dict[str, Any], float], board: str
+) -> None:
+    name, _, began = finished
+    now = time.time()
+    window = f"{int(now - began) + 5}s"
+    empty = []
+    for panel in json.loads((DASHBOARDS / board).read_text())["panels"]:
+        for target in panel["targets"]:
+            expr = substitute(target["expr"], name, window)
+            if target.get("instant"):
+                result = instant(expr, now)
+            else:
+                result = ask("query_range", query=expr, start=f"{began:.3f}", end=f"{now:.3f}",
+                             step="1")["result"]  # fmt: skip
+            if not result:
+                empty.append(f"{panel['title']}: {expr}")
+    assert not empty, "\n".join(empty)
+
+
+def test_trial_status_has_cadvisor_usage_or_says_it_is_missing(
+    finished: tuple[str, dict[str, Any], float],
+) -> None:
+    _, experiment, _ = finished
+    fields = ("cpuThrottledRatio", "memoryWorkingSetBytes")
+    tally = dict.fromkeys(fields, 0)
+    for entry in experiment["status"]["trials"]:
+        usage = entry["prometheus"]
+        assert "error" not in usage, usage
+        missing = usage.get("missing", [])
+        for field in fields:
+            assert (field in usage) != (field in missing), usage  # one or the other, never both
+            if field in usage:
+                tally[field] += 1
+        if "memoryWorkingSetBytes" in usage:
+            assert usage["memoryWorkingSetBytes"] > 1024 * 1024  # a real working set, not 0
+        if "cpuThrottledRatio" in usage:
+            assert 0 <= usage["cpuThrottledRatio"] <= 1
+    # The local cluster's kubelet cAdvisor sees only the Pods' cgroups and reports them as 0
+    # (one sample, no stats): there every field is missing, which is the honest answer.
+    print(f"\ntrials with cAdvisor data (of {TRIALS}): {tally}")
+    assert len(experiment["status"]["trials"]) == TRIALS
+
+
+def test_the_configuration_passes_promtool(prometheus: str) -> None:
+    promtool = ROOT / "build" / "prometheus" / "bin" / "promtool"
+    config = ROOT / "build" / "prometheus" / "prometheus.yml"
+    check = subprocess.run([promtool, "check", "config", config], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert re.search(r"kubernetes_sd_configs", Path(config).read_text())

@@ -1,0 +1,229 @@
+"""The Helm chart (charts/cxlab), rendered without a cluster: lint with each ci/ scenario,
+what the templates produce, and no drift from the canonical CRD, RBAC rules and dashboards."""
+
+from __future__ import annotations
+
+import filecmp
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cxlab.crd import CRD_PATH
+
+ROOT = Path(__file__).resolve().parents[1]
+CHART = ROOT / "charts" / "cxlab"
+HELM = ROOT / "build" / "bin" / "helm"
+RBAC = ROOT / "manifests" / "rbac" / "operator.yaml"
+CHART_CRD = CHART / "files" / "crds" / CRD_PATH.name
+SCENARIOS = sorted(p.name for p in (CHART / "ci").glob("*.yaml"))
+
+
+def helm(*args: str) -> str:
+    if not HELM.exists():
+        pytest.fail("helm is not built: run `make helm`")
+    run = subprocess.run([str(HELM), *args], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr + run.stdout
+    return run.stdout
+
+
+def render(*sets: str, namespace: str = "cxlab-system") -> list[dict[str, Any]]:
+    args = ["template", "cx", str(CHART), "--namespace", namespace]
+    for value in sets:
+        args += ["--set", value]
+    return [doc for doc in yaml.safe_load_all(helm(*args)) if doc]
+
+
+def is_hook(doc: dict[str, Any]) -> bool:
+    return "helm.sh/hook" in (doc["metadata"].get("annotations") or {})
+
+
+def of_kind(docs: list[dict[str, Any]], kind: str, hooks: bool = False) -> list[dict[str, Any]]:
+    """The resources of a kind: the release's, or (hooks=True) the helm test's."""
+    return [doc for doc in docs if doc["kind"] == kind and is_hook(doc) == hooks]
+
+
+def only(docs: list[dict[str, Any]], kind: str, hooks: bool = False) -> dict[str, Any]:
+    found = of_kind(docs, kind, hooks)
+    assert len(found) == 1, f"{len(found)} {kind}"
+    return found[0]
+
+
+def rule_set(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """Rules as (group, resource, verb) triples: the same permissions however they are grouped."""
+    return {
+        (group, resource, verb)
+        for rule in rules
+        for group in rule.get("apiGroups", [])
+        for resource in rule.get("resources", [])
+        for verb in rule.get("verbs", [])
+    }
+
+
+@pytest.mark.parametrize("scenario", [None, *SCENARIOS])
+def test_helm_lint(scenario: str | None) -> None:
+    extra = ["--values", str(CHART / "ci" / scenario)] if scenario else []
+    helm("lint", "--strict", str(CHART), *extra)
+
+
+def test_the_schema_refuses_bad_values() -> None:
+    run = subprocess.run(
+        [str(HELM), "template", "cx", str(CHART), "--set", "settings.maxAttempts=0"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode != 0 and "maxAttempts" in run.stderr
+
+
+def test_deployment_one_replica_recreate_restricted_no_resources() -> None:
+    deployment = only(render(), "Deployment")
+    spec = deployment["spec"]
+    assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
+    pod = spec["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (container,) = pod["containers"]
+    security = container["securityContext"]
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert "resources" not in container, "no default resources: trials need the node's CPUs"
+    assert container["command"] == ["python3", "-m", "cxlab.cli", "operator"]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"health": 8080, "metrics": 8081}
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["CXLAB_RUNNER_IMAGE"] == "cxlab.dev/runner:dev"
+    assert env["CXLAB_RUNNER_LINGER"] == "3s"
+    assert not any(arg.startswith("--namespace") for arg in container["args"])
+    # the selector must never catch trial Pods (app.kubernetes.io/name=cxlab, instance=<experiment>)
+    assert spec["selector"]["matchLabels"]["app.kubernetes.io/component"] == "operator"
+
+
+def test_values_reach_the_operator() -> None:
+    deployment = only(
+        render(
+            "runnerImage.repository=registry.example.com/runner",
+            "runnerImage.tag=1.2",
+            "settings.runnerLinger=5s",
+            "image.tag=abc",
+            "resources.requests.cpu=50m",
+        ),
+        "Deployment",
+    )
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["CXLAB_RUNNER_IMAGE"] == "registry.example.com/runner:1.2"
+    assert env["CXLAB_RUNNER_LINGER"] == "5s"
+    assert container["image"] == "cxlab.dev/operator:abc"
+    assert container["resources"] == {"requests": {"cpu": "50m"}}
+
+
+def test_monitors_only_when_enabled() -> None:
+    kinds = {doc["kind"] for doc in render()}
+    assert not kinds & {"PodMonitor", "ServiceMonitor"}
+    docs = render("prometheus.podMonitor.enabled=true", "prometheus.serviceMonitor.enabled=true")
+    pod_monitor = only(docs, "PodMonitor")
+    assert pod_monitor["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"] == "trial"
+    assert pod_monitor["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
+    assert pod_monitor["spec"]["namespaceSelector"] == {"any": True}
+    service_monitor = only(docs, "ServiceMonitor")
+    service = only(docs, "Service")
+    assert service_monitor["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]
+    assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+
+
+def test_cluster_wide_rbac_is_the_rbac_of_manifests() -> None:
+    docs = render()
+    (canonical,) = (d for d in yaml.safe_load_all(RBAC.read_text()) if d["kind"] == "ClusterRole")
+    cluster_role = only(docs, "ClusterRole")
+    assert cluster_role["rules"] == canonical["rules"], "charts/cxlab and manifests/rbac differ"
+    assert not of_kind(docs, "Role")
+    binding = only(docs, "ClusterRoleBinding")
+    account = only(docs, "ServiceAccount")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": "cxlab-system"}
+    ]
+
+
+def test_namespaced_rbac_grants_the_same_only_in_the_listed_namespaces() -> None:
+    docs = render("watchNamespaces={team-a,team-b}")
+    (canonical,) = (d for d in yaml.safe_load_all(RBAC.read_text()) if d["kind"] == "ClusterRole")
+    cluster_role = only(docs, "ClusterRole")
+    roles = of_kind(docs, "Role")
+    assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
+    assert sorted(b["metadata"]["namespace"] for b in of_kind(docs, "RoleBinding")) == [
+        "team-a",
+        "team-b",
+    ]
+    # cluster-wide only reads of cluster-scoped resources (CRDs, namespaces)
+    assert {resource for _, resource, _ in rule_set(cluster_role["rules"])} == {
+        "customresourcedefinitions",
+        "namespaces",
+    }
+    for role in roles:
+        assert rule_set(role["rules"]) | rule_set(cluster_role["rules"]) == rule_set(
+            canonical["rules"]
+        )
+    (container,) = only(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert [a for a in container["args"] if a.startswith("--namespace")] == [
+        "--namespace=team-a",
+        "--namespace=team-b",
+    ]
+    pod_monitor = only(
+        render("watchNamespaces={team-a}", "prometheus.podMonitor.enabled=true"), "PodMonitor"
+    )
+    assert pod_monitor["spec"]["namespaceSelector"] == {"matchNames": ["team-a"]}
+
+
+def test_chart_crd_is_the_canonical_crd() -> None:
+    assert filecmp.cmp(CHART_CRD, CRD_PATH, shallow=False), "run `make chart-sync`"
+
+
+def test_crd_rendered_with_keep_and_only_when_installed() -> None:
+    canonical = yaml.safe_load(CRD_PATH.read_text())
+    crd = only(render(), "CustomResourceDefinition")
+    assert crd["spec"] == canonical["spec"]
+    assert crd["metadata"]["name"] == canonical["metadata"]["name"]
+    assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+    crd = only(render("crds.keep=false"), "CustomResourceDefinition")
+    assert "annotations" not in crd["metadata"]
+    assert not of_kind(render("crds.install=false"), "CustomResourceDefinition")
+
+
+def test_chart_dashboards_are_the_repository_dashboards() -> None:
+    repository = sorted((ROOT / "dashboards").glob("*.json"))
+    chart = sorted((CHART / "dashboards").glob("*.json"))
+    assert [p.name for p in chart] == [p.name for p in repository], "run `make chart-sync`"
+    for mine, theirs in zip(chart, repository, strict=True):
+        assert filecmp.cmp(mine, theirs, shallow=False), f"{mine.name}: run `make chart-sync`"
+
+
+def test_dashboards_as_configmaps_for_the_grafana_sidecar() -> None:
+    chart = sorted((CHART / "dashboards").glob("*.json"))
+    if not chart:
+        pytest.skip("no dashboards yet (dashboards/*.json)")
+    maps = [
+        m for m in of_kind(render(), "ConfigMap") if "grafana_dashboard" in m["metadata"]["labels"]
+    ]
+    assert len(maps) == len(chart)
+    for config_map in maps:
+        assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+        ((key, text),) = config_map["data"].items()
+        assert text == (CHART / "dashboards" / key).read_text().rstrip("\n")
+    assert not of_kind(render("dashboards.enabled=false"), "ConfigMap")
+
+
+def test_helm_test_pod_runs_as_its_own_least_privileged_account() -> None:
+    docs = render()
+    pod = only(docs, "Pod", hooks=True)
+    role = only(docs, "Role", hooks=True)
+    account = only(docs, "ServiceAccount", hooks=True)
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    assert pod["spec"]["serviceAccountName"] == account["metadata"]["name"]
+    assert rule_set(role["rules"]) == {
+        ("cxlab.dev", "concurrencyexperiments", verb) for verb in ("create", "get", "delete")
+    }
+    assert pod["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True

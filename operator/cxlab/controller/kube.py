@@ -22,7 +22,6 @@ class Kube:
     def __init__(self) -> None:
         self.core = kubernetes.client.CoreV1Api()
         self.custom = kubernetes.client.CustomObjectsApi()
-        self.status_patches = 0  # for the operator benchmark
 
     def write_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         """Replace the whole status. A JSON Patch, not a merge patch: in a merge patch a null
@@ -37,7 +36,6 @@ class Kube:
             patch,
             _content_type="application/json-patch+json",
         )
-        self.status_patches += 1
 
     def create_pod(self, manifest: dict[str, Any]) -> bool:
         """False when the Pod exists already (a retried create after a restart)."""

@@ -35,6 +35,11 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
     settings.posting.level = logging.WARNING  # events come from the reconciler, not kopf's log
+    # A deleted experiment keeps its finalizer until the reconcile timer has exited; a sync
+    # timer caught mid-run (it may be the one applying the TTL) is re-checked only after
+    # this polling interval, 60 s by default. Our timer body takes milliseconds.
+    settings.background.instant_exit_timeout = 0.1
+    settings.background.cancellation_polling = CONFIG.reconcile_interval_seconds
     load_configuration()
     metrics = OperatorMetrics()
     if CONFIG.operator_metrics_port:

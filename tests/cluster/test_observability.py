@@ -18,6 +18,7 @@ from unittest import mock
 
 import kubernetes
 import pytest
+import yaml
 from harness import ROOT, Lab, Operator, experiment_spec
 
 PROMETHEUS = ROOT / "hack" / "prometheus.sh"
@@ -141,8 +142,9 @@ def test_runner_series_are_stored_with_experiment_and_trial_labels(
     spacing = instant(
         f'count_over_time(cxlab_trial_elapsed_seconds{{experiment="{name}"}}[{window}])', now
     )
-    targets = ask("targets", state="active")["activeTargets"]
-    interval = {t["scrapePool"]: t["scrapeInterval"] for t in targets}
+    # From the loaded configuration, not the active targets: the trial Pods may be gone by now.
+    jobs = yaml.safe_load(ask("status/config")["yaml"])["scrape_configs"]
+    interval = {job["job_name"]: job["scrape_interval"] for job in jobs}
     print(f"\nseries per trial: min {counts[0]}, max {counts[-1]}; scrape intervals: {interval};"
           f" samples per trial of cxlab_trial_elapsed_seconds: "
           f"{sorted(int(s['value'][1]) for s in spacing)}")  # fmt: skip

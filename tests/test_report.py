@@ -398,15 +398,15 @@ def test_the_cpu_workload_renders_without_rtt() -> None:
     root = parse(render_report(build_document(CPU_SPEC)))
     found = charts(root)
     assert list(found) == [
-        "Wall time vs workers · no RTT",
-        "CPU vs workers · no RTT",
-        "Peak memory vs workers · no RTT",
-        "Memory over time · no RTT",
+        "Wall time vs workers",
+        "CPU vs workers",
+        "Peak memory vs workers",
+        "Memory over time",
     ]
-    wall = series_of(found["Wall time vs workers · no RTT"])
+    wall = series_of(found["Wall time vs workers"])
     assert [s.attrs["data-label"] for s in wall] == ["sequential", "threads", "processes"]
     assert all(len(s.find_all("path", "marker")) >= 1 for s in wall)  # no floor for cpu
-    timeline = found["Memory over time · no RTT"].all_text()
+    timeline = found["Memory over time"].all_text()
     assert "time since the tasks started" in timeline  # runs of 1.6 s and 3.2 s: seconds
     rows = root.find_all("table")[-1].find_all("tbody")[0].find_all("tr")
     assert {row.find_all("td")[9].text for row in rows} == {"—"}  # efficiency needs a floor
@@ -418,7 +418,7 @@ def test_the_hold_workload_has_a_floor_of_waves_of_holds() -> None:
         "models": [{"model": "threads", "workers": [10, 100]}, {"model": "asyncio"}],
     }
     found = charts(parse(render_report(build_document(spec))))
-    wall = series_of(found["Wall time vs workers · no RTT"])
+    wall = series_of(found["Wall time vs workers"])
     assert [s.attrs["data-label"] for s in wall] == [
         "threads", "asyncio", "floor: ⌈tasks / workers⌉ \u00d7 hold",
     ]  # fmt: skip

@@ -23,8 +23,10 @@ def result(
     }  # fmt: skip
 
 
-def outcome(model: str, workers: int, wall: float, rep: int = 1, **kw: Any) -> TrialOutcome:
-    trial = Trial(0, model, workers, 0 if model == "goroutines" else None, 0.1, rep)
+def outcome(
+    model: str, workers: int, wall: float, rep: int = 1, rtt: float | None = 0.1, **kw: Any
+) -> TrialOutcome:
+    trial = Trial(0, model, workers, 0 if model == "goroutines" else None, rtt, rep)
     return TrialOutcome(trial, result(workers or 100, wall, **kw))
 
 
@@ -104,6 +106,17 @@ def test_terminal_summary_shows_failed_points_and_trials() -> None:
     text = render_summary({"metadata": {"name": "x"}, "status": status})
     assert "x: Failed — 2/2 trials, 1 failed" in text
     rows = [line.split() for line in text.splitlines() if line.startswith("threads")]
-    assert rows[0][:5] == ["threads", "10", "RTT", "100ms", "1"]
-    assert rows[1][:6] == ["threads", "20", "RTT", "100ms", "0", "failed"]
+    assert rows[0][:4] == ["threads", "10", "100ms", "1"]
+    assert rows[1][:5] == ["threads", "20", "100ms", "0", "failed"]
     assert f"  {trials[1].name}: boom" in text
+
+
+def test_a_workload_without_rtt_gets_one_overall_recommendation() -> None:
+    outcomes = [  # the GIL seed: the cpu workload has no RTT
+        outcome("sequential", 1, 0.96, rtt=None, cpu=0.95),
+        outcome("threads", 2, 0.91, rtt=None, cpu=0.90),
+        outcome("processes", 2, 0.43, rtt=None, cpu=0.86),
+    ]
+    [pick] = summarize(outcomes, 0.10)["recommendations"]
+    assert pick["rttSeconds"] is None and pick["model"] == "processes"
+    assert pick["text"].startswith("Overall: processes with 2 workers — 0.43 s wall")

@@ -20,8 +20,8 @@ from cxlab.local.progress import Progress
 from cxlab.plan import floor_seconds, plan_trials
 from cxlab.report import render_report
 from cxlab.spec import ConcurrencyExperiment, SpecError, load_experiments
-from cxlab.summary import rtt_label, workers_label
-from cxlab.table import render_summary, render_table
+from cxlab.summary import workers_label
+from cxlab.table import render_summary, render_table, rtt_cell
 from cxlab_runner.durations import format_duration, parse_duration
 
 USAGE_ERROR = 2
@@ -57,7 +57,7 @@ def plan_text(experiment: ConcurrencyExperiment) -> str:
                 trial.name,
                 trial.variant,
                 workers_label(trial.model, trial.workers),
-                rtt_label(trial.rtt_seconds),
+                rtt_cell(trial.rtt_seconds),
                 str(trial.repetition),
                 "?" if floor is None else format_duration(floor),
             ]

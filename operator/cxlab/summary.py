@@ -155,8 +155,9 @@ def recommend(points: list[dict[str, Any]], tolerance: float) -> list[dict[str, 
             within,
             key=lambda p: (p["cpuSeconds"]["mean"], p["peakRssBytes"]["mean"], p["workers"]),
         )
+        # Without an RTT (cpu, hold) there is one group: "no RTT:" would read like an error.
         text = (
-            f"{rtt_label(rtt)}: {pick['variant']} with "
+            f"{'Overall' if rtt is None else rtt_label(rtt)}: {pick['variant']} with "
             f"{workers_label(pick['model'], pick['workers'])} — {_wall(pick):.3g} s wall, "
             f"{pick['cpuPercent']['mean']:.0f}% CPU, "
             f"{pick['peakRssBytes']['mean'] / 2**20:.0f} MiB peak; the cheapest of "

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cxlab.summary import rtt_label, workers_label
+from cxlab.summary import workers_label
+from cxlab_runner.durations import format_duration
 
 
 def render_table(headers: list[str], rows: list[list[str]]) -> str:
@@ -23,6 +24,11 @@ def render_table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(out)
 
 
+def rtt_cell(rtt_seconds: float | None) -> str:
+    """An RTT in a column headed "rtt": the duration, or a dash for cpu and hold."""
+    return "—" if rtt_seconds is None else format_duration(rtt_seconds)
+
+
 def _mib(value: float) -> str:
     return f"{value / 2**20:.1f}"
 
@@ -31,7 +37,7 @@ def points_table(summary: dict[str, Any]) -> str:
     rows = []
     for p in summary["points"]:
         if not p["repetitions"]:
-            label = [p["variant"], str(p["workers"]), rtt_label(p["rttSeconds"]), "0"]
+            label = [p["variant"], str(p["workers"]), rtt_cell(p["rttSeconds"]), "0"]
             rows.append([*label, "failed", *[""] * 5, str(p["failedTrials"])])
             continue
         wall = p["wallSeconds"]
@@ -42,7 +48,7 @@ def points_table(summary: dict[str, Any]) -> str:
                 str(p["effectiveWorkers"])
                 if p["model"] == "sequential" or p["workers"]
                 else "per task",
-                rtt_label(p["rttSeconds"]),
+                rtt_cell(p["rttSeconds"]),
                 str(p["repetitions"]),
                 f"{wall['mean']:.3f} ± {wall['stddev']:.3f}",
                 f"{wall['cv']:.1%}",
@@ -73,7 +79,7 @@ def knees_table(summary: dict[str, Any]) -> str:
     rows = [
         [
             k["variant"],
-            rtt_label(k["rttSeconds"]),
+            rtt_cell(k["rttSeconds"]),
             workers_label(k["model"], k["workers"]),
             f"{k['wallSeconds']:.3f}",
             f"{k['bestWallSeconds']:.3f}",

@@ -21,8 +21,6 @@ from kubernetes.client.exceptions import ApiException
 
 from cxlab.crd import CRD_PATH
 
-pytestmark = pytest.mark.cluster
-
 HELM = ROOT / "build" / "bin" / "helm"
 KUBECTL = ROOT / "build" / "k8s" / "bin" / "kubectl"
 CHART = ROOT / "charts" / "cxlab"

@@ -209,7 +209,7 @@ def _wall_chart(rtt: float | None, points: Sequence[Json], context: _Context) ->
     floor = _floor_series(points, context.spec, rtt)
     note = _repetitions_note(points) + ("; dashed: the floor" if floor else "")
     return svg.line_chart(
-        f"Wall time vs workers · {rtt_label(rtt)}",
+        _titled("Wall time vs workers", rtt),
         _WORKERS_AXIS,
         svg.Axis("wall time (log scale)", "log", svg.format_seconds),
         series + floor,
@@ -219,7 +219,7 @@ def _wall_chart(rtt: float | None, points: Sequence[Json], context: _Context) ->
 
 def _cpu_chart(rtt: float | None, points: Sequence[Json], context: _Context) -> str:
     return svg.line_chart(
-        f"CPU vs workers · {rtt_label(rtt)}",
+        _titled("CPU vs workers", rtt),
         _WORKERS_AXIS,
         svg.Axis("CPU (% of one core)", "linear", svg.format_percent, include_zero=True),
         _variant_series(points, context.styles, lambda p: _stat(p, "cpuPercent")),
@@ -236,7 +236,7 @@ def _memory_chart(rtt: float | None, points: Sequence[Json], context: _Context) 
         else svg.Axis("peak RSS", "linear", svg.format_mib, include_zero=True)
     )
     return svg.line_chart(
-        f"Peak memory vs workers · {rtt_label(rtt)}",
+        _titled("Peak memory vs workers", rtt),
         _WORKERS_AXIS,
         axis,
         _variant_series(points, context.styles, lambda p: _stat(p, "peakRssBytes", MIB)),
@@ -309,12 +309,16 @@ def _timeline_chart(rtt: float | None, points: Sequence[Json], context: _Context
     )
     note = "solid: the knee, dashed: the most workers" if with_knees else "the most workers"
     return svg.line_chart(
-        f"Memory over time · {rtt_label(rtt)}",
+        _titled("Memory over time", rtt),
         x_axis,
         svg.Axis("RSS", "linear", svg.format_mib, include_zero=True),
         series,
         f"first successful repetition; {note}",
     )
+
+
+def _titled(what: str, rtt: float | None) -> str:
+    return what if rtt is None else f"{what} · {rtt_label(rtt)}"
 
 
 def _rtt_section(rtt: float | None, points: Sequence[Json], context: _Context) -> str:

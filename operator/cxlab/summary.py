@@ -39,8 +39,8 @@ def stats(values: list[float]) -> dict[str, float]:
     }
 
 
-def rtt_label(rtt_seconds: float | None) -> str:
-    return "no RTT" if rtt_seconds is None else f"RTT {format_duration(rtt_seconds)}"
+def rtt_label(rtt_seconds: float) -> str:
+    return f"RTT {format_duration(rtt_seconds)}"
 
 
 def workers_label(model: str, workers: int) -> str:

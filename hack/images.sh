@@ -104,12 +104,33 @@ need_python311() {
     die "$PYTHON is not Python 3.11, the image's Python (set PYTHON=...)"
 }
 
-build_runner() {
-  local dir="$IMAGES/runner" hash app site pins
+# What both Python images (runner, operator) need first: the base, the host's Python 3.11,
+# and the image's pinned requirements in the caller's `pins` array.
+prepare_python_image() { # runner|operator
   build_base
   need_python311
-  mapfile -t pins < <(read_pins runner)
-  ((${#pins[@]})) || die "could not read the runner's pins from pyproject.toml"
+  mapfile -t pins < <(read_pins "$1")
+  ((${#pins[@]})) || die "could not read the $1's pins from pyproject.toml"
+}
+
+# Both Python images end alike: the non-root user, one app layer over the base, the archive
+# (HOME=/tmp and no .pyc writes: the root filesystem is read-only in the Pods).
+finish_python_image() { # dir app tag hash [docker-archive.py options]
+  local dir=$1 app=$2 tag=$3 hash=$4; shift 4
+  add_nonroot_user "$app"
+  make_layer "$app" "$dir/app.tar" --owner=0 --group=0
+  "$PYTHON" "$ROOT/hack/images/docker-archive.py" -o "$dir/image.tar" --tag "$tag" \
+    --layer "$IMAGES/base-bookworm/layer.tar" --layer "$dir/app.tar" --user 65532:65532 --workdir /tmp \
+    --env PATH=/usr/local/bin:/usr/bin:/bin --env HOME=/tmp --env PYTHONDONTWRITEBYTECODE=1 \
+    --env PYTHONUNBUFFERED=1 "$@"
+  rm -rf "$app" "$dir/app.tar"
+  echo "$hash" > "$dir/.inputs"
+  log "built $tag: $(du -h "$dir/image.tar" | cut -f1)"
+}
+
+build_runner() {
+  local dir="$IMAGES/runner" hash app site pins
+  prepare_python_image runner
   hash=$(hash_inputs "$IMAGES/base-bookworm/.inputs" "$ROOT/hack/image-requirements.py" \
     "$ROOT/workloads/python/cxlab_runner" "$ROOT/workloads/go.mod" "$ROOT/workloads/go.sum" \
     "$ROOT/workloads/cmd" "$ROOT/workloads/internal" "$ROOT/hack/images/docker-archive.py" "$ROOT/hack/images.sh" \
@@ -130,18 +151,7 @@ build_runner() {
   cp -r --preserve=timestamps "$ROOT/workloads/python/cxlab_runner" "$site/"
   find "$site/cxlab_runner" -name __pycache__ -prune -exec rm -rf {} +
   "$PYTHON" -m compileall -q "$site/cxlab_runner"
-
-  add_nonroot_user "$app"
-
-  make_layer "$app" "$dir/app.tar" --owner=0 --group=0
-  # HOME=/tmp and no .pyc writes: the root filesystem is read-only in the Pods
-  "$PYTHON" "$ROOT/hack/images/docker-archive.py" -o "$dir/image.tar" --tag "$RUNNER_IMAGE" \
-    --layer "$IMAGES/base-bookworm/layer.tar" --layer "$dir/app.tar" --user 65532:65532 --workdir /tmp \
-    --env PATH=/usr/local/bin:/usr/bin:/bin --env HOME=/tmp --env PYTHONDONTWRITEBYTECODE=1 \
-    --env PYTHONUNBUFFERED=1
-  rm -rf "$app" "$dir/app.tar"
-  echo "$hash" > "$dir/.inputs"
-  log "built $RUNNER_IMAGE: $(du -h "$dir/image.tar" | cut -f1)"
+  finish_python_image "$dir" "$app" "$RUNNER_IMAGE" "$hash"
 }
 
 # The operator, laid out as in the repository (results.py finds workloads/schema two folders
@@ -149,10 +159,7 @@ build_runner() {
 # packages in the image's dist-packages. Runs as 65532, nothing written outside /tmp.
 build_operator() {
   local dir="$IMAGES/operator" hash app site pins
-  build_base
-  need_python311
-  mapfile -t pins < <(read_pins operator)
-  ((${#pins[@]})) || die "could not read the operator's pins from pyproject.toml"
+  prepare_python_image operator
   hash=$(hash_inputs "$IMAGES/base-bookworm/.inputs" "$ROOT/hack/image-requirements.py" \
     "$ROOT/operator/cxlab" "$ROOT/workloads/python/cxlab_runner" "$ROOT/workloads/schema" \
     "$ROOT/hack/images/docker-archive.py" "$ROOT/hack/images.sh" \
@@ -170,16 +177,9 @@ build_operator() {
   cp -r --preserve=timestamps "$ROOT/workloads/schema" "$app/app/workloads/"
   find "$app/app" -name __pycache__ -prune -exec rm -rf {} +
   "$PYTHON" -m compileall -q "$app/app" "$site"
-  add_nonroot_user "$app"
-  make_layer "$app" "$dir/app.tar" --owner=0 --group=0
-  "$PYTHON" "$ROOT/hack/images/docker-archive.py" -o "$dir/image.tar" --tag "$OPERATOR_IMAGE" \
-    --layer "$IMAGES/base-bookworm/layer.tar" --layer "$dir/app.tar" --user 65532:65532 --workdir /tmp \
-    --env PATH=/usr/local/bin:/usr/bin:/bin --env HOME=/tmp --env PYTHONDONTWRITEBYTECODE=1 \
-    --env PYTHONUNBUFFERED=1 --env PYTHONPATH=/app/operator:/app/workloads/python \
+  finish_python_image "$dir" "$app" "$OPERATOR_IMAGE" "$hash" \
+    --env PYTHONPATH=/app/operator:/app/workloads/python \
     --entrypoint python3 --entrypoint=-m --entrypoint cxlab.cli --entrypoint operator
-  rm -rf "$app" "$dir/app.tar"
-  echo "$hash" > "$dir/.inputs"
-  log "built $OPERATOR_IMAGE: $(du -h "$dir/image.tar" | cut -f1)"
 }
 
 containerd_running() { [[ -S $CONTAINERD_SOCK ]] && ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; }

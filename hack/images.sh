@@ -104,15 +104,6 @@ need_python311() {
     die "$PYTHON is not Python 3.11, the image's Python (set PYTHON=...)"
 }
 
-# What both Python images (runner, operator) need first: the base, the host's Python 3.11,
-# and the image's pinned requirements in the caller's `pins` array.
-prepare_python_image() { # runner|operator
-  build_base
-  need_python311
-  mapfile -t pins < <(read_pins "$1")
-  ((${#pins[@]})) || die "could not read the $1's pins from pyproject.toml"
-}
-
 # Both Python images end alike: the non-root user, one app layer over the base, the archive
 # (HOME=/tmp and no .pyc writes: the root filesystem is read-only in the Pods).
 finish_python_image() { # dir app tag hash [docker-archive.py options]
@@ -130,7 +121,10 @@ finish_python_image() { # dir app tag hash [docker-archive.py options]
 
 build_runner() {
   local dir="$IMAGES/runner" hash app site pins
-  prepare_python_image runner
+  build_base
+  need_python311
+  mapfile -t pins < <(read_pins runner)
+  ((${#pins[@]})) || die "could not read the runner's pins from pyproject.toml"
   hash=$(hash_inputs "$IMAGES/base-bookworm/.inputs" "$ROOT/hack/image-requirements.py" \
     "$ROOT/workloads/python/cxlab_runner" "$ROOT/workloads/go.mod" "$ROOT/workloads/go.sum" \
     "$ROOT/workloads/cmd" "$ROOT/workloads/internal" "$ROOT/hack/images/docker-archive.py" "$ROOT/hack/images.sh" \
@@ -159,7 +153,10 @@ build_runner() {
 # packages in the image's dist-packages. Runs as 65532, nothing written outside /tmp.
 build_operator() {
   local dir="$IMAGES/operator" hash app site pins
-  prepare_python_image operator
+  build_base
+  need_python311
+  mapfile -t pins < <(read_pins operator)
+  ((${#pins[@]})) || die "could not read the operator's pins from pyproject.toml"
   hash=$(hash_inputs "$IMAGES/base-bookworm/.inputs" "$ROOT/hack/image-requirements.py" \
     "$ROOT/operator/cxlab" "$ROOT/workloads/python/cxlab_runner" "$ROOT/workloads/schema" \
     "$ROOT/hack/images/docker-archive.py" "$ROOT/hack/images.sh" \

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -243,15 +245,69 @@ def test_result_is_written_in_place_where_no_sibling_file_can_be_made(tmp_path: 
     assert json.loads(target.read_text()) == json.loads(completed.stdout)
 
 
+def _host_pid_of_namespace_init(unshare: subprocess.Popen[str], argv: list[str]) -> int:
+    """The host PID of the process `unshare --fork` started as PID 1, once it has exec'd argv."""
+    children = Path(f"/proc/{unshare.pid}/task/{unshare.pid}/children")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and unshare.poll() is None:
+        pids = children.read_text().split()
+        if pids:
+            try:
+                cmdline = Path(f"/proc/{pids[0]}/cmdline").read_text().split("\0")[:-1]
+            except FileNotFoundError:
+                cmdline = []
+            if cmdline == argv:
+                return int(pids[0])
+        time.sleep(0.01)
+    unshare.kill()
+    _, stderr = unshare.communicate()
+    pytest.fail(f"unshare did not start the runner as PID 1: {stderr.strip()}")
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether the process has a handler for signum (its SigCgt mask in /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    return False
+
+
 @pytest.mark.parametrize("model", ["asyncio", "threads", "gevent", "goroutines"])
 def test_sigterm_stops_a_trial_at_once(model: str) -> None:
-    process = subprocess.Popen(
-        runner_argv(model, "--workload", "sleep", "--tasks", "2", "--rtt", "30s"),
+    # In a container the runner is PID 1 of its PID namespace, and the kernel drops a signal
+    # sent to a namespace's init from outside unless init has a handler for it. Outside such a
+    # namespace the default action would kill the runner, handler or not: run it as PID 1.
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("running the runner as PID 1 needs root and unshare (util-linux)")
+    argv = runner_argv(model, "--workload", "sleep", "--tasks", "2", "--rtt", "30s")
+    unshare = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--mount-proc", "--", *argv],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    time.sleep(1.5)
-    started = time.monotonic()
-    process.terminate()
-    stdout, _ = process.communicate(timeout=10)
-    assert time.monotonic() - started < 10  # not the 30 s of the task
-    assert process.returncode != 0 and stdout == ""  # no Result from a stopped trial
+    init = 0
+    try:
+        init = _host_pid_of_namespace_init(unshare, argv)
+        # Until the runner is ready (the Python one installs its handler after its imports),
+        # or at most 10 s: a runner that never installs one gets the signal all the same.
+        deadline = time.monotonic() + 10
+        while not _catches(init, signal.SIGTERM) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1)  # into the trial's 30 s tasks
+        started = time.monotonic()
+        os.kill(init, signal.SIGTERM)
+        try:
+            stdout, stderr = unshare.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the runner, as PID 1, was still running 10 s after SIGTERM")
+        assert time.monotonic() - started < 10  # not the 30 s of the task
+    finally:
+        if unshare.poll() is None:  # SIGKILL from outside ends the namespace's init, and all
+            if init:
+                os.kill(init, signal.SIGKILL)
+            unshare.kill()
+            unshare.communicate()
+    # No Result from a stopped trial; what only the runners' handlers produce (the Go runtime's
+    # own handling would exit with 2, the usage status): the message and 128+15.
+    assert stdout == "", stderr
+    assert "stopped by SIGTERM" in stderr
+    assert unshare.returncode == 128 + signal.SIGTERM  # unshare passes the status on

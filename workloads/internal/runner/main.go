@@ -83,7 +83,9 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 
 	logger.Printf("running %d %s tasks with %d workers, GOMAXPROCS %d",
 		c.Tasks, c.Workload, c.ResolvedWorkers(), runtime.GOMAXPROCS(0))
+	stopOnSIGTERM := exitOnSIGTERM(logger)
 	result, err := Run(&c, trial)
+	stopOnSIGTERM()
 	if err != nil {
 		logger.Print(err)
 		return ExitCrash
@@ -136,6 +138,28 @@ func writeResult(r Result, stdout io.Writer, path string, logger *log.Logger) er
 		}
 	}
 	return nil
+}
+
+// exitOnSIGTERM ends a trial that is stopped (a deleted Pod) at once, saying so, with status
+// 128+15 as the Python runner does. As PID 1 in a container the Go runtime's own handling
+// cannot kill the process with the signal and falls back to exit status 2, the usage error.
+// The returned func hands SIGTERM back (to linger) once the tasks are done.
+func exitOnSIGTERM(logger *log.Logger) (stop func()) {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-signals:
+			logger.Print("stopped by SIGTERM")
+			os.Exit(128 + int(syscall.SIGTERM))
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(signals)
+		close(done)
+	}
 }
 
 // linger keeps the process (and so the metrics endpoint) up for d, or until

@@ -347,16 +347,25 @@ def custom_resource_definition() -> Schema:
                             "properties": {
                                 "apiVersion": {"type": "string"},
                                 "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
+                                # Declared only so the name rule below can point at
+                                # metadata.name (fieldPath must exist in the schema).
+                                "metadata": {
+                                    "type": "object",
+                                    "properties": {"name": {"type": "string"}},
+                                },
                                 "spec": spec_schema(),
                                 "status": status_schema(),
                             },
                             "x-kubernetes-validations": [
-                                _rule(
-                                    f"size(self.metadata.name) <= {NAME_MAX_LENGTH}",
-                                    f"metadata.name may have at most {NAME_MAX_LENGTH} "
-                                    f"characters: trial Pods are named after it",
-                                )
+                                {
+                                    **_rule(
+                                        f"size(self.metadata.name) <= {NAME_MAX_LENGTH}",
+                                        f"metadata.name may have at most {NAME_MAX_LENGTH} "
+                                        f"characters: trial Pods are named after it",
+                                    ),
+                                    # Without it the apiserver names no field ("<nil>").
+                                    "fieldPath": ".metadata.name",
+                                }
                             ],
                         }
                     },

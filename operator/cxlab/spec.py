@@ -121,6 +121,17 @@ def _unique(values: list[Any], what: str) -> None:
         seen.add(value)
 
 
+def _no_repeats(what: str) -> AfterValidator:
+    """A list field's own check, so the error names the list (spec.models[0].workers) as the
+    CRD's rule on that list does."""
+
+    def check(values: list[Any]) -> list[Any]:
+        _unique(values, what)
+        return values
+
+    return AfterValidator(check)
+
+
 class WorkloadSpec(_Strict):
     """What each task does, and how many tasks a trial runs."""
 
@@ -174,24 +185,30 @@ class ModelSpec(_Strict):
 
     model: Model
     """The concurrency model."""
-    workers: Annotated[list[NonNegativeInt], Field(min_length=1, max_length=MAX_LIST_ITEMS)] = [0]
+    workers: Annotated[
+        list[NonNegativeInt],
+        Field(min_length=1, max_length=MAX_LIST_ITEMS),
+        _no_repeats("worker count"),
+    ] = [0]
     """Worker counts to try; 0 = one worker per task."""
     gomaxprocs: (
-        Annotated[list[NonNegativeInt], Field(min_length=1, max_length=MAX_LIST_ITEMS)] | None
+        Annotated[
+            list[NonNegativeInt],
+            Field(min_length=1, max_length=MAX_LIST_ITEMS),
+            _no_repeats("gomaxprocs value"),
+        ]
+        | None
     ) = None
     """GOMAXPROCS values to try (goroutines only); 0 = the Go default."""
 
     @model_validator(mode="after")
     def _rules(self) -> ModelSpec:
-        _unique(self.workers, "worker count")
         if self.model == "sequential" and self.workers not in ([0], [1]):
             raise ValueError("sequential runs one task at a time: leave workers out")
-        if self.gomaxprocs is not None:
-            if self.model != "goroutines":
-                raise ValueError(
-                    f"gomaxprocs applies to goroutines only, not to the Python model {self.model}"
-                )
-            _unique(self.gomaxprocs, "gomaxprocs value")
+        if self.gomaxprocs is not None and self.model != "goroutines":
+            raise ValueError(
+                f"gomaxprocs applies to goroutines only, not to the Python model {self.model}"
+            )
         return self
 
     def gomaxprocs_axis(self) -> list[int | None]:

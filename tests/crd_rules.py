@@ -1,0 +1,244 @@
+"""Every CEL rule of the CRD (x-kubernetes-validations), each with one valid and one invalid
+manifest and the field that both the apiserver and `cxlab plan` must name for the invalid one.
+
+tests/test_crd_rules.py fails when the CRD has a rule without a case here (or a case names a
+rule the CRD no longer has) and runs every case through `cxlab plan`;
+tests/cluster/test_crd_rules_on_apiserver.py applies every case with
+`kubectl apply --dry-run=server`.
+
+A case's valid manifest is the nearest one the rule accepts (a boundary where there is one),
+and its invalid manifest breaks that rule and no other: both tests expect exactly one error.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cxlab.spec import API_VERSION, KIND
+
+BASE_SPEC: dict[str, Any] = {
+    "workload": {"type": "sleep", "tasks": 10, "rtt": "10ms"},
+    "models": [{"model": "threads", "workers": [2]}],
+}
+NAME = "rule-check"
+
+
+def manifest(name: str = NAME, **spec: Any) -> dict[str, Any]:
+    """The base manifest with some top-level spec fields replaced."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": name},
+        "spec": {**copy.deepcopy(BASE_SPEC), **copy.deepcopy(spec)},
+    }
+
+
+def workload(**fields: Any) -> dict[str, Any]:
+    """A workload without rtt: each case says which timing fields it has."""
+    return {"type": "sleep", "tasks": 10, **fields}
+
+
+@dataclass(frozen=True)
+class Case:
+    path: str
+    """Where the rule sits in the CRD's schema: spec.models[] for every model entry, "" for
+    the root of the resource."""
+    message: str
+    """The rule's message, exactly as in the CRD: the apiserver's rejection must carry it."""
+    valid: dict[str, Any]
+    invalid: dict[str, Any]
+    field: str
+    """The field both name for the invalid manifest, as Kubernetes writes it:
+    spec.models[1].workers."""
+
+    @property
+    def rule(self) -> tuple[str, str]:
+        return (self.path, self.message)
+
+    @property
+    def id(self) -> str:
+        words = re.sub(r"[^a-zA-Z0-9]+", "-", self.message).strip("-")
+        return f"{self.path or 'root'}:{words[:36].rstrip('-')}"
+
+
+SEVEN_MODELS_200_TRIALS = {
+    # 20 per RTT (1 + 10 + 2 + 2 + 2 + 2 + 1) x 5 RTTs x 2 repetitions: every term of the
+    # unrolled CEL sum is used, up to the 7th model.
+    "workload": {"type": "http", "tasks": 10, "rtts": ["1ms", "2ms", "3ms", "4ms", "5ms"]},
+    "models": [
+        {"model": "sequential"},
+        {"model": "threads", "workers": list(range(1, 11))},
+        {"model": "processes", "workers": [1, 2]},
+        {"model": "gevent", "workers": [1, 2]},
+        {"model": "asyncio", "workers": [1, 2]},
+        {"model": "goroutines", "gomaxprocs": [1, 2]},
+        {"model": "locust", "workers": [1]},
+    ],
+    "repetitions": 2,
+}
+ONE_TRIAL_MORE = {  # 21 x 5 x 2 = 210
+    **SEVEN_MODELS_200_TRIALS,
+    "models": [*SEVEN_MODELS_200_TRIALS["models"][:6], {"model": "locust", "workers": [1, 2]}],
+}
+
+CASES = [
+    Case(
+        "",
+        "metadata.name may have at most 40 characters: trial Pods are named after it",
+        valid=manifest("n" * 40),
+        invalid=manifest("n" * 41),
+        field="metadata.name",
+    ),
+    Case(
+        "spec",
+        "model locust drives HTTP users and needs workload type http",
+        valid=manifest(workload=workload(type="http", rtt="10ms"), models=[{"model": "locust"}]),
+        invalid=manifest(models=[{"model": "locust"}]),
+        field="spec",
+    ),
+    Case(
+        "spec",
+        "each model may be listed once: put all its worker counts in one entry",
+        valid=manifest(models=[{"model": "threads", "workers": [2, 4]}, {"model": "asyncio"}]),
+        invalid=manifest(
+            models=[{"model": "threads", "workers": [2]}, {"model": "threads", "workers": [4]}]
+        ),
+        field="spec",
+    ),
+    Case(
+        "spec",
+        "processes may start at most 512 worker processes (0 workers means one per task)",
+        valid=manifest(
+            workload=workload(tasks=512, rtt="10ms"),
+            models=[{"model": "processes", "workers": [512, 0]}],
+        ),
+        invalid=manifest(  # 0 workers: one process per task
+            workload=workload(tasks=513, rtt="10ms"),
+            models=[{"model": "processes", "workers": [2, 0]}],
+        ),
+        field="spec",
+    ),
+    Case(
+        "spec",
+        "the matrix (models x workers x gomaxprocs x rtts x repetitions) may hold at most "
+        "200 trials: split the experiment",
+        valid=manifest(**SEVEN_MODELS_200_TRIALS),
+        invalid=manifest(**ONE_TRIAL_MORE),
+        field="spec",
+    ),
+    Case(
+        "spec.workload",
+        "workloads sleep and http need exactly one of rtt or rtts",
+        valid=manifest(workload=workload(rtts=["10ms", "20ms"])),
+        invalid=manifest(workload=workload(rtt="10ms", rtts=["20ms"])),
+        field="spec.workload",
+    ),
+    Case(
+        "spec.workload",
+        "rtt/rtts apply to sleep and http only",
+        valid=manifest(workload=workload(type="cpu", iterations=1000)),
+        invalid=manifest(workload=workload(type="cpu", iterations=1000, rtt="10ms")),
+        field="spec.workload",
+    ),
+    Case(
+        "spec.workload",
+        "iterations is required for cpu and applies to cpu only",
+        valid=manifest(workload=workload(type="cpu", iterations=1000)),
+        invalid=manifest(workload=workload(type="cpu")),
+        field="spec.workload",
+    ),
+    Case(
+        "spec.workload",
+        "hold is required for the hold workload and applies to it only",
+        valid=manifest(workload=workload(type="hold", hold="1s")),
+        invalid=manifest(workload=workload(rtt="10ms", hold="1s")),
+        field="spec.workload",
+    ),
+    Case(
+        "spec.workload",
+        "connection and responseBytes apply to the http workload only",
+        valid=manifest(
+            workload=workload(type="http", rtt="10ms", connection="reuse", responseBytes=128)
+        ),
+        invalid=manifest(workload=workload(rtt="10ms", responseBytes=128)),
+        field="spec.workload",
+    ),
+    Case(
+        "spec.models[]",
+        "gomaxprocs applies to goroutines only, not to the Python models",
+        valid=manifest(models=[{"model": "asyncio"}, {"model": "goroutines", "gomaxprocs": [1]}]),
+        invalid=manifest(models=[{"model": "asyncio"}, {"model": "threads", "gomaxprocs": [1]}]),
+        field="spec.models[1]",
+    ),
+    Case(
+        "spec.models[]",
+        "sequential runs one task at a time: leave workers out",
+        valid=manifest(models=[{"model": "sequential", "workers": [1]}]),
+        invalid=manifest(models=[{"model": "sequential", "workers": [2]}]),
+        field="spec.models[0]",
+    ),
+    Case(
+        "spec.models[].workers",
+        "a worker count is listed twice",
+        valid=manifest(models=[{"model": "asyncio"}, {"model": "threads", "workers": [2, 4]}]),
+        invalid=manifest(models=[{"model": "asyncio"}, {"model": "threads", "workers": [2, 2]}]),
+        field="spec.models[1].workers",
+    ),
+    Case(
+        "spec.models[].gomaxprocs",
+        "a gomaxprocs value is listed twice",
+        valid=manifest(models=[{"model": "goroutines", "gomaxprocs": [1, 0]}]),
+        invalid=manifest(models=[{"model": "goroutines", "gomaxprocs": [1, 1]}]),
+        field="spec.models[0].gomaxprocs",
+    ),
+]
+
+
+def declared_rules(crd_path: Path) -> Iterator[tuple[str, str]]:
+    """(schema path, message) of every x-kubernetes-validations rule of every version."""
+
+    def walk(schema: dict[str, Any], path: str) -> Iterator[tuple[str, str]]:
+        for rule in schema.get("x-kubernetes-validations", []):
+            yield (path, rule["message"])
+        for name, sub in schema.get("properties", {}).items():
+            yield from walk(sub, f"{path}.{name}" if path else name)
+        if "items" in schema:
+            yield from walk(schema["items"], f"{path}[]")
+        if isinstance(schema.get("additionalProperties"), dict):
+            yield from walk(schema["additionalProperties"], f"{path}{{}}")
+
+    crd = yaml.safe_load(crd_path.read_text())
+    for version in crd["spec"]["versions"]:
+        yield from walk(version["schema"]["openAPIV3Schema"], "")
+
+
+def field_path(text: str) -> str:
+    """A field as Kubernetes writes it (spec.models[1].workers), from any of the spellings the
+    two sides could use: pydantic's dotted location (spec.models.1.workers), a rule's
+    fieldPath (.metadata.name). `cxlab plan` and the apiserver both write the Kubernetes form
+    today; this keeps the comparison honest if either drifts."""
+    return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", text.strip()).removeprefix(".")
+
+
+def plan_problems(stderr: str) -> list[tuple[str, str]]:
+    """(field, message) per line of `cxlab plan`'s complaints: "cxlab: FILE: FIELD: message"."""
+    found = re.findall(r"^cxlab: [^:]+: ([^\s:]+): (.*)$", stderr, flags=re.MULTILINE)
+    return [(field_path(field), message) for field, message in found]
+
+
+# kubectl prints one error as `... is invalid: FIELD: Invalid value: "TYPE": MESSAGE`; several
+# as `... is invalid: [FIELD: ..., FIELD: ...]`, which this does not match, on purpose.
+_APISERVER_ERROR = re.compile(r'is invalid: ([^\s\[:][^\s:]*): Invalid value: "[^"]*": (.*)$')
+
+
+def apiserver_problem(stderr: str) -> tuple[str, str] | None:
+    """(field, message) of the apiserver's one complaint in kubectl's output, else None."""
+    match = _APISERVER_ERROR.search(stderr.strip())
+    return (field_path(match.group(1)), match.group(2).strip()) if match else None

@@ -2,10 +2,12 @@
 # Takes down the cluster hack/cluster-up.sh started, and only that: the processes whose PIDs
 # it recorded under build/cluster/pids/, then what they left behind and a next bring-up would
 # trip over: containers and their shims and processes, mounts under build/cluster, the
-# Pods' network namespaces, the cni0 bridge and its veths, the iptables chains of kube-proxy,
-# kubelet and the CNI plugins, and the cluster's state (etcd data, kubelet and containerd
-# state, IP allocations). Kept: certificates, kubeconfig, containerd's image store, logs.
-# Idempotent: safe to run twice, or when nothing runs.
+# Pods' network namespaces, and the cluster's state (etcd data, kubelet and containerd state,
+# IP allocations). The machine-wide state (the kubepods cgroups, the cni0 bridge and its
+# veths, the iptables chains of kube-proxy, kubelet and the CNI plugins) is cleaned only when
+# this checkout's cluster owns it (/run/cxlab/cluster.owner, written by cluster-up): a cluster
+# from another checkout keeps its network. Kept: certificates, kubeconfig, containerd's image
+# store, logs. Idempotent: safe to run twice, or when nothing runs.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -80,7 +82,11 @@ kubepods_pids() {
     [[ -d $d ]] && find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null
   done | sort -un
 }
+# The kubepods cgroups, the bridge, the iptables chains and the CNI caches are the machine's:
+# only the checkout that claimed them cleans them.
+if owns_machine; then mine=1; else mine=0; fi
 for _ in 1 2 3; do
+  ((mine)) || break
   mapfile -t pids < <(kubepods_pids)
   ((${#pids[@]})) || break
   act "killing processes left in kubepods cgroups: ${pids[*]}"
@@ -88,7 +94,7 @@ for _ in 1 2 3; do
   sleep 0.3
 done
 for d in /sys/fs/cgroup/*/kubepods; do
-  [[ -d $d ]] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+  ((mine)) && [[ -d $d ]] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
 done
 
 # 4. Mounts under build/cluster (container root filesystems, /dev/shm of sandboxes, network
@@ -101,7 +107,7 @@ for _ in 1 2; do
 done
 
 # 5. The bridge and its veths.
-if ip link show "$CNI_BRIDGE" >/dev/null 2>&1; then
+if ((mine)) && ip link show "$CNI_BRIDGE" >/dev/null 2>&1; then
   for veth in $(ip -o link show master "$CNI_BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
     ip link del "$veth" 2>/dev/null
   done
@@ -111,11 +117,12 @@ fi
 
 # 6. iptables: kube-proxy's own clean-up, then every chain named KUBE-* or CNI-* (kubelet,
 #    kube-proxy and the bridge/portmap plugins) and the rules that jump to them.
-if [[ -x $K8S_BIN/kube-proxy ]] && command -v iptables >/dev/null; then
+if ((mine)) && [[ -x $K8S_BIN/kube-proxy ]] && command -v iptables >/dev/null; then
   mkdir -p "$LOGS"
   "$K8S_BIN/kube-proxy" --cleanup >> "$LOGS/kube-proxy-cleanup.log" 2>&1
 fi
 for family in iptables ip6tables; do
+  ((mine)) || break
   command -v "$family-save" >/dev/null || continue
   for table in filter nat mangle; do
     saved=$("$family-save" -t "$table" 2>/dev/null) || continue
@@ -131,20 +138,24 @@ done
 #    /var/log/containers links into our Pod logs, cached CNI results of our network (and the
 #    loopback results of the same sandboxes), kubelet's device-plugin socket.
 find /var/log/containers -maxdepth 1 -type l -lname "$CLUSTER/*" -delete 2>/dev/null
-if [[ -d /var/lib/cni/results ]]; then
+if ((mine)) && [[ -d /var/lib/cni/results ]]; then
   for f in /var/lib/cni/results/cxlab-*; do
     [[ -e $f ]] || continue
     id=${f#/var/lib/cni/results/cxlab-}; id=${id%-*}
     rm -f "$f" "/var/lib/cni/results/cni-loopback-$id-lo"
   done
 fi
-rm -f /var/lib/kubelet/device-plugins/kubelet.sock
-rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet /run/containerd/s /run/containerd 2>/dev/null
+if ((mine)); then
+  rm -f /var/lib/kubelet/device-plugins/kubelet.sock
+  rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet /run/containerd/s /run/containerd 2>/dev/null
+fi
 if [[ -d $CLUSTER ]]; then
   rm -rf "$CLUSTER/etcd" "$CLUSTER/kubelet" "$CLUSTER/containerd/state" "$CLUSTER/containerd/opt" \
     "$CLUSTER/containerd/root/io.containerd.grpc.v1.cri" "$CLUSTER/cni/ipam" "$CLUSTER/kube-proxy" "$PIDS" "$CONTAINERD_SOCK" "$CONTAINERD_SOCK.ttrpc"
 fi
 
+((mine)) || [[ -z $(machine_owner) ]] ||
+  log "left the machine's network state (cni0, KUBE-*/CNI-* chains) to $(machine_owner), which claimed it"
 # Anything of ours still running? (should never happen)
 left=$(pgrep -d, -f -- "$CLUSTER/|$K8S_BIN/")
 [[ -z $left ]] || log "warning: still running: $(ps -o pid=,args= -p "$left")"

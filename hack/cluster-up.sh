@@ -24,22 +24,39 @@ if [[ -f $KUBECONFIG_FILE ]] && healthy; then
   log "cluster already up (KUBECONFIG=${KUBECONFIG_FILE#"$ROOT"/})"
   exit 0
 fi
-# Whatever a previous run left (processes, mounts, bridge, iptables chains, etcd data) goes
-# first; with nothing left this takes a fraction of a second.
+
+# ---- before touching anything: is the machine free for this checkout's cluster? ----
+# Only one cluster fits on a machine (fixed ports, one bridge). Another checkout's running
+# cluster is left alone: nothing of it is stopped or cleaned, and this bring-up stops here.
+owner=$(machine_owner || true)
+if [[ -n $owner && $owner != "$ROOT" ]] && cluster_runs_at "$owner"; then
+  die "another cxlab cluster runs on this machine, started from $owner: run 'make -C $owner cluster-down' first"
+fi
+ours=" "
+for c in "${COMPONENTS[@]}"; do pid=$(component_pid "$c") && ours+="$pid "; done
+for port in $ETCD_PORT $ETCD_PEER_PORT $API_PORT 10248 10249 10250 10256 10257 10259; do
+  holders=$(ss -Htlnp "sport = :$port" 2>/dev/null | grep -o "pid=[0-9]*" | cut -d= -f2 | sort -u || true)
+  [[ -n $holders ]] || continue
+  for pid in $holders; do
+    [[ $ours == *" $pid "* ]] && continue
+    die "port $port is in use by $(ps -o comm= -p "$pid" 2>/dev/null || echo "another program") (pid $pid), not by this checkout's cluster: stop it first (ss -tlnp 'sport = :$port')"
+  done
+done
+if [[ -n $owner && $owner != "$ROOT" ]]; then
+  log "the machine's cluster network state was last claimed by $owner, whose cluster does not run: taking it over"
+fi
+claim_machine
+
+# Whatever a previous run of this checkout left (processes, mounts, bridge, iptables chains,
+# etcd data) goes first; with nothing left this takes a fraction of a second.
 if compgen -G "$PIDS/*.pid" >/dev/null; then
   log "a previous cluster is partly running or unhealthy: taking it down first"
 fi
 "$ROOT/hack/cluster-down.sh" 2>&1 | grep -v 'cluster down (nothing ran)' >&2 || true
 
-need_pkgs etcd:etcd-server containerd:containerd ctr:containerd runc:runc \
+need_pkgs containerd:containerd ctr:containerd runc:runc \
   /usr/lib/cni/bridge:containernetworking-plugins iptables:iptables nft:nftables conntrack:conntrack \
-  openssl:openssl curl:curl jq:jq ip:iproute2 findmnt:util-linux
-
-for port in $ETCD_PORT $ETCD_PEER_PORT $API_PORT 10248 10250 10256 10257 10259; do
-  if ss -Htln "sport = :$port" 2>/dev/null | grep -q .; then
-    die "port $port is in use by another program (ss -tlnp 'sport = :$port')"
-  fi
-done
+  openssl:openssl curl:curl jq:jq ip:iproute2 findmnt:util-linux ss:iproute2 flock:util-linux
 
 "$ROOT/hack/build-k8s.sh"
 "$ROOT/hack/images.sh" --build
@@ -221,23 +238,45 @@ sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null ||
   log "warning: net.bridge.bridge-nf-call-iptables unavailable; Pod→Service→Pod on the bridge may fail"
 
 # ---- processes ----
-launch() { # name executable args...: start in its own session, record "<pid> <exe>"
-  local name=$1 exe; exe=$(readlink -f "$(command -v "$2")"); shift 2
-  echo "=== $(date -Is) cluster-up: $exe $*" >> "$LOGS/$name.log"
-  setsid "$exe" "$@" >> "$LOGS/$name.log" 2>&1 < /dev/null 9>&- &
-  echo "$! $exe" > "$PIDS/$name.pid"
+# From here on, a failure stops everything this run started (by recorded PID, through
+# cluster-down.sh) and names the component, with the end of its log.
+failed="" reason=""
+fail() { failed=$1 reason=$2; exit 1; }
+on_exit() {
+  local rc=$?
+  ((rc)) || return 0
+  trap - ERR
+  log "bring-up failed: stopping what it started"
+  "$ROOT/hack/cluster-down.sh" >&2 2>&1 || true
+  if [[ -n $failed ]]; then
+    log "error: $failed $reason"
+    log_tail "$LOGS/$failed.log" >&2
+  else
+    log "error: cluster-up failed at line $err_line: $err_command"
+  fi
+  exit "$rc"
 }
-wait_for() { # seconds description command...
-  local deadline=$((SECONDS + $1)) what=$2; shift 2
+err_line="" err_command=""
+trap 'err_line=$LINENO err_command=$BASH_COMMAND' ERR
+trap on_exit EXIT
+
+launch() { # name executable args...: started once it runs the executable
+  local name=$1; shift
+  # hack/stress-bring-up.sh proves the failure path: an unknown flag makes this one exit at once
+  [[ ${CXLAB_BRINGUP_FAULT:-} == "$name" ]] && set -- "$@" --cxlab-injected-fault
+  start_detached "$PIDS/$name.pid" "$LOGS/$name.log" "$@" || fail "$name" "exited as it started (log: ${LOGS#"$ROOT"/}/$name.log)"
+}
+wait_for() { # seconds component description command...: the component is blamed on a timeout
+  local limit=$1 component=$2 what=$3 deadline=$((SECONDS + $1)); shift 3
   until "$@"; do
-    ((SECONDS < deadline)) || die "timed out waiting for $what (logs: ${LOGS#"$ROOT"/}/)"
+    ((SECONDS < deadline)) || fail "$component" "not ready: $what still failing after $limit s (log: ${LOGS#"$ROOT"/}/$component.log)"
     sleep 0.25
   done
 }
-alive() { component_pid "$1" >/dev/null || die "$1 exited (log: ${LOGS#"$ROOT"/}/$1.log)"; }
+alive() { component_pid "$1" >/dev/null || fail "$1" "exited (log: ${LOGS#"$ROOT"/}/$1.log)"; }
 
 log "starting etcd and containerd"
-launch etcd etcd --name cxlab --data-dir "$CLUSTER/etcd" \
+launch etcd "$K8S_BIN/etcd" --name cxlab --data-dir "$CLUSTER/etcd" \
   --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
   --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
   --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
@@ -245,7 +284,7 @@ launch etcd etcd --name cxlab --data-dir "$CLUSTER/etcd" \
 launch containerd containerd --config "$CLUSTER/containerd/config.toml"
 
 etcd_ok() { alive etcd; [[ $(curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" | jq -r .health 2>/dev/null) == true ]]; }
-wait_for 30 etcd etcd_ok
+wait_for 60 etcd "etcd /health" etcd_ok
 
 log "starting kube-apiserver"
 launch kube-apiserver "$K8S_BIN/kube-apiserver" \
@@ -261,11 +300,11 @@ launch kube-apiserver "$K8S_BIN/kube-apiserver" \
   --authorization-mode Node,RBAC --allow-privileged=true --profiling=false
 
 containerd_ok() { alive containerd; ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; }
-wait_for 30 containerd containerd_ok
-"$ROOT/hack/images.sh" --import
+wait_for 60 containerd "containerd's socket" containerd_ok
+"$ROOT/hack/images.sh" --import || fail containerd "did not take the images (hack/images.sh --import)"
 
 apiserver_ok() { alive kube-apiserver; [[ $(api /readyz 2>/dev/null) == ok ]]; }
-wait_for 90 kube-apiserver apiserver_ok
+wait_for 180 kube-apiserver "kube-apiserver /readyz" apiserver_ok
 
 log "starting kube-controller-manager, kube-scheduler, kubelet, kube-proxy"
 launch kube-controller-manager "$K8S_BIN/kube-controller-manager" \
@@ -285,9 +324,10 @@ launch kube-proxy "$K8S_BIN/kube-proxy" --config "$CLUSTER/kube-proxy/config.yam
 
 all_ok() { local c; for c in "${COMPONENTS[@]}"; do alive "$c"; done; }
 ready() { all_ok; node_ready; }
-wait_for 120 "node $NODE_NAME to be Ready" ready
+wait_for 180 kubelet "node $NODE_NAME to be Ready" ready
 default_sa() { all_ok; api /api/v1/namespaces/default/serviceaccounts/default >/dev/null; }
-wait_for 60 "the default ServiceAccount" default_sa
+wait_for 120 kube-controller-manager "the default ServiceAccount" default_sa
+trap - EXIT ERR
 
 log "cluster up in $((SECONDS - start)) s: node $NODE_NAME ($NODE_IP) Ready"
 log "  export KUBECONFIG=$KUBECONFIG_FILE"

@@ -8,7 +8,8 @@ K8S_BIN="$BUILD/k8s/bin"
 CLUSTER="$BUILD/cluster"        # cluster state: pki, etcd, containerd, kubelet, logs, pids
 IMAGES="$BUILD/images"          # image build folders, tarballs and their input hashes
 K8S_VERSION=v1.32.4
-K8S_COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
+# built by build-k8s.sh from hack/k8s: Kubernetes' own, and etcd at the version Kubernetes pins
+K8S_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 
 CONTAINERD_SOCK="$CLUSTER/containerd/containerd.sock"
 KUBECONFIG_FILE="$CLUSTER/kubeconfig"
@@ -74,15 +75,57 @@ node_ip() {
     hostname -I | awk '{print $1}'
 }
 
-# The pid of a component if the process cluster-up recorded for it still runs that executable.
+# The executable a process runs now, or nothing if it is gone or a zombie. Right after a fork
+# this is still the shell (bash, or setsid on its way to exec): "not exec'd yet" is not "exited".
+exe_of() {
+  local stat exe
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [[ ${stat%% *} != Z ]] || return 1
+  exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
+  echo "${exe% (deleted)}"
+}
+
+# The pid of a component if the process cluster-up recorded for it still runs that executable:
+# component_pid name [root] (root: another checkout's, to see whether its cluster runs).
 component_pid() {
-  local pid exe actual
-  [[ -f $PIDS/$1.pid ]] || return 1
-  read -r pid exe < "$PIDS/$1.pid" || return 1
+  local pid exe pids=${2:-$ROOT}/build/cluster/pids
+  [[ -f $pids/$1.pid ]] || return 1
+  read -r pid exe < "$pids/$1.pid" || return 1
   [[ $pid =~ ^[0-9]+$ ]] || return 1
-  actual=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
-  [[ ${actual% (deleted)} == "$exe" ]] || return 1
+  [[ $(exe_of "$pid") == "$exe" ]] || return 1
   echo "$pid"
+}
+
+# Start a long-running program detached (own session, stdin closed, output appended to a log)
+# and record "<pid> <executable>" in a pid file. Returns once the process runs the program:
+# on a busy machine the fork can take seconds to exec, and a check made before then would see
+# the shell. Fails (1) if it exits first, or has not exec'd within 60 s.
+start_detached() { # pidfile logfile executable args...
+  local pidfile=$1 logfile=$2 exe pid deadline; exe=$(readlink -f "$(command -v "$3")"); shift 3
+  [[ -x $exe ]] || { log "error: no executable $exe"; return 1; }
+  echo "=== $(date -Is) $exe $*" >> "$logfile"
+  # without job control the background child leads no process group, so setsid execs in place
+  # (no second fork) and $! is the program's own pid
+  setsid "$exe" "$@" >> "$logfile" 2>&1 < /dev/null 9>&- &
+  pid=$!
+  echo "$pid $exe" > "$pidfile"
+  deadline=$((SECONDS + 60))
+  until [[ $(exe_of "$pid") == "$exe" ]]; do
+    kill -0 "$pid" 2>/dev/null && [[ $(cat "/proc/$pid/stat" 2>/dev/null) != *") Z "* ]] || return 1
+    ((SECONDS < deadline)) || return 1
+    sleep 0.05
+  done
+}
+
+# The last lines a log got from its latest start (start_detached marks each with "=== "),
+# indented, for an error message: log_tail file [lines]
+log_tail() {
+  local from
+  [[ -s $1 ]] || { echo "    (no output in ${1#"$ROOT"/})"; return 0; }
+  from=$(grep -n '^=== ' "$1" | tail -n 1 | cut -d: -f1)
+  echo "    --- last lines of ${1#"$ROOT"/} ---"
+  tail -n +"${from:-1}" "$1" | tail -n "${2:-25}" | sed 's/^/    /'
 }
 
 # curl against the apiserver with the admin certificate: api PATH [curl options]
@@ -97,15 +140,33 @@ node_ready() {
     jq -e '.status.conditions[] | select(.type == "Ready") | .status == "True"' >/dev/null 2>&1
 }
 
-# One cluster-up, cluster-down or images run at a time (a second one waits): the lock is
-# build/.cluster.lock, taken once per process tree (child scripts see CXLAB_CLUSTER_LOCK).
+# One cluster per machine (fixed ports, one bridge, the iptables chains): the machine-wide
+# state lives in /run (gone at reboot, like the bridge and the chains it describes).
+MACHINE_STATE=${CXLAB_MACHINE_STATE:-/run/cxlab}
+OWNER_FILE="$MACHINE_STATE/cluster.owner"    # the checkout (ROOT) whose cluster owns cni0, KUBE-*/CNI-*
+
+# One cluster-up, cluster-down or images run at a time on the machine, whichever checkout it
+# comes from (a second one waits): the lock is $MACHINE_STATE/cluster.lock, taken once per
+# process tree (child scripts see CXLAB_CLUSTER_LOCK).
 cluster_lock() {
   [[ -n ${CXLAB_CLUSTER_LOCK:-} ]] && return 0
-  mkdir -p "$BUILD"
-  exec 9>"$BUILD/.cluster.lock"
+  mkdir -p "$MACHINE_STATE"
+  exec 9>"$MACHINE_STATE/cluster.lock"
   if ! flock -n 9; then
     log "waiting for another cluster-up/cluster-down/images run to finish"
-    flock -w 1800 9 || die "gave up waiting for $BUILD/.cluster.lock"
+    flock -w 1800 9 || die "gave up waiting for $MACHINE_STATE/cluster.lock"
   fi
   export CXLAB_CLUSTER_LOCK=1
+}
+
+# The checkout whose cluster last claimed the machine's shared network state, if any.
+machine_owner() { cat "$OWNER_FILE" 2>/dev/null; }
+owns_machine() { [[ $(machine_owner) == "$ROOT" ]]; }
+claim_machine() { mkdir -p "$MACHINE_STATE" && echo "$ROOT" > "$OWNER_FILE"; }
+
+# Whether any component of the cluster started from checkout $1 still runs.
+cluster_runs_at() {
+  local c
+  for c in "${COMPONENTS[@]}"; do component_pid "$c" "$1" >/dev/null && return 0; done
+  return 1
 }

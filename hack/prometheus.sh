@@ -130,14 +130,27 @@ running_pid() {
   local pid exe
   [[ -f $PID_FILE ]] || return 1
   read -r pid exe < "$PID_FILE" || return 1
-  [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$exe" ]] || return 1
+  [[ $pid =~ ^[0-9]+$ && $(exe_of "$pid") == "$exe" ]] || return 1
   echo "$pid"
 }
 
+# Ready once /-/ready answers; a Prometheus that exits or never gets ready is stopped and its
+# log shown. Replaying a large write-ahead log can take a while on a busy machine.
 wait_ready() {
-  local deadline=$((SECONDS + 30))
-  until curl -fsS "$URL/-/ready" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || die "Prometheus not ready after 30 s: see $PROM/prometheus.log"
+  local deadline=$((SECONDS + 120))
+  until curl -fsS --max-time 2 "$URL/-/ready" >/dev/null 2>&1; do
+    if ! running_pid >/dev/null; then
+      log "error: Prometheus exited as it started"
+      log_tail "$PROM/prometheus.log" >&2
+      rm -f "$PID_FILE"
+      exit 1
+    fi
+    if ((SECONDS >= deadline)); then
+      log "error: Prometheus not ready after 120 s: stopping it"
+      log_tail "$PROM/prometheus.log" >&2
+      stop
+      exit 1
+    fi
     sleep 0.2
   done
 }
@@ -157,13 +170,17 @@ start() {
   mkdir -p "$PROM/data"
   # Trial Pods live seconds: hand discovered targets to the scrape manager every second
   # rather than every 5 s (the discovery manager's own 5 s batching is not configurable).
-  "$PROMETHEUS" --config.file="$PROM/prometheus.yml" \
+  if ! start_detached "$PID_FILE" "$PROM/prometheus.log" "$PROMETHEUS" \
+    --config.file="$PROM/prometheus.yml" \
     --storage.tsdb.path="$PROM/data" --storage.tsdb.retention.time=7d \
     --scrape.discovery-reload-interval=1s \
-    --web.listen-address="127.0.0.1:$PROMETHEUS_PORT" \
-    >> "$PROM/prometheus.log" 2>&1 < /dev/null &
-  pid=$!
-  echo "$pid $(readlink "/proc/$pid/exe")" > "$PID_FILE"
+    --web.listen-address="127.0.0.1:$PROMETHEUS_PORT"; then
+    log "error: Prometheus exited as it started"
+    log_tail "$PROM/prometheus.log" >&2
+    rm -f "$PID_FILE"
+    exit 1
+  fi
+  read -r pid _ < "$PID_FILE"
   wait_ready
   log "Prometheus runs (pid $pid): $URL"
 }

@@ -12,6 +12,8 @@ export PATH := $(CURDIR)/$(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
 export GOSUMDB := off
 
 EXAMPLE ?= manifests/examples/quickstart.yaml
+# the kubectl built with the local cluster, at its version, pointed at it
+KUBECTL := build/k8s/bin/kubectl --kubeconfig build/cluster/kubeconfig
 GO_SOURCES := $(shell find workloads -name '*.go' -o -name go.mod -o -name go.sum 2>/dev/null)
 GO_BINARIES := $(BIN)/cxlab-runner-go $(BIN)/cxlab-delay $(BIN)/bare-goroutines
 
@@ -32,7 +34,7 @@ plan: deps ## Print the trials of EXAMPLE=... without running them
 ##@ Develop
 
 .PHONY: test
-test: deps lint helm ## Lint, type-check, every test: Go, Python, the operator and its Helm chart on a local cluster it brings up
+test: test-deps lint helm ## Lint, type-check, every test: Go, Python, the operator and its Helm chart on a local cluster it brings up
 	cd workloads && go test ./...
 	pytest
 
@@ -58,6 +60,8 @@ dashboards: deps ## Regenerate the Grafana dashboards (dashboards/*.json) from d
 
 .PHONY: bench-operator
 bench-operator: deps cluster-up ## Operator costs on the local cluster: time to first Pod, overhead and patches per trial, RSS
+	$(KUBECTL) apply --server-side --force-conflicts -f manifests/crds/
+	$(KUBECTL) wait --for condition=established --timeout=60s crd/concurrencyexperiments.cxlab.dev
 	python operator/bench/bench_operator.py
 
 .PHONY: helm
@@ -88,7 +92,10 @@ format: deps ## Rewrite Python and Go sources in the house style
 ##@ Set-up (run by the targets above when needed)
 
 .PHONY: deps
-deps: $(VENV)/.installed $(GO_BINARIES) build/.promtool build/.chromium ## Install Python packages, build Go programs, get promtool and Chromium
+deps: $(VENV)/.installed $(GO_BINARIES) ## What `make run` needs: the Python packages and the Go programs
+
+.PHONY: test-deps
+test-deps: deps build/.promtool build/.chromium ## What the tests need besides: promtool (metrics lint) and headless Chromium (the report test)
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -144,6 +151,10 @@ prometheus-up: cluster-up ## Start Prometheus for the local cluster (trial Pods,
 .PHONY: prometheus-down
 prometheus-down: ## Stop the Prometheus prometheus-up started
 	hack/prometheus.sh stop
+
+.PHONY: stress-cluster-up
+stress-cluster-up: ## 5 cold bring-ups in a row, both cores kept busy, each followed by cluster-down (ROUNDS=5)
+	hack/stress-bring-up.sh $(or $(ROUNDS),5)
 
 .PHONY: cluster-test
 cluster-test: cluster-up ## Smoke-test the local cluster: runner Pods pinned to their core, Pod and Service networking

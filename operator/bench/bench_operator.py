@@ -15,10 +15,12 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import kubernetes
+from kubernetes.client.exceptions import ApiException
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBECONFIG = ROOT / "build" / "cluster" / "kubeconfig"
@@ -36,6 +38,26 @@ def experiment(name: str) -> dict[str, Any]:
             "repetitions": TRIALS // 5,
         },
     }
+
+
+def events(
+    list_call: Callable[..., Any], *args: Any, seconds: float, **kwargs: Any
+) -> Iterator[Any]:
+    """Watch events for up to `seconds`. A watch the apiserver ends with 410 (its resource
+    version expired) or 504 (its watch cache is behind the version a fresh list returned) is
+    started again from the current state, as kopf and client-go's reflector do."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        watcher = kubernetes.watch.Watch()
+        try:
+            yield from watcher.stream(list_call, *args, timeout_seconds=max(1, int(left)), **kwargs)
+        except ApiException as error:
+            if error.status not in (410, 504):
+                raise
+            print(
+                f"watch ended with {error.status} ({error.reason}): watching again", file=sys.stderr
+            )
+            time.sleep(0.5)
 
 
 def memory_kib(pid: int, field: str) -> int:
@@ -65,27 +87,29 @@ def main() -> None:
         status_changes = 0
 
         def watch_pods() -> None:
-            watcher = kubernetes.watch.Watch()
-            for _ in watcher.stream(core.list_namespaced_pod, namespace, timeout_seconds=300,
-                                    label_selector=f"cxlab.dev/experiment={name}"):  # fmt: skip
+            for _ in events(core.list_namespaced_pod, namespace, seconds=300,
+                            label_selector=f"cxlab.dev/experiment={name}"):  # fmt: skip
                 first_pod.append(time.monotonic())
-                watcher.stop()
+                return
 
         def watch_status() -> None:
             nonlocal status_changes
-            previous = None
-            watcher = kubernetes.watch.Watch()
-            for event in watcher.stream(custom.list_namespaced_custom_object, "cxlab.dev",
-                                        "v1alpha1", namespace, "concurrencyexperiments",
-                                        timeout_seconds=600):  # fmt: skip
+            previous = json.dumps(None)  # created without a status
+            for event in events(custom.list_namespaced_custom_object, "cxlab.dev", "v1alpha1",
+                                namespace, "concurrencyexperiments", seconds=600):  # fmt: skip
                 status = json.dumps(event["object"].get("status"), sort_keys=True)
-                if event["type"] == "MODIFIED" and status != previous:
+                # a watch started again replays the object as ADDED: a change is a change
+                if status != previous:
                     status_changes += 1
                 previous = status
                 if event["object"].get("status", {}).get("phase") in ("Succeeded", "Failed"):
-                    watcher.stop()
+                    return
 
-        threads = [threading.Thread(target=watch_pods), threading.Thread(target=watch_status)]
+        # daemons: a failed apply must not leave the run waiting for the watches' timeouts
+        threads = [
+            threading.Thread(target=watch_pods, daemon=True),
+            threading.Thread(target=watch_status, daemon=True),
+        ]
         for thread in threads:
             thread.start()
         time.sleep(1)

@@ -29,7 +29,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def _make(target: str) -> None:
-    subprocess.run(["make", "-s", target], cwd=ROOT, check=True)
+    # On failure the error itself carries the end of the output (which component failed, the
+    # tail of its log): every cluster test reports it, not only a captured-output section.
+    done = subprocess.run(
+        ["make", "-s", target],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    sys.stderr.write(done.stdout)
+    if done.returncode != 0:
+        tail = "\n".join(done.stdout.splitlines()[-40:])
+        pytest.fail(f"make {target} failed (exit {done.returncode}):\n{tail}", pytrace=False)
 
 
 def _cluster_is_up() -> bool:

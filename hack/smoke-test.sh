@@ -27,7 +27,9 @@ pass "node $(node_name) Ready"
 "$KUBECTL" delete namespace "$NS" --ignore-not-found --wait >/dev/null
 "$KUBECTL" create namespace "$NS" >/dev/null
 trap '"$KUBECTL" delete namespace "$NS" --wait=false >/dev/null 2>&1 || true' EXIT
-until k get serviceaccount default >/dev/null 2>&1; do sleep 0.2; done
+# the controller-manager makes the namespace's ServiceAccount; bounded, like every wait here
+for ((i = 0; i < 300; i++)); do k get serviceaccount default >/dev/null 2>&1 && break; sleep 0.2; done
+k get serviceaccount default >/dev/null || die "no ServiceAccount default in $NS after 60 s (kube-controller-manager's log)"
 
 SECURITY='{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "capabilities": {"drop": ["ALL"]}}'
 pod() { # name command-json resources-json [labels-json]

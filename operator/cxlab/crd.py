@@ -21,6 +21,7 @@ from cxlab.spec import (
     NAME_MAX_LENGTH,
     ExperimentSpec,
 )
+from cxlab.status import ExperimentStatus
 
 GROUP, VERSION = API_VERSION.split("/")
 PLURAL = "concurrencyexperiments"
@@ -195,115 +196,13 @@ def result_schema() -> Schema:
     return schema
 
 
-def _condition_schema() -> Schema:
-    return {
-        "type": "object",
-        "required": ["type", "status"],
-        "properties": {
-            "type": {"type": "string"},
-            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
-            "reason": {"type": "string"},
-            "message": {"type": "string"},
-            "lastTransitionTime": {"type": "string", "format": "date-time"},
-            "observedGeneration": {"type": "integer"},
-        },
-    }
-
-
 def status_schema() -> Schema:
-    integer, string, number = {"type": "integer"}, {"type": "string"}, {"type": "number"}
-    nullable_int = {"type": "integer", "nullable": True}
-    trial = {
-        "type": "object",
-        "required": ["name", "model", "workers", "repetition", "phase"],
-        "properties": {
-            "name": string,
-            "model": string,
-            "variant": string,
-            "workers": integer,
-            "gomaxprocs": nullable_int,
-            "rttSeconds": {"type": "number", "nullable": True},
-            "repetition": integer,
-            "phase": {"type": "string", "enum": ["Succeeded", "Failed"]},
-            "message": string,
-            "attempts": integer,
-            "node": string,
-            "metricsScraped": {"type": "boolean"},
-            "prometheus": {
-                "type": "object",
-                "description": "The trial container as Prometheus saw it (cAdvisor) over the "
-                "trial Pod's life, when the operator has a Prometheus (CXLAB_PROMETHEUS_URL).",
-                "properties": {
-                    "cpuThrottledRatio": {
-                        "type": "number",
-                        "description": "CFS periods throttled / CFS periods.",
-                    },
-                    "memoryWorkingSetBytes": {
-                        "type": "integer",
-                        "description": "Largest container_memory_working_set_bytes.",
-                    },
-                    "windowSeconds": {"type": "integer"},
-                    "missing": {
-                        "type": "array",
-                        "description": "Fields Prometheus had no data for (never reported 0).",
-                        "items": string,
-                    },
-                    "error": string,
-                },
-            },
-            "result": result_schema(),
-        },
-    }
-    return {
-        "type": "object",
-        "description": "Written by the operator: progress as trials end, the summary at the end.",
-        "properties": {
-            "phase": {"type": "string", "enum": ["Pending", "Running", "Succeeded", "Failed"]},
-            "observedGeneration": integer,
-            "startTime": {"type": "string", "format": "date-time"},
-            "completionTime": {"type": "string", "format": "date-time"},
-            "best": {"type": "string", "description": "The first recommendation, short."},
-            "progress": {
-                "type": "object",
-                "properties": {
-                    "trialsTotal": integer,
-                    "trialsDone": integer,
-                    "trialsFailed": integer,
-                    "display": string,
-                    "running": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "trial": string,
-                                "pod": string,
-                                "tasksDone": integer,
-                                "tasks": integer,
-                                "elapsedSeconds": number,
-                            },
-                        },
-                    },
-                },
-            },
-            "conditions": {
-                "type": "array",
-                "items": _condition_schema(),
-                "x-kubernetes-list-type": "map",
-                "x-kubernetes-list-map-keys": ["type"],
-            },
-            "attempts": {
-                "type": "object",
-                "description": "Pods started per unfinished trial (retries after loss).",
-                "additionalProperties": integer,
-            },
-            "startedSpec": {
-                "type": "string",
-                "description": "The spec the run started with, as JSON: it ends with that spec.",
-            },
-            "trials": {"type": "array", "items": trial},
-            "summary": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-        },
-    }
+    """Generated from the typed status (cxlab.status.ExperimentStatus); the runner's Result
+    inside each trial entry from its own JSON Schema."""
+    source = ExperimentStatus.model_json_schema(by_alias=True)
+    schema = structural(source, source.get("$defs", {}))
+    schema["properties"]["trials"]["items"]["properties"]["result"] = result_schema()
+    return schema
 
 
 def custom_resource_definition() -> Schema:

@@ -9,6 +9,7 @@ import kubernetes
 from kubernetes.client.exceptions import ApiException
 
 from cxlab.crd import GROUP, PLURAL, VERSION
+from cxlab.status import checked
 
 
 def load_configuration() -> None:
@@ -26,7 +27,7 @@ class Kube:
     def write_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         """Replace the whole status. A JSON Patch, not a merge patch: in a merge patch a null
         deletes its key, and a Result's nulls (gomaxprocs of a Python model) must stay."""
-        patch = [{"op": "add", "path": "/status", "value": status}]
+        patch = [{"op": "add", "path": "/status", "value": checked(status)}]
         self.custom.patch_namespaced_custom_object_status(
             GROUP,
             VERSION,

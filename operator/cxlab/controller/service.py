@@ -128,16 +128,6 @@ class Reconciler:
         attempts: dict[str, int] = dict(status.get("attempts") or {})
         pods += self._unindexed(namespace, name, trials, recorded, attempts, pods)
         target = next((p for p in pods if p.component == COMPONENT_TARGET), None)
-        if spec.workload.type == "http" and target is None and len(recorded) < len(trials):
-            self.kube.create_pod(
-                build_target_pod(
-                    experiment=name,
-                    namespace=namespace,
-                    uid=metadata["uid"],
-                    spec=spec,
-                    config=self.config,
-                )
-            )
         target_ready = bool(target and target.ready and target.ip)
         decision = decide(
             spec=spec,
@@ -163,7 +153,18 @@ class Reconciler:
             self.metrics.status_writes.inc()
         for entry in decision.finished:
             self.metrics.trials_finished.labels(entry["phase"].lower()).inc()
-        # Only now, with results and attempts safely in status, touch the Pods.
+        # Only now, with results and attempts safely in status, touch the Pods: the delay
+        # target first (this pass counted it not ready), then the trials.
+        if spec.workload.type == "http" and target is None and len(recorded) < len(trials):
+            self.kube.create_pod(
+                build_target_pod(
+                    experiment=name,
+                    namespace=namespace,
+                    uid=metadata["uid"],
+                    spec=spec,
+                    config=self.config,
+                )
+            )
         url = f"http://{target.ip}:{self.config.target_port}/" if target and target.ip else None
         for trial, attempt in decision.create:
             pod = build_trial_pod(

@@ -148,8 +148,8 @@ build_runner() {
   finish_python_image "$dir" "$app" "$RUNNER_IMAGE" "$hash"
 }
 
-# The operator, laid out as in the repository (results.py finds workloads/schema two folders
-# up): /app/operator/cxlab, /app/workloads/python/cxlab_runner, /app/workloads/schema; its
+# The operator, laid out as in the repository: /app/operator/cxlab,
+# /app/workloads/python/cxlab_runner and cxlab_contract (the Result schema, package data); its
 # packages in the image's dist-packages. Runs as 65532, nothing written outside /tmp.
 build_operator() {
   local dir="$IMAGES/operator" hash app site pins
@@ -158,7 +158,7 @@ build_operator() {
   mapfile -t pins < <(read_pins operator)
   ((${#pins[@]})) || die "could not read the operator's pins from pyproject.toml"
   hash=$(hash_inputs "$IMAGES/base-bookworm/.inputs" "$ROOT/hack/image-requirements.py" \
-    "$ROOT/operator/cxlab" "$ROOT/workloads/python/cxlab_runner" "$ROOT/workloads/schema" \
+    "$ROOT/operator/cxlab" "$ROOT/workloads/python/cxlab_runner" "$ROOT/workloads/python/cxlab_contract" \
     "$ROOT/hack/images/docker-archive.py" "$ROOT/hack/images.sh" \
     -- "$OPERATOR_IMAGE" "$("$PYTHON" -VV)" "${pins[*]}")
   if [[ -f $dir/image.tar && $(cat "$dir/.inputs" 2>/dev/null) == "$hash" ]]; then return; fi
@@ -171,7 +171,7 @@ build_operator() {
   pip_target "$site" "${pins[@]}"
   cp -r --preserve=timestamps "$ROOT/operator/cxlab" "$app/app/operator/"
   cp -r --preserve=timestamps "$ROOT/workloads/python/cxlab_runner" "$app/app/workloads/python/"
-  cp -r --preserve=timestamps "$ROOT/workloads/schema" "$app/app/workloads/"
+  cp -r --preserve=timestamps "$ROOT/workloads/python/cxlab_contract" "$app/app/workloads/python/"
   find "$app/app" -name __pycache__ -prune -exec rm -rf {} +
   "$PYTHON" -m compileall -q "$app/app" "$site"
   finish_python_image "$dir" "$app" "$OPERATOR_IMAGE" "$hash" \

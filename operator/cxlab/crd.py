@@ -1,17 +1,17 @@
 """The ConcurrencyExperiment CRD, generated: the spec schema from the pydantic models in
-spec.py, the Result schema from workloads/schema, and CEL rules for what spans fields.
+spec.py, the status schema from status.py, the Result schema from the contract package
+(cxlab_contract), and CEL rules for what spans fields.
 `make crd` writes manifests/crds/; a test fails when the file and this code disagree."""
 
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
+import cxlab_contract
 import yaml
 
-from cxlab.results import SCHEMA_PATH
 from cxlab.spec import (
     API_VERSION,
     KIND,
@@ -190,7 +190,7 @@ def spec_schema() -> Schema:
 
 
 def result_schema() -> Schema:
-    source = json.loads(SCHEMA_PATH.read_text())
+    source = cxlab_contract.result_schema()
     schema = structural(source, {})
     schema["description"] = source["description"]
     return schema

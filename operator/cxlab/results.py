@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
-
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workloads" / "schema" / "result-v1.schema.json"
+from cxlab_contract import result_schema
 
 
 class ResultError(Exception):
@@ -18,7 +16,7 @@ class ResultError(Exception):
 
 @cache
 def _validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+    return jsonschema.Draft202012Validator(result_schema())
 
 
 def parse_result(text: str) -> dict[str, Any]:

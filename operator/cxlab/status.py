@@ -98,7 +98,7 @@ class TrialEntry(_Shape):
     metrics_scraped: bool = _optional()
     prometheus: PrometheusUsage = _optional()
     result: dict[str, Any] = _optional()
-    """The runner's Result (workloads/schema/result-v1.schema.json)."""
+    """The runner's Result (cxlab_contract/result-v1.schema.json)."""
 
 
 class ExperimentStatus(_Shape):

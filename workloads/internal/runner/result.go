@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 )
 
-// Schema identifies the Result format (schema/result-v1.schema.json).
+// Schema identifies the Result format (python/cxlab_contract/result-v1.schema.json).
 const Schema = "cxlab.dev/result/v1"
 
 // MaxResultBytes is the bound on an encoded Result: a Pod termination

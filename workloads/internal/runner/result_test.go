@@ -116,7 +116,7 @@ func TestErrorMessageDropsLocalPort(t *testing.T) {
 
 // The Result's keys must be exactly the schema's: required, no extras.
 func TestResultKeysMatchSchema(t *testing.T) {
-	raw, err := os.ReadFile("../../schema/result-v1.schema.json")
+	raw, err := os.ReadFile("../../python/cxlab_contract/result-v1.schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}

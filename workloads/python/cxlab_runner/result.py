@@ -1,4 +1,4 @@
-"""The Result document (workloads/schema/result-v1.schema.json): built once at the end of a
+"""The Result document (cxlab_contract/result-v1.schema.json): built once at the end of a
 trial, compact enough for a Pod termination message."""
 
 from __future__ import annotations

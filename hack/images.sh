@@ -126,7 +126,8 @@ build_runner() {
   mapfile -t pins < <(read_pins runner)
   ((${#pins[@]})) || die "could not read the runner's pins from pyproject.toml"
   hash=$(hash_inputs "$IMAGES/base-bookworm/.inputs" "$ROOT/hack/image-requirements.py" \
-    "$ROOT/workloads/python/cxlab_runner" "$ROOT/workloads/go.mod" "$ROOT/workloads/go.sum" \
+    "$ROOT/workloads/python/cxlab_runner" "$ROOT/workloads/python/cxlab_contract" \
+    "$ROOT/workloads/go.mod" "$ROOT/workloads/go.sum" \
     "$ROOT/workloads/cmd" "$ROOT/workloads/internal" "$ROOT/hack/images/docker-archive.py" "$ROOT/hack/images.sh" \
     -- "$RUNNER_IMAGE" "$(go version)" "$("$PYTHON" -VV)" "${pins[*]}")
   if [[ -f $dir/image.tar && $(cat "$dir/.inputs" 2>/dev/null) == "$hash" ]]; then return; fi
@@ -142,14 +143,15 @@ build_runner() {
     -o "$app/usr/local/bin/" ./cmd/cxlab-runner-go ./cmd/cxlab-delay)
 
   pip_target "$site" "${pins[@]}"
-  cp -r --preserve=timestamps "$ROOT/workloads/python/cxlab_runner" "$site/"
-  find "$site/cxlab_runner" -name __pycache__ -prune -exec rm -rf {} +
-  "$PYTHON" -m compileall -q "$site/cxlab_runner"
+  # the runner and the contract it reads (models, buckets, the Result bound)
+  cp -r --preserve=timestamps "$ROOT/workloads/python/cxlab_runner" "$ROOT/workloads/python/cxlab_contract" "$site/"
+  find "$site/cxlab_runner" "$site/cxlab_contract" -name __pycache__ -prune -exec rm -rf {} +
+  "$PYTHON" -m compileall -q "$site/cxlab_runner" "$site/cxlab_contract"
   finish_python_image "$dir" "$app" "$RUNNER_IMAGE" "$hash"
 }
 
 # The operator, laid out as in the repository: /app/operator/cxlab,
-# /app/workloads/python/cxlab_runner and cxlab_contract (the Result schema, package data); its
+# /app/workloads/python/cxlab_runner and cxlab_contract (the contract's files, package data); its
 # packages in the image's dist-packages. Runs as 65532, nothing written outside /tmp.
 build_operator() {
   local dir="$IMAGES/operator" hash app site pins

@@ -82,7 +82,11 @@ def _third_party_imports(folder: Path) -> set[str]:
                 found |= {alias.name.split(".")[0] for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 found.add(node.module.split(".")[0])
-    return found - set(sys.stdlib_module_names) - {"cxlab", "cxlab_runner", "__future__"}
+    return (
+        found
+        - set(sys.stdlib_module_names)
+        - {"cxlab", "cxlab_runner", "cxlab_contract", "__future__"}
+    )
 
 
 def test_operator_image_has_what_the_operator_imports() -> None:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cxlab_contract import runner_contract
 from helpers import program, run_runner, runner_argv, scrape
 
 PYTHON_MODELS = ["sequential", "threads", "processes", "gevent", "asyncio"]
@@ -174,6 +175,13 @@ def test_metrics_endpoint_passes_promtool(model: str, metrics_port: int) -> None
     assert all(key.startswith("cxlab_") for key in lines)
 
 
+@pytest.mark.parametrize("model", ["asyncio", "goroutines"])
+def test_both_runners_expose_exactly_the_contracts_metrics(model: str, metrics_port: int) -> None:
+    text = _metrics_after_finish(model, metrics_port)
+    exposed = dict(line.split()[2:4] for line in text.splitlines() if line.startswith("# TYPE "))
+    assert exposed == runner_contract().metrics
+
+
 def test_progress_is_visible_while_running(metrics_port: int) -> None:
     process = subprocess.Popen(
         runner_argv("threads", "--workload", "sleep", "--tasks", "40", "--workers", "2",
@@ -310,4 +318,5 @@ def test_sigterm_stops_a_trial_at_once(model: str) -> None:
     # own handling would exit with 2, the usage status): the message and 128+15.
     assert stdout == "", stderr
     assert "stopped by SIGTERM" in stderr
-    assert unshare.returncode == 128 + signal.SIGTERM  # unshare passes the status on
+    # unshare passes the status on
+    assert unshare.returncode == runner_contract().exit_status["stoppedBySIGTERM"] == 143

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
+from cxlab_contract import runner_contract
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -40,8 +41,20 @@ DEFAULT_RESPONSE_BYTES = 64  # body size the delay target sends when responseByt
 # One OS process per worker: past this a trial measures fork storms, not the model.
 MAX_PROCESS_WORKERS = 512
 
+# Spelled out for the type checker and the CRD's enums; the runner contract is the source, and
+# importing this module fails if they ever differ.
 Model = Literal["sequential", "threads", "processes", "gevent", "asyncio", "locust", "goroutines"]
 WorkloadType = Literal["sleep", "http", "cpu", "hold"]
+Connection = Literal["fresh", "reuse"]
+for _literal, _contract in (
+    (Model, runner_contract().models),
+    (WorkloadType, runner_contract().workloads),
+    (Connection, runner_contract().connections),
+):
+    if get_args(_literal) != _contract:
+        raise ImportError(
+            f"spec.py {get_args(_literal)} differ from the runner contract {_contract}"
+        )
 
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|K|M|G|T)?$")
 _QUANTITY_FACTOR = {
@@ -148,7 +161,7 @@ class WorkloadSpec(_Strict):
     """Count-loop iterations per task (cpu only)."""
     hold: Duration | None = None
     """How long every task stays alive (hold only)."""
-    connection: Literal["fresh", "reuse"] | None = None
+    connection: Connection | None = None
     """http only: a new connection per task (fresh, the default) or one per worker (reuse)."""
     response_bytes: NonNegativeInt | None = None
     """http only: bytes in each response body (default 64)."""

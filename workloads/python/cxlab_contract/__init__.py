@@ -1,11 +1,14 @@
-"""The runner contract's data files (workloads/CONTRACT.md), shared by the runners, the
-operator and the CRD generator. Read as package data, so an installed package and the
-operator image find them without the repository's layout; the Go runner's tests read the
-same files by path."""
+"""The runner contract's data files (workloads/CONTRACT.md): the Result's JSON Schema and
+runner-contract.json (models, workloads, exit statuses, buckets, metrics), shared by the
+runners, the spec, the operator and the CRD generator. Read as package data, so an installed
+package and the images find them without the repository's layout; the Go runner's tests read
+the same files by path."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -18,3 +21,41 @@ def result_schema() -> dict[str, Any]:
         resources.files(__package__).joinpath(RESULT_SCHEMA).read_text(encoding="utf-8")
     )
     return document
+
+
+RUNNER_CONTRACT = "runner-contract.json"
+
+
+@dataclass(frozen=True)
+class RunnerContract:
+    """runner-contract.json, typed: what both runners accept, expose and write."""
+
+    python_models: tuple[str, ...]
+    go_models: tuple[str, ...]
+    workloads: tuple[str, ...]
+    connections: tuple[str, ...]
+    exit_status: dict[str, int]
+    result_max_bytes: int
+    latency_buckets_seconds: tuple[float, ...]
+    metrics: dict[str, str]  # name: Prometheus type
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return self.python_models + self.go_models
+
+
+@cache
+def runner_contract() -> RunnerContract:
+    document = json.loads(
+        resources.files(__package__).joinpath(RUNNER_CONTRACT).read_text(encoding="utf-8")
+    )
+    return RunnerContract(
+        python_models=tuple(document["models"]["python"]),
+        go_models=tuple(document["models"]["go"]),
+        workloads=tuple(document["workloads"]),
+        connections=tuple(document["connections"]),
+        exit_status=dict(document["exitStatus"]),
+        result_max_bytes=int(document["resultMaxBytes"]),
+        latency_buckets_seconds=tuple(float(b) for b in document["latencyBucketsSeconds"]),
+        metrics=dict(document["metrics"]),
+    )

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from cxlab_contract import runner_contract
+
 from cxlab_runner.durations import parse_duration
 
-PYTHON_MODELS = ("sequential", "threads", "processes", "gevent", "asyncio", "locust")
-WORKLOADS = ("sleep", "http", "cpu", "hold")
+PYTHON_MODELS = runner_contract().python_models
+WORKLOADS = runner_contract().workloads
+CONNECTIONS = runner_contract().connections
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--hold", type=_duration, default=0.0, help="hold: how long each task stays alive")
     add("--gomaxprocs", type=_non_negative, default=0, help="goroutines only; must stay 0 here")
     add("--target-url", default=None, help="http: the delay target")
-    add("--connection", choices=("fresh", "reuse"), default="fresh")
+    add("--connection", choices=CONNECTIONS, default="fresh")
     add("--metrics-port", type=_non_negative, default=0, help="0 = no metrics endpoint")
     add("--result-path", default=None)
     add("--linger", type=_duration, default=0.0, help="serve metrics this long after the tasks")

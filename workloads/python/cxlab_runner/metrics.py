@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from cxlab_contract import runner_contract
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -23,10 +24,7 @@ from cxlab_runner import measure
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
 
-LATENCY_BUCKETS = (
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-    1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
-)  # fmt: skip
+LATENCY_BUCKETS = runner_contract().latency_buckets_seconds
 
 
 @dataclass

@@ -9,13 +9,15 @@ import os
 import platform
 from typing import Any
 
+from cxlab_contract import runner_contract
+
 from cxlab_runner import measure
 from cxlab_runner.config import RunnerConfig
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
 
 SCHEMA = "cxlab.dev/result/v1"
-MAX_BYTES = 4096  # a Pod's termination message holds 4096 bytes
+MAX_BYTES = runner_contract().result_max_bytes  # a Pod's termination message holds 4096 bytes
 MAX_ERRORS = 5
 
 

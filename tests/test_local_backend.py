@@ -52,7 +52,16 @@ def test_run_writes_status_report_and_summary(tmp_path: Path) -> None:
     document = json.loads((tmp_path / "out" / "tiny" / "result.json").read_text())
     status = document["status"]
     assert status["phase"] == "Succeeded"
-    assert status["progress"] == {"trialsTotal": 20, "trialsDone": 20, "trialsFailed": 0}
+    assert status["progress"] == {
+        "trialsTotal": 20, "trialsDone": 20, "trialsFailed": 0, "display": "20/20", "running": [],
+    }  # fmt: skip
+    # the operator's fields, built by the same builder
+    conditions = {c["type"]: c["status"] for c in status["conditions"]}
+    assert conditions | {"MetricsCollected": "-"} == {
+        "Progressing": "False", "Complete": "True", "Failed": "False", "Pinned": "True",
+        "MetricsCollected": "-",  # True or False: some trials end before the first scrape
+    }  # fmt: skip
+    assert status["startTime"] <= status["completionTime"] and status["best"]
     core = sorted(os.sched_getaffinity(0))[-1]
     for trial in status["trials"]:
         result = trial["result"]

@@ -9,11 +9,13 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 from typing import Any
 
 import pytest
 
+from cxlab.local.backend import local_status
 from cxlab.plan import Trial, floor_seconds, plan_trials
 from cxlab.report import render_report
 from cxlab.report.svg import (
@@ -28,8 +30,7 @@ from cxlab.report.svg import (
     log_ticks,
 )
 from cxlab.results import parse_result
-from cxlab.spec import ExperimentSpec
-from cxlab.status import experiment_status
+from cxlab.spec import ExperimentSpec, parse_experiment
 from cxlab.summary import TrialOutcome
 from cxlab_runner.durations import parse_duration
 
@@ -68,6 +69,9 @@ COSTS = {
     "asyncio": (10e-6, 4 * 1024, 22 * MIB),
     "goroutines": (1e-6, 3 * 1024, 6 * MIB),
 }
+
+
+NOW = datetime(2026, 11, 21, 4, 50, tzinfo=UTC)
 
 
 def fake_result(spec: ExperimentSpec, trial: Trial) -> dict[str, Any]:
@@ -123,7 +127,11 @@ def build_document(
 ) -> dict[str, Any]:
     """The local backend's document: spec plus the status of the first `done` trials, with the
     trial named `fail` failed (no Result, a message)."""
-    spec = ExperimentSpec.model_validate(spec_dict)
+    experiment = parse_experiment(
+        {"apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
+         "metadata": {"name": "sweep"}, "spec": spec_dict}
+    )  # fmt: skip
+    spec = experiment.spec
     trials = plan_trials(spec)
     outcomes = [
         TrialOutcome(t, None, "runner killed: OOMKilled <exit 137>")
@@ -136,7 +144,7 @@ def build_document(
         "kind": "ConcurrencyExperiment",
         "metadata": {"name": "sweep", "creationTimestamp": "2026-11-21T04:50:00Z"},
         "spec": spec_dict,
-        "status": experiment_status(trials, outcomes, spec.tolerance),
+        "status": local_status(experiment, trials, outcomes, set(), None, NOW),
     }
 
 

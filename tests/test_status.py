@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from cxlab.controller.conditions import set_condition
 from cxlab.crd import CRD_PATH, status_schema
-from cxlab.status import ExperimentStatus, checked
+from cxlab.status import ExperimentStatus, checked, set_condition
 
 
 def entry(**changes: Any) -> dict[str, Any]:

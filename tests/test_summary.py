@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from cxlab.local.backend import local_status
 from cxlab.plan import Trial
-from cxlab.status import experiment_status
+from cxlab.spec import parse_experiment
 from cxlab.summary import TrialOutcome, find_knees, stats, summarize
 
 
@@ -19,7 +21,7 @@ def result(
         "cpuPercent": 100 * cpu / wall, "peakRssBytes": rss, "baselineRssBytes": 20 * 2**20,
         "efficiency": 0.1 / wall, "throughputPerSecond": 100 / wall, "tasksFailed": failed,
         "voluntaryContextSwitches": 10, "involuntaryContextSwitches": 1,
-        "latencySeconds": {"p50": 0.1, "p90": 0.1, "p99": 0.1, "max": 0.1},
+        "latencySeconds": {"p50": 0.1, "p90": 0.1, "p99": 0.1, "max": 0.1}, "cpus": [1],
     }  # fmt: skip
 
 
@@ -28,6 +30,16 @@ def outcome(
 ) -> TrialOutcome:
     trial = Trial(0, model, workers, 0 if model == "goroutines" else None, rtt, rep)
     return TrialOutcome(trial, result(workers or 100, wall, **kw))
+
+
+def experiment_status(trials: list[Trial], outcomes: list[TrialOutcome]) -> dict[str, Any]:
+    """The local backend's status of these outcomes."""
+    experiment = parse_experiment(
+        {"apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
+         "metadata": {"name": "x"}, "spec": {"workload": {"type": "sleep", "tasks": 10,
+         "rtt": "100ms"}, "models": [{"model": "asyncio"}]}}
+    )  # fmt: skip
+    return local_status(experiment, trials, outcomes, set(), None, datetime(2026, 1, 1, tzinfo=UTC))
 
 
 def test_stats() -> None:
@@ -83,18 +95,18 @@ def test_recommendation_is_the_cheapest_of_the_fastest() -> None:
 def test_status_phases() -> None:
     trials = [Trial(i, "asyncio", 0, None, 0.1, 1) for i in range(2)]
     ok = TrialOutcome(trials[0], result(1, 0.1))
-    assert experiment_status(trials, [], 0.1)["phase"] == "Pending"
-    running = experiment_status(trials, [ok], 0.1)
+    assert experiment_status(trials, [])["phase"] == "Pending"
+    running = experiment_status(trials, [ok])
     assert running["phase"] == "Running" and "summary" not in running
     failed = TrialOutcome(trials[1], None, "runner exited 1: boom")
-    done = experiment_status(trials, [ok, failed], 0.1)
+    done = experiment_status(trials, [ok, failed])
     assert done["phase"] == "Failed" and done["progress"]["trialsFailed"] == 1
     assert done["trials"][1] == {
         "name": trials[1].name, "model": "asyncio", "variant": "asyncio", "workers": 0,
         "gomaxprocs": None, "rttSeconds": 0.1, "repetition": 1, "phase": "Failed",
-        "message": "runner exited 1: boom",
+        "message": "runner exited 1: boom", "metricsScraped": False,
     }  # fmt: skip
-    assert experiment_status(trials, [ok, ok], 0.1)["phase"] == "Succeeded"
+    assert experiment_status(trials, [ok, ok])["phase"] == "Succeeded"
 
 
 def test_terminal_summary_shows_failed_points_and_trials() -> None:
@@ -102,7 +114,7 @@ def test_terminal_summary_shows_failed_points_and_trials() -> None:
 
     trials = [Trial(0, "threads", 10, None, 0.1, 1), Trial(1, "threads", 20, None, 0.1, 1)]
     outcomes = [TrialOutcome(trials[0], result(10, 1.0)), TrialOutcome(trials[1], None, "boom")]
-    status = experiment_status(trials, outcomes, 0.1)
+    status = experiment_status(trials, outcomes)
     text = render_summary({"metadata": {"name": "x"}, "status": status})
     assert "x: Failed — 2/2 trials, 1 failed" in text
     rows = [line.split() for line in text.splitlines() if line.startswith("threads")]

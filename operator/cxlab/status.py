@@ -4,6 +4,8 @@ backend writes to result.json is checked against it), and the builder shared by 
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -12,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from cxlab.plan import Trial
-from cxlab.summary import TrialOutcome, summarize
+from cxlab.spec import ExperimentSpec
+from cxlab.summary import TrialOutcome, summarize, workers_label
 
 
 class _Shape(BaseModel):
@@ -148,25 +151,167 @@ def trial_entry(outcome: TrialOutcome) -> dict[str, Any]:
     return entry
 
 
-def experiment_status(
-    trials: list[Trial], outcomes: list[TrialOutcome], tolerance: float
-) -> dict[str, Any]:
-    """Phase, progress and every finished trial; the summary once all have finished."""
-    failed = sum(not o.succeeded for o in outcomes)
-    done = len(outcomes) == len(trials)
-    if not done:
-        phase = "Running" if outcomes else "Pending"
+def set_condition(
+    conditions: list[dict[str, Any]],
+    type_: str,
+    status: bool | None,
+    reason: str,
+    message: str,
+    *,
+    generation: int,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """The conditions with one set; its transition time moves only when its status does."""
+    value = "Unknown" if status is None else str(status)
+    previous = next((c for c in conditions if c.get("type") == type_), None)
+    since: str | None
+    if previous is None or previous.get("status") != value:
+        since = timestamp(now)
     else:
-        phase = "Failed" if failed else "Succeeded"
+        since = previous.get("lastTransitionTime")
+    condition = {
+        "type": type_,
+        "status": value,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": since,
+        "observedGeneration": generation,
+    }
+    return [c for c in conditions if c.get("type") != type_] + [condition]
+
+
+def timestamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def spec_json(spec: Any) -> str:
+    """The spec as status.startedSpec keeps it: compact, keys sorted."""
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Live:
+    """What a backend knows of the trials that have not ended. None of it is needed to resume
+    after a restart, except attempts (Pods started per unfinished trial)."""
+
+    running: list[dict[str, Any]] = field(default_factory=list)  # progress.running
+    attempts: dict[str, int] = field(default_factory=dict)
+    starting: bool = False  # trials are being started: Running before any has ended
+    failure: str | None = None  # the experiment cannot go on (no node could hold a trial)
+    waiting_for_target: bool = False
+
+
+def outcome_of(trial: Trial, entry: dict[str, Any]) -> TrialOutcome:
+    """A recorded trial entry back as the summary's input."""
+    failed = entry["phase"] == "Failed"
+    return TrialOutcome(trial, entry.get("result"), entry.get("message") if failed else None)
+
+
+def _pinned(cpu: int, entries: list[dict[str, Any]]) -> tuple[bool | None, str]:
+    results = [e for e in entries if e.get("result")]
+    if not results:
+        return None, "no trial has finished yet"
+    shared = [e["name"] for e in results if len(e["result"]["cpus"]) != cpu]
+    if shared:
+        return False, (
+            f"{len(shared)} of {len(results)} trials ran on more CPUs than the "
+            f"{cpu} they asked for (no static CPU manager?): {', '.join(shared[:5])}"
+        )
+    return True, f"every trial ran on {cpu} exclusive CPU(s)"
+
+
+def build_status(
+    *,
+    spec: ExperimentSpec,
+    trials: list[Trial],
+    entries: list[dict[str, Any]],
+    live: Live,
+    old: dict[str, Any] | None,
+    started_spec: str,
+    generation: int,
+    now: datetime,
+    spec_changed: bool = False,
+) -> dict[str, Any]:
+    """The whole status, the same for both backends: phase, times, progress, every ended
+    trial's entry, conditions, and the summary and best once every trial has ended. `old`
+    is the status written before (its start time and conditions carry over)."""
+    old = old or {}
+    failed = sum(e["phase"] == "Failed" for e in entries)
+    done = len(entries) == len(trials)
+    if done:
+        phase = Phase.FAILED if failed else Phase.SUCCEEDED
+    else:
+        phase = Phase.RUNNING if entries or live.running or live.starting else Phase.PENDING
     status: dict[str, Any] = {
-        "phase": phase,
+        "phase": phase.value,
+        "observedGeneration": generation,
+        "startTime": old.get("startTime") or timestamp(now),
+        "startedSpec": old.get("startedSpec") or started_spec,
         "progress": {
             "trialsTotal": len(trials),
-            "trialsDone": len(outcomes),
+            "trialsDone": len(entries),
             "trialsFailed": failed,
+            "display": f"{len(entries)}/{len(trials)}",
+            "running": live.running,
         },
-        "trials": [trial_entry(o) for o in outcomes],
+        "trials": entries,
+        "attempts": live.attempts,
     }
+    conditions = list(old.get("conditions") or [])
+
+    def condition(type_: str, value: bool | None, reason: str, message: str) -> None:
+        nonlocal conditions
+        conditions = set_condition(
+            conditions, type_, value, reason, message, generation=generation, now=now
+        )
+
     if done:
-        status["summary"] = summarize(outcomes, tolerance)
+        by_name = {t.name: t for t in trials}
+        summary = summarize([outcome_of(by_name[e["name"]], e) for e in entries], spec.tolerance)
+        status["summary"] = summary
+        status["completionTime"] = old.get("completionTime") or timestamp(now)
+        if summary["recommendations"]:
+            pick = summary["recommendations"][0]
+            workers = workers_label(pick["model"], pick["workers"])
+            status["best"] = f"{pick['variant']}, {workers} ({pick['wallSeconds']:.3g} s)"
+        condition("Progressing", False, "Finished", f"all {len(trials)} trials ended")
+        succeeded = f"{len(trials) - failed} of {len(trials)} trials succeeded"
+        if failed:
+            failures = [
+                e["name"] + ": " + e.get("message", "") for e in entries if e["phase"] == "Failed"
+            ]
+            message = live.failure or f"{failed} trial(s) failed: " + "; ".join(failures)
+            reason = "Unschedulable" if live.failure else "TrialsFailed"
+            condition("Complete", False, "TrialsFailed", succeeded)
+            condition("Failed", True, reason, message[:1000])
+        else:
+            condition("Complete", True, "AllTrialsSucceeded", succeeded)
+            condition("Failed", False, "NoFailures", "no trial failed")
+        status["attempts"] = {}
+        status["progress"]["running"] = []
+    else:
+        waiting = " (waiting for the delay target)" if live.waiting_for_target else ""
+        progressing = f"{len(entries)} of {len(trials)} trials done{waiting}"
+        condition("Progressing", True, "TrialsRunning", progressing)
+    pinned, why = _pinned(spec.resources.cpu, entries)
+    pinned_reason = {True: "ExclusiveCPUs", False: "SharedCPUs", None: "NoResults"}[pinned]
+    condition("Pinned", pinned, pinned_reason, why)
+    missed = [e["name"] for e in entries if e.get("result") and not e.get("metricsScraped")]
+    condition(
+        "MetricsCollected",
+        not missed if entries else None,
+        "Scraped" if not missed else "NotScraped",
+        "every trial's /metrics was read while it ran"
+        if not missed
+        else f"{len(missed)} trial(s) ended before a scrape: {', '.join(missed[:5])}",
+    )
+    if spec_changed:
+        condition(
+            "SpecChanged",
+            True,
+            "SpecIsImmutableWhileRunning",
+            "the spec changed after the experiment started; it goes on with the spec it "
+            "started with (status.startedSpec): create a new experiment to run the new one",
+        )
+    status["conditions"] = conditions
     return checked(status)

@@ -13,7 +13,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cxlab.controller.conditions import set_condition
 from cxlab.controller.config import OperatorConfig
 from cxlab.controller.kube import Kube
 from cxlab.controller.metrics import OperatorMetrics
@@ -30,7 +29,7 @@ from cxlab.controller.reconcile import Decision, decide
 from cxlab.plan import Trial, plan_trials
 from cxlab.scrape import tasks_done
 from cxlab.spec import ExperimentSpec, SpecError, parse_experiment
-from cxlab.summary import TrialOutcome, summarize, workers_label
+from cxlab.status import Live, build_status, set_condition, spec_json, timestamp
 
 FINISHED = ("Succeeded", "Failed")
 # Live task counts of running trials are written at most this often (each is a patch).
@@ -50,19 +49,11 @@ class Memory:
     last_progress_patch: float = 0.0
 
 
-def _timestamp(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _spec_json(spec: Any) -> str:
-    return json.dumps(spec, sort_keys=True, separators=(",", ":"))
-
-
 def _load_spec(body: Body) -> tuple[ExperimentSpec, bool]:
     """The spec this run follows — the one it started with — and whether the resource's
     spec has changed since (a change is reported, never half-applied)."""
     status = body.get("status") or {}
-    current = _spec_json(body.get("spec") or {})
+    current = spec_json(body.get("spec") or {})
     started = status.get("startedSpec") or current
     document = {
         "apiVersion": body.get("apiVersion"),
@@ -73,29 +64,18 @@ def _load_spec(body: Body) -> tuple[ExperimentSpec, bool]:
     return parse_experiment(document).spec, started != current
 
 
-def _outcome(trial: Trial, entry: dict[str, Any]) -> TrialOutcome:
-    result = entry.get("result")
-    return TrialOutcome(trial, result, entry.get("message") if entry["phase"] == "Failed" else None)
-
-
-def _pinned(spec: ExperimentSpec, entries: list[dict[str, Any]]) -> tuple[bool | None, str]:
-    results = [e for e in entries if e.get("result")]
-    if not results:
-        return None, "no trial has finished yet"
-    shared = [e["name"] for e in results if len(e["result"]["cpus"]) != spec.resources.cpu]
-    if shared:
-        return False, (
-            f"{len(shared)} of {len(results)} trials ran on more CPUs than the "
-            f"{spec.resources.cpu} they asked for (no static CPU manager?): {', '.join(shared[:5])}"
-        )
-    return True, f"every trial ran on {spec.resources.cpu} exclusive CPU(s)"
-
-
 class Reconciler:
-    def __init__(self, kube: Kube, config: OperatorConfig, metrics: OperatorMetrics) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        config: OperatorConfig,
+        metrics: OperatorMetrics,
+        clock: Callable[[], datetime] = now,
+    ) -> None:
         self.kube = kube
         self.config = config
         self.metrics = metrics
+        self.clock = clock  # every time written to status comes from here
         self.memory: dict[tuple[str, str], Memory] = {}
 
     def reconcile(self, body: Body, indexed: Iterable[PodView], event: EventSink) -> None:
@@ -112,7 +92,7 @@ class Reconciler:
         metadata, status = body["metadata"], body.get("status") or {}
         namespace, name = metadata["namespace"], metadata["name"]
         memory = self.memory.setdefault((namespace, name), Memory())
-        moment = now()
+        moment = self.clock()
         pods = list(indexed)
         if status.get("phase") in FINISHED:
             self.metrics.phases[(namespace, name)] = status["phase"]
@@ -144,8 +124,22 @@ class Reconciler:
             entry["metricsScraped"] = entry["name"] in memory.scraped
             self._add_prometheus_usage(entry, namespace, pods)
         entries = [*recorded.values(), *decision.finished]
-        new_status = self._status(
-            body, spec, trials, entries, decision, running, spec_changed, moment
+        new_status = build_status(
+            spec=spec,
+            trials=trials,
+            entries=entries,
+            live=Live(
+                running=running,
+                attempts=decision.attempts,
+                starting=bool(decision.running or decision.create),
+                failure=decision.failure,
+                waiting_for_target=decision.waiting_for_target,
+            ),
+            old=status,
+            started_spec=spec_json(body.get("spec") or {}),
+            generation=metadata.get("generation", 1),
+            now=moment,
+            spec_changed=spec_changed,
         )
         self.metrics.phases[(namespace, name)] = new_status["phase"]
         if self._worth_patching(status, new_status, memory):
@@ -258,102 +252,6 @@ class Reconciler:
             running.append(entry)
         return running
 
-    def _status(
-        self,
-        body: Body,
-        spec: ExperimentSpec,
-        trials: list[Trial],
-        entries: list[dict[str, Any]],
-        decision: Decision,
-        running: list[dict[str, Any]],
-        spec_changed: bool,
-        moment: datetime,
-    ) -> dict[str, Any]:
-        old = body.get("status") or {}
-        generation = body["metadata"].get("generation", 1)
-        failed = sum(e["phase"] == "Failed" for e in entries)
-        done = len(entries) == len(trials)
-        if done:
-            phase = "Failed" if failed else "Succeeded"
-        else:
-            phase = "Running" if entries or decision.running or decision.create else "Pending"
-        status: dict[str, Any] = {
-            "phase": phase,
-            "observedGeneration": generation,
-            "startTime": old.get("startTime") or _timestamp(moment),
-            "startedSpec": old.get("startedSpec") or _spec_json(body.get("spec") or {}),
-            "progress": {
-                "trialsTotal": len(trials),
-                "trialsDone": len(entries),
-                "trialsFailed": failed,
-                "display": f"{len(entries)}/{len(trials)}",
-                "running": running,
-            },
-            "trials": entries,
-            "attempts": decision.attempts,
-        }
-        conditions = list(old.get("conditions") or [])
-
-        def condition(type_: str, value: bool | None, reason: str, message: str) -> None:
-            nonlocal conditions
-            conditions = set_condition(
-                conditions, type_, value, reason, message, generation=generation, now=moment
-            )
-
-        if done:
-            by_name = {t.name: t for t in trials}
-            outcomes = [_outcome(by_name[e["name"]], e) for e in entries]
-            summary = summarize(outcomes, spec.tolerance)
-            status["summary"] = summary
-            status["completionTime"] = _timestamp(moment)
-            if summary["recommendations"]:
-                pick = summary["recommendations"][0]
-                workers = workers_label(pick["model"], pick["workers"])
-                status["best"] = f"{pick['variant']}, {workers} ({pick['wallSeconds']:.3g} s)"
-            condition("Progressing", False, "Finished", f"all {len(trials)} trials ended")
-            succeeded = f"{len(trials) - failed} of {len(trials)} trials succeeded"
-            if failed:
-                failures = [
-                    e["name"] + ": " + e.get("message", "")
-                    for e in entries
-                    if e["phase"] == "Failed"
-                ]
-                message = decision.failure or f"{failed} trial(s) failed: " + "; ".join(failures)
-                reason = "Unschedulable" if decision.failure else "TrialsFailed"
-                condition("Complete", False, "TrialsFailed", succeeded)
-                condition("Failed", True, reason, message[:1000])
-            else:
-                condition("Complete", True, "AllTrialsSucceeded", succeeded)
-                condition("Failed", False, "NoFailures", "no trial failed")
-            status["attempts"] = {}
-            status["progress"]["running"] = []
-        else:
-            waiting = " (waiting for the delay target)" if decision.waiting_for_target else ""
-            progressing = f"{len(entries)} of {len(trials)} trials done{waiting}"
-            condition("Progressing", True, "TrialsRunning", progressing)
-        pinned, why = _pinned(spec, entries)
-        pinned_reason = {True: "ExclusiveCPUs", False: "SharedCPUs", None: "NoResults"}[pinned]
-        condition("Pinned", pinned, pinned_reason, why)
-        missed = [e["name"] for e in entries if e.get("result") and not e.get("metricsScraped")]
-        condition(
-            "MetricsCollected",
-            not missed if entries else None,
-            "Scraped" if not missed else "NotScraped",
-            "every trial's /metrics was read while it ran"
-            if not missed
-            else f"{len(missed)} trial(s) ended before a scrape: {', '.join(missed[:5])}",
-        )
-        if spec_changed:
-            condition(
-                "SpecChanged",
-                True,
-                "SpecIsImmutableWhileRunning",
-                "the spec changed after the experiment started; it goes on with the spec it "
-                "started with (status.startedSpec): create a new experiment to run the new one",
-            )
-        status["conditions"] = conditions
-        return status
-
     def _worth_patching(self, old: dict[str, Any], new: dict[str, Any], memory: Memory) -> bool:
         """Every change of substance at once; the live task counts at most every few seconds."""
 
@@ -417,7 +315,7 @@ class Reconciler:
         status = old | {
             "phase": "Failed",
             "observedGeneration": generation,
-            "completionTime": _timestamp(moment),
+            "completionTime": timestamp(moment),
             "conditions": conditions,
         }
         self.kube.write_status(metadata["namespace"], metadata["name"], status)

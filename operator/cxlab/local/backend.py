@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ from cxlab.report import render_report
 from cxlab.results import ResultError, parse_result, pinning_problem
 from cxlab.scrape import tasks_done
 from cxlab.spec import DEFAULT_RESPONSE_BYTES, GO_MODELS, ConcurrencyExperiment
-from cxlab.status import experiment_status
+from cxlab.status import Live, build_status, spec_json, trial_entry
 from cxlab.summary import TrialOutcome
 
 POLL_SECONDS = 0.5
@@ -35,9 +37,40 @@ def experiment_document(
         "apiVersion": experiment.api_version,
         "kind": experiment.kind,
         "metadata": {"name": experiment.name},
-        "spec": experiment.spec.model_dump(by_alias=True, exclude_none=True),
+        "spec": _spec_document(experiment),
         "status": status,
     }
+
+
+def _spec_document(experiment: ConcurrencyExperiment) -> dict[str, Any]:
+    return experiment.spec.model_dump(by_alias=True, exclude_none=True)
+
+
+def local_status(
+    experiment: ConcurrencyExperiment,
+    trials: list[Trial],
+    outcomes: list[TrialOutcome],
+    scraped: set[str],
+    old: dict[str, Any] | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The status after these outcomes, by the operator's builder: a local run has no
+    generation (1), no Pods and no attempts to keep."""
+    entries = []
+    for outcome in outcomes:
+        entry = trial_entry(outcome)
+        entry["metricsScraped"] = outcome.trial.name in scraped
+        entries.append(entry)
+    return build_status(
+        spec=experiment.spec,
+        trials=trials,
+        entries=entries,
+        live=Live(),
+        old=old,
+        started_spec=spec_json(_spec_document(experiment)),
+        generation=1,
+        now=now,
+    )
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -53,8 +86,12 @@ class LocalBackend:
         out_dir: Path,
         progress: Progress,
         trial_timeout: float,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.experiment = experiment
+        self.clock = clock
+        self.status: dict[str, Any] | None = None  # as last written
+        self.scraped: set[str] = set()  # trials whose /metrics answered while they ran
         self.spec = experiment.spec
         self.out_dir = out_dir
         self.progress = progress
@@ -98,8 +135,10 @@ class LocalBackend:
         return document
 
     def _save(self, outcomes: list[TrialOutcome]) -> dict[str, Any]:
-        status = experiment_status(self.trials, outcomes, self.spec.tolerance)
-        document = experiment_document(self.experiment, status)
+        self.status = local_status(
+            self.experiment, self.trials, outcomes, self.scraped, self.status, self.clock()
+        )
+        document = experiment_document(self.experiment, self.status)
         _write_atomically(self.result_path, json.dumps(document, indent=2) + "\n")
         return document
 
@@ -141,6 +180,8 @@ class LocalBackend:
                     )
                 tasks = self.spec.workload.tasks
                 done = tasks_done("127.0.0.1", port, timeout=POLL_SECONDS)
+                if done is not None:
+                    self.scraped.add(trial.name)
                 self.progress.running(trial, done, tasks, elapsed)
             except BaseException:
                 process.kill()

@@ -1,0 +1,131 @@
+"""What each backend writes for the same trials: the local backend's result.json status and
+the operator's status patches, built by the one builder (cxlab.status.build_status). The
+operator side runs the real Reconciler against a stand-in for the apiserver that records
+what it is asked to do; the trial Pods end with a frozen real Result (golden/result.json).
+Regenerate golden/status.json with CXLAB_UPDATE_GOLDEN=1 after an intended change."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cxlab.controller.config import OperatorConfig
+from cxlab.controller.metrics import OperatorMetrics
+from cxlab.controller.observe import view_pod
+from cxlab.controller.service import Reconciler
+from cxlab.local.backend import local_status
+from cxlab.plan import Trial, plan_trials
+from cxlab.spec import parse_experiment
+from cxlab.summary import TrialOutcome
+
+GOLDEN = Path(__file__).parent / "golden"
+STARTED = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+ENDED = datetime(2026, 11, 23, 10, 1, tzinfo=UTC)
+DOCUMENT = {
+    "apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
+    "metadata": {"name": "gold"},
+    "spec": {"workload": {"type": "sleep", "tasks": 5, "rtt": "1ms"},
+             "models": [{"model": "threads", "workers": [1, 2]}, {"model": "asyncio"}]},
+}  # fmt: skip
+EXPERIMENT = parse_experiment(DOCUMENT)
+# the spec as both backends keep it in startedSpec: every field, defaults included
+SPEC = EXPERIMENT.spec.model_dump(by_alias=True, exclude_none=True)
+FAILING = "001-threads-w2-rtt1ms-r1"  # ends with exit 1 on both backends
+
+
+def result(trial: Trial) -> dict[str, Any]:
+    frozen = json.loads((GOLDEN / "result.json").read_text())
+    return frozen | {"trial": trial.name, "model": trial.model,
+                     "cpus": [1]}  # fmt: skip
+
+
+class RecordingKube:
+    """The apiserver as the Reconciler sees it: Pods it created, statuses it wrote."""
+
+    def __init__(self) -> None:
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.statuses: list[dict[str, Any]] = []
+
+    def write_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self.statuses.append(copy.deepcopy(status))
+
+    def create_pod(self, manifest: dict[str, Any]) -> bool:
+        self.pods[manifest["metadata"]["name"]] = copy.deepcopy(manifest)
+        return True
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        self.pods.pop(name, None)
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.pods.get(name)
+
+
+def end_pod(pod: dict[str, Any], trial: Trial) -> None:
+    """The kubelet's part: the trial's runner ran and exited."""
+    failing = trial.name == FAILING
+    terminated = {
+        "exitCode": 1 if failing else 0, "reason": "Error" if failing else "Completed",
+        "message": "boom" if failing else json.dumps(result(trial)),
+        "finishedAt": "2026-11-23T10:00:30Z",
+    }  # fmt: skip
+    pod["spec"]["nodeName"] = "node-1"
+    pod["status"] = {
+        "phase": "Failed" if failing else "Succeeded", "startTime": "2026-11-23T10:00:20Z",
+        "containerStatuses": [{"name": "runner", "state": {"terminated": terminated}}],
+    }  # fmt: skip
+
+
+def operator_status() -> dict[str, Any]:
+    kube = RecordingKube()
+    moments = iter([STARTED] + [ENDED] * 50)
+    reconciler = Reconciler(kube, OperatorConfig(), OperatorMetrics(), clock=lambda: next(moments))  # type: ignore[arg-type]
+    body: dict[str, Any] = {
+        "apiVersion": DOCUMENT["apiVersion"], "kind": DOCUMENT["kind"], "spec": SPEC,
+        "metadata": {"name": "gold", "namespace": "lab", "uid": "u-1", "generation": 1},
+    }  # fmt: skip
+    by_name = {t.name: t for t in plan_trials(EXPERIMENT.spec)}
+    for _ in range(20):
+        reconciler.reconcile(body, [view_pod(p) for p in kube.pods.values()], lambda *_: None)
+        body["status"] = kube.statuses[-1]
+        if body["status"]["phase"] in ("Succeeded", "Failed"):
+            return body["status"]
+        for pod in kube.pods.values():
+            if "status" not in pod:
+                end_pod(pod, by_name[pod["metadata"]["labels"]["cxlab.dev/trial"]])
+    raise AssertionError(f"the operator did not finish: {kube.statuses[-1]}")
+
+
+def local_run_status() -> dict[str, Any]:
+    trials = plan_trials(EXPERIMENT.spec)
+    outcomes = [
+        TrialOutcome(t, None, "runner exited 1: boom")
+        if t.name == FAILING
+        else TrialOutcome(t, result(t))
+        for t in trials
+    ]
+    first = local_status(EXPERIMENT, trials, [], set(), None, STARTED)
+    return local_status(EXPERIMENT, trials, outcomes, set(), first, ENDED)
+
+
+def test_the_local_status_is_the_operators_but_for_pods() -> None:
+    on_cluster = operator_status()
+    # what only a cluster has: the Pod's attempt and node per trial, the failed Pod's reason
+    for entry in on_cluster["trials"]:
+        assert entry.pop("attempts") == 1 and entry.pop("node") == "node-1"
+    failed = next(e for e in on_cluster["trials"] if e["name"] == FAILING)
+    assert failed["message"].startswith("runner exited 1") and failed["message"].endswith("boom")
+    failed["message"] = "runner exited 1: boom"
+    assert local_run_status() == on_cluster
+
+
+def test_the_status_is_the_golden_one() -> None:
+    status = local_run_status()
+    path = GOLDEN / "status.json"
+    text = json.dumps(status, indent=2, sort_keys=True) + "\n"
+    if os.environ.get("CXLAB_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.read_text() == text, "the status changed: CXLAB_UPDATE_GOLDEN=1 to accept it"

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from cxlab.crd import CRD_PATH, status_schema
-from cxlab.status import ExperimentStatus, checked, set_condition
+from cxlab.status import ExperimentStatus, checked, rejected_status, set_condition
 
 
 def entry(**changes: Any) -> dict[str, Any]:
@@ -74,3 +74,12 @@ def test_the_crd_status_schema_is_the_typed_status() -> None:
     assert trial["properties"]["gomaxprocs"]["nullable"] is True  # written as null
     assert "nullable" not in trial["properties"]["message"]  # left out, never null
     assert set(trial["required"]) == {"name", "model", "workers", "repetition", "phase"}
+
+
+def test_a_rejected_spec_fails_at_once_naming_why() -> None:
+    moment = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+    status = rejected_status({}, "spec.workload.rtt: too long", generation=2, now=moment)
+    assert status["phase"] == "Failed" and status["completionTime"] == "2026-11-23T10:00:00Z"
+    (failed,) = status["conditions"]
+    assert failed["reason"] == "InvalidSpec" and failed["observedGeneration"] == 2
+    assert failed["message"] == "the spec cannot run: spec.workload.rtt: too long"

@@ -315,3 +315,20 @@ def build_status(
         )
     status["conditions"] = conditions
     return checked(status)
+
+
+def rejected_status(
+    old: dict[str, Any], message: str, *, generation: int, now: datetime
+) -> dict[str, Any]:
+    """A spec that cannot run: Failed at once, with an InvalidSpec condition saying why."""
+    conditions = set_condition(
+        list(old.get("conditions") or []), "Failed", True, "InvalidSpec",
+        f"the spec cannot run: {message}", generation=generation, now=now,
+    )  # fmt: skip
+    status = old | {
+        "phase": Phase.FAILED.value,
+        "observedGeneration": generation,
+        "completionTime": timestamp(now),
+        "conditions": conditions,
+    }
+    return checked(status)

@@ -29,7 +29,7 @@ from cxlab.controller.reconcile import Decision, decide
 from cxlab.plan import Trial, plan_trials
 from cxlab.scrape import tasks_done
 from cxlab.spec import ExperimentSpec, SpecError, parse_experiment
-from cxlab.status import Live, build_status, set_condition, spec_json, timestamp
+from cxlab.status import Live, build_status, rejected_status, spec_json
 
 FINISHED = ("Succeeded", "Failed")
 # Live task counts of running trials are written at most this often (each is a patch).
@@ -306,18 +306,9 @@ class Reconciler:
 
     def _reject(self, body: Body, message: str, event: EventSink, moment: datetime) -> None:
         metadata = body["metadata"]
-        generation = metadata.get("generation", 1)
-        old = body.get("status") or {}
-        conditions = set_condition(
-            list(old.get("conditions") or []), "Failed", True, "InvalidSpec",
-            f"the spec cannot run: {message}", generation=generation, now=moment,
-        )  # fmt: skip
-        status = old | {
-            "phase": "Failed",
-            "observedGeneration": generation,
-            "completionTime": timestamp(moment),
-            "conditions": conditions,
-        }
+        status = rejected_status(
+            body.get("status") or {}, message, generation=metadata.get("generation", 1), now=moment
+        )
         self.kube.write_status(metadata["namespace"], metadata["name"], status)
         self.metrics.status_writes.inc()
         self.metrics.phases[(metadata["namespace"], metadata["name"])] = "Failed"

@@ -9,6 +9,7 @@ import pytest
 
 from cxlab.local.backend import local_status
 from cxlab.plan import Trial
+from cxlab.results import classify
 from cxlab.spec import parse_experiment
 from cxlab.summary import TrialOutcome, find_knees, stats, summarize
 
@@ -132,3 +133,38 @@ def test_a_workload_without_rtt_gets_one_overall_recommendation() -> None:
     [pick] = summarize(outcomes, 0.10)["recommendations"]
     assert pick["rttSeconds"] is None and pick["model"] == "processes"
     assert pick["text"].startswith("Overall: processes with 2 workers — 0.43 s wall")
+
+
+@pytest.mark.parametrize(
+    ("requested", "cpus", "pinned"),
+    [({1}, [1], True), ({1}, [0, 1], False), ({1}, [0], False), (1, [1], True), (1, [0, 1], False)],
+)
+def test_one_classification_judges_pinning_on_both_backends(
+    requested: set[int] | int, cpus: list[int], pinned: bool
+) -> None:
+    # a set: the local backend knows the cores; an int: on a cluster only how many
+    trial = Trial(0, "asyncio", 10, None, 0.1, 1)
+    outcome = classify(trial, result(10, 0.1) | {"cpus": cpus}, None, requested)
+    assert outcome.succeeded and (outcome.unpinned is None) == pinned
+    assert classify(trial, None, "runner exited 1: x", requested).error == "runner exited 1: x"
+
+
+@pytest.mark.parametrize("pinning", ["required", "preferred"])
+def test_an_unpinned_trial_counts_only_when_pinning_is_preferred(pinning: str) -> None:
+    trials = [Trial(i, "asyncio", 10, None, 0.1, rep) for i, rep in enumerate((1, 2))]
+    outcomes = [
+        classify(trials[0], result(10, 0.1), None, 1),
+        classify(trials[1], result(10, 0.5) | {"cpus": [0, 1]}, None, 1),  # shared cores
+    ]
+    (point,) = summarize(outcomes, 0.1, pinning)["points"]
+    if pinning == "required":
+        assert point["repetitions"] == 1 and point["unpinnedTrials"] == 1
+        assert point["wallSeconds"]["mean"] == 0.1 and point["failedTrials"] == 0
+    else:
+        assert point["repetitions"] == 2 and "unpinnedTrials" not in point
+    status = experiment_status(trials, outcomes)  # the local backend; pinning: required
+    assert [e.get("pinned") for e in status["trials"]] == [True, False]
+    assert status["trials"][1]["phase"] == "Succeeded"
+    assert status["trials"][1]["message"].startswith("not pinned: asked for 1 exclusive CPU")
+    pinned = next(c for c in status["conditions"] if c["type"] == "Pinned")
+    assert pinned["status"] == "False" and "left out of the knees" in pinned["message"]

@@ -9,6 +9,9 @@ from typing import Any
 import jsonschema
 from cxlab_contract import result_schema
 
+from cxlab.plan import Trial
+from cxlab.summary import TrialOutcome
+
 
 class ResultError(Exception):
     """A runner's output that is not a valid Result."""
@@ -36,9 +39,26 @@ def parse_result(text: str) -> dict[str, Any]:
     return dict(result)
 
 
-def pinning_problem(result: dict[str, Any], requested: set[int]) -> str | None:
-    """Why the trial did not run on exactly the cores it asked for, or None if it did."""
+def pinning_problem(result: dict[str, Any], requested: set[int] | int) -> str | None:
+    """Why the trial did not run on exactly the cores it asked for, or None if it did. The
+    local backend knows which cores (a set); on a cluster the kubelet picks them, so only
+    how many is known (an int)."""
     got = set(result["cpus"])
+    if isinstance(requested, int):
+        if len(got) == requested:
+            return None
+        return f"asked for {requested} exclusive CPU(s) but ran on {sorted(got)}"
     if got == requested:
         return None
     return f"asked for CPUs {sorted(requested)} but ran on {sorted(got)}"
+
+
+def classify(
+    trial: Trial, result: dict[str, Any] | None, error: str | None, requested: set[int] | int
+) -> TrialOutcome:
+    """One ended trial, the same way on both backends: failed (an error, no Result counted),
+    succeeded, or succeeded unpinned (its Result is kept; the summary decides by the
+    experiment's pinning whether it counts)."""
+    if result is None or error is not None:
+        return TrialOutcome(trial, result, error or "no Result")
+    return TrialOutcome(trial, result, unpinned=pinning_problem(result, requested))

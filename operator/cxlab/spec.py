@@ -264,6 +264,10 @@ class ExperimentSpec(_Strict):
     """The knee is the fewest workers whose wall time is within this fraction of the best."""
     trial_timeout: Duration = "15m"
     """A trial still running after this is stopped and counted as failed."""
+    pinning: Literal["required", "preferred"] = "required"
+    """required: a trial that did not run on exactly its own cores is marked unpinned
+    (pinned: false) and left out of knees and recommendations. preferred: it counts all the
+    same (a cluster without the kubelet's static CPU manager)."""
     # What follows only a cluster uses; the local backend ignores it.
     placement: Placement = Placement()
     """Where trial Pods may run."""

@@ -98,6 +98,8 @@ class TrialEntry(_Shape):
     message: str = _optional()
     attempts: int = _optional()
     node: str = _optional()
+    pinned: bool = _optional()
+    """Whether the trial ran on exactly the cores it asked for (set once it has a Result)."""
     metrics_scraped: bool = _optional()
     prometheus: PrometheusUsage = _optional()
     result: dict[str, Any] = _optional()
@@ -147,6 +149,9 @@ def trial_entry(outcome: TrialOutcome) -> dict[str, Any]:
     if outcome.error:
         entry["message"] = outcome.error
     if outcome.result is not None:
+        entry["pinned"] = outcome.unpinned is None
+        if outcome.unpinned:
+            entry["message"] = f"not pinned: {outcome.unpinned}"
         entry["result"] = outcome.result
     return entry
 
@@ -204,18 +209,25 @@ class Live:
 def outcome_of(trial: Trial, entry: dict[str, Any]) -> TrialOutcome:
     """A recorded trial entry back as the summary's input."""
     failed = entry["phase"] == "Failed"
-    return TrialOutcome(trial, entry.get("result"), entry.get("message") if failed else None)
+    unpinned = entry.get("message") or "not pinned" if entry.get("pinned") is False else None
+    return TrialOutcome(
+        trial, entry.get("result"), entry.get("message") if failed else None, unpinned
+    )
 
 
-def _pinned(cpu: int, entries: list[dict[str, Any]]) -> tuple[bool | None, str]:
+def _pinned(spec: ExperimentSpec, entries: list[dict[str, Any]]) -> tuple[bool | None, str]:
     results = [e for e in entries if e.get("result")]
     if not results:
         return None, "no trial has finished yet"
-    shared = [e["name"] for e in results if len(e["result"]["cpus"]) != cpu]
+    cpu = spec.resources.cpu
+    shared = [e["name"] for e in results if e.get("pinned") is False]
     if shared:
+        counted = "counted all the same (pinning: preferred)"
+        if spec.pinning == "required":
+            counted = "left out of the knees and recommendations (pinning: required)"
         return False, (
-            f"{len(shared)} of {len(results)} trials ran on more CPUs than the "
-            f"{cpu} they asked for (no static CPU manager?): {', '.join(shared[:5])}"
+            f"{len(shared)} of {len(results)} trials did not run on {cpu} exclusive CPU(s) "
+            f"of their own (no static CPU manager?), {counted}: {', '.join(shared[:5])}"
         )
     return True, f"every trial ran on {cpu} exclusive CPU(s)"
 
@@ -267,7 +279,8 @@ def build_status(
 
     if done:
         by_name = {t.name: t for t in trials}
-        summary = summarize([outcome_of(by_name[e["name"]], e) for e in entries], spec.tolerance)
+        outcomes = [outcome_of(by_name[e["name"]], e) for e in entries]
+        summary = summarize(outcomes, spec.tolerance, spec.pinning)
         status["summary"] = summary
         status["completionTime"] = old.get("completionTime") or timestamp(now)
         if summary["recommendations"]:
@@ -293,7 +306,7 @@ def build_status(
         waiting = " (waiting for the delay target)" if live.waiting_for_target else ""
         progressing = f"{len(entries)} of {len(trials)} trials done{waiting}"
         condition("Progressing", True, "TrialsRunning", progressing)
-    pinned, why = _pinned(spec.resources.cpu, entries)
+    pinned, why = _pinned(spec, entries)
     pinned_reason = {True: "ExclusiveCPUs", False: "SharedCPUs", None: "NoResults"}[pinned]
     condition("Pinned", pinned, pinned_reason, why)
     missed = [e["name"] for e in entries if e.get("result") and not e.get("metricsScraped")]

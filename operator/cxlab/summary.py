@@ -22,10 +22,15 @@ class TrialOutcome:
     trial: Trial
     result: Result | None
     error: str | None = None
+    unpinned: str | None = None  # why the trial did not run on exactly its own cores
 
     @property
     def succeeded(self) -> bool:
         return self.result is not None and self.error is None
+
+    def counts(self, pinning: str) -> bool:
+        """Whether the trial's Result enters the summary under the experiment's pinning."""
+        return self.succeeded and (self.unpinned is None or pinning == "preferred")
 
 
 def stats(values: list[float]) -> dict[str, float]:
@@ -49,7 +54,7 @@ def workers_label(model: str, workers: int) -> str:
     return "one worker per task" if workers == 0 else f"{workers} workers"
 
 
-def _points(outcomes: Iterable[TrialOutcome]) -> list[dict[str, Any]]:
+def _points(outcomes: Iterable[TrialOutcome], pinning: str) -> list[dict[str, Any]]:
     groups: dict[tuple[str, int, float | None], list[TrialOutcome]] = {}
     for outcome in outcomes:
         trial = outcome.trial
@@ -57,7 +62,8 @@ def _points(outcomes: Iterable[TrialOutcome]) -> list[dict[str, Any]]:
     points = []
     for (variant, workers, rtt), members in groups.items():
         trial = members[0].trial
-        results = [o.result for o in members if o.succeeded and o.result is not None]
+        results = [o.result for o in members if o.counts(pinning) and o.result is not None]
+        unpinned = sum(o.succeeded and not o.counts(pinning) for o in members)
         point: dict[str, Any] = {
             "variant": variant,
             "model": trial.model,
@@ -65,8 +71,10 @@ def _points(outcomes: Iterable[TrialOutcome]) -> list[dict[str, Any]]:
             "workers": workers,
             "rttSeconds": rtt,
             "repetitions": len(results),
-            "failedTrials": len(members) - len(results),
+            "failedTrials": len(members) - len(results) - unpinned,
         }
+        if unpinned:
+            point["unpinnedTrials"] = unpinned  # measured, but not on the cores it asked for
         if results:
             cpu = [r["cpuUserSeconds"] + r["cpuSystemSeconds"] for r in results]
             growth = [(r["peakRssBytes"] - r["baselineRssBytes"]) / r["workers"] for r in results]
@@ -178,9 +186,12 @@ def recommend(points: list[dict[str, Any]], tolerance: float) -> list[dict[str, 
     return recommendations
 
 
-def summarize(outcomes: list[TrialOutcome], tolerance: float) -> dict[str, Any]:
-    """The `status.summary` of an experiment."""
-    points = _points(outcomes)
+def summarize(
+    outcomes: list[TrialOutcome], tolerance: float, pinning: str = "required"
+) -> dict[str, Any]:
+    """The `status.summary` of an experiment; under pinning "required" an unpinned trial's
+    Result stays in its entry but not in the points, knees and recommendations."""
+    points = _points(outcomes, pinning)
     return {
         "tolerance": tolerance,
         "points": points,

@@ -16,7 +16,7 @@ from cxlab.controller.config import OperatorConfig
 from cxlab.controller.observe import LOST_REASONS, PodView
 from cxlab.controller.pods import COMPONENT_TRIAL
 from cxlab.plan import Trial
-from cxlab.results import ResultError, parse_result
+from cxlab.results import ResultError, classify, parse_result
 from cxlab.spec import ExperimentSpec
 from cxlab.status import trial_entry
 from cxlab.summary import TrialOutcome
@@ -41,8 +41,8 @@ def _last_line(text: str | None) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _entry(trial: Trial, pod: PodView | None, result: Entry | None, error: str | None) -> Entry:
-    entry = trial_entry(TrialOutcome(trial, result, error))
+def _entry(outcome: TrialOutcome, pod: PodView | None) -> Entry:
+    entry = trial_entry(outcome)
     if pod is not None:
         entry["attempts"] = pod.attempt
         if pod.node:
@@ -50,11 +50,14 @@ def _entry(trial: Trial, pod: PodView | None, result: Entry | None, error: str |
     return entry
 
 
-def _from_succeeded(trial: Trial, pod: PodView) -> Entry:
+def _from_succeeded(trial: Trial, pod: PodView, spec: ExperimentSpec) -> Entry:
     try:
-        return _entry(trial, pod, parse_result(pod.termination_message or ""), None)
+        result = parse_result(pod.termination_message or "")
     except ResultError as error:
-        return _entry(trial, pod, None, f"no valid Result in the termination message: {error}")
+        why = f"no valid Result in the termination message: {error}"
+        return _entry(TrialOutcome(trial, None, why), pod)
+    # the kubelet chose the cores: only how many can be checked
+    return _entry(classify(trial, result, None, spec.resources.cpu), pod)
 
 
 def _why_failed(pod: PodView, spec: ExperimentSpec) -> str:
@@ -109,9 +112,11 @@ def decide(
         live = [p for p in mine if p.phase in ACTIVE_PHASES and not p.deleting]
         lost = [p for p in mine if _lost(p)]
         if succeeded:
-            decision.finished.append(_from_succeeded(trial, succeeded[-1]))
+            decision.finished.append(_from_succeeded(trial, succeeded[-1], spec))
         elif failed:
-            decision.finished.append(_entry(trial, failed[-1], None, _why_failed(failed[-1], spec)))
+            decision.finished.append(
+                _entry(TrialOutcome(trial, None, _why_failed(failed[-1], spec)), failed[-1])
+            )
         elif live:
             decision.running.append((trial, live[-1]))
             decision.attempts[trial.name] = max(attempts.get(trial.name, 0), live[-1].attempt)
@@ -126,7 +131,9 @@ def decide(
             if used >= config.max_attempts:
                 why = (lost[-1].reason or "deleted") if lost else "its Pod disappeared"
                 message = f"lost {used} times ({why}); gave up after {used} attempts"
-                decision.finished.append(_entry(trial, lost[-1] if lost else None, None, message))
+                decision.finished.append(
+                    _entry(TrialOutcome(trial, None, message), lost[-1] if lost else None)
+                )
             else:
                 pending.append(trial)
                 decision.attempts[trial.name] = used
@@ -177,7 +184,9 @@ def _fail_the_rest(
     running = {t.name: p for t, p in decision.running}
     for trial in trials:
         if trial.name not in done:
-            decision.finished.append(_entry(trial, running.get(trial.name), None, failure))
+            decision.finished.append(
+                _entry(TrialOutcome(trial, None, failure), running.get(trial.name))
+            )
     decision.delete += [p.name for p in running.values()]
     decision.running = []
     decision.create = []

@@ -20,7 +20,7 @@ from cxlab.local.delay_target import delay_target, find_program, free_port
 from cxlab.local.progress import Progress
 from cxlab.plan import PYTHON_RUNNER, Trial, plan_trials, runner_command
 from cxlab.report import render_report
-from cxlab.results import ResultError, parse_result, pinning_problem
+from cxlab.results import ResultError, classify, parse_result
 from cxlab.scrape import tasks_done
 from cxlab.spec import DEFAULT_RESPONSE_BYTES, GO_MODELS, ConcurrencyExperiment
 from cxlab.status import Live, build_status, spec_json, trial_entry
@@ -194,5 +194,4 @@ class LocalBackend:
             result = parse_result(stdout)
         except ResultError as error:
             return TrialOutcome(trial, None, str(error))
-        problem = pinning_problem(result, cores)
-        return TrialOutcome(trial, result, f"not pinned: {problem}" if problem else None)
+        return classify(trial, result, None, cores)

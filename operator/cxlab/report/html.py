@@ -6,7 +6,6 @@ renders to the same bytes and a report can be regenerated from result.json at an
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
@@ -16,6 +15,7 @@ from cxlab.plan import Trial
 from cxlab.report import svg
 from cxlab.summary import TrialOutcome, rtt_label, summarize, workers_label
 from cxlab_runner.durations import format_duration, parse_duration
+from cxlab_runner.result import floor_seconds as runner_floor_seconds
 
 Json = Mapping[str, Any]
 MIB = 2**20
@@ -190,7 +190,14 @@ def _floor_series(points: Sequence[Json], spec: Json, rtt: float | None) -> list
         return []
     seconds, name = unit
     workers = sorted({int(p["effectiveWorkers"]) for p in points})
-    line = tuple(svg.Point(w, math.ceil(tasks / w) * seconds) for w in workers)
+    rtt, hold = (seconds, 0.0) if name == "RTT" else (0.0, seconds)
+    floors = [
+        (w, runner_floor_seconds(workload["type"], int(tasks), w, rtt, hold)) for w in workers
+    ]
+    # the runners' own formula (the contract's floor); cpu has none
+    line = tuple(svg.Point(w, floor) for w, floor in floors if floor is not None)
+    if not line:
+        return []
     label = f"floor: ⌈tasks / workers⌉ \u00d7 {name}"
     return [svg.Series(label, line, svg.REFERENCE_COLOR, dashed=True, markers=False)]
 

@@ -124,7 +124,7 @@ func writeResult(r Result, stdout io.Writer, path string, logger *log.Logger) er
 	if err != nil {
 		return fmt.Errorf("encoding the Result: %w", err)
 	}
-	if len(b) >= MaxResultBytes {
+	if len(b) > MaxResultBytes {
 		// Only huge --experiment/--trial labels get here; a whole Result
 		// on stdout is still worth more than none.
 		logger.Printf("warning: the Result is %d bytes, over %d", len(b), MaxResultBytes)

@@ -53,13 +53,14 @@ type RSSTimeline struct {
 	RSSBytes        []int64 `json:"rssBytes"`
 }
 
-// Encode returns the Result as one line of compact JSON, newline included,
-// under MaxResultBytes: if it would not fit, it drops errors (least frequent
-// first), then halves the timeline's resolution.
+// Encode returns the Result as one line of compact JSON, newline included, of
+// at most MaxResultBytes: if it would not fit, it drops errors (least frequent
+// first), then halves the timeline's resolution. The contract's rule, the same
+// in the Python runner.
 func (r Result) Encode() ([]byte, error) {
 	for {
 		b, err := r.encode()
-		if err != nil || len(b) < MaxResultBytes {
+		if err != nil || len(b) <= MaxResultBytes {
 			return b, err
 		}
 		switch {

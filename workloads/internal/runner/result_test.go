@@ -162,7 +162,7 @@ func TestEncodeStaysUnderLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b) >= MaxResultBytes {
+	if len(b) > MaxResultBytes {
 		t.Fatalf("%d bytes", len(b))
 	}
 	if !strings.HasSuffix(string(b), "}\n") || strings.Count(string(b), "\n") != 1 {

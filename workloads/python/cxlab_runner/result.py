@@ -106,12 +106,23 @@ def build_result(
 
 
 def encode(result: dict[str, Any]) -> str:
-    """Compact JSON under MAX_BYTES: error messages are dropped first, if anything must go."""
-    text = json.dumps(result, separators=(",", ":"))
-    while len(text.encode()) > MAX_BYTES and result["errors"]:
-        result["errors"].pop()
+    """Compact JSON whose line, newline included, fits in MAX_BYTES (a termination message).
+    The contract's rule, the same in the Go runner: drop errors, least frequent first, then
+    halve the RSS timeline's resolution; only absurd labels can still leave it too long."""
+    while True:
         text = json.dumps(result, separators=(",", ":"))
-    return text
+        if len(text.encode()) + 1 <= MAX_BYTES:
+            return text
+        timeline = result["rssTimeline"]
+        if result["errors"]:
+            result["errors"].pop()
+        elif len(timeline["rssBytes"]) > 1:
+            result["rssTimeline"] = {
+                "intervalSeconds": timeline["intervalSeconds"] * 2,
+                "rssBytes": timeline["rssBytes"][::2],
+            }
+        else:
+            return text
 
 
 def write(text: str, path: str | None) -> None:

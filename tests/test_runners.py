@@ -133,6 +133,14 @@ def test_pinned_cpus_are_reported() -> None:
         ("asyncio", ["--workload", "sleep", "--tasks", "5", "--gomaxprocs", "2"]),
         ("locust", ["--workload", "sleep", "--tasks", "5"]),
         ("threads", ["--workload", "http", "--tasks", "5"]),
+        # the same --target-url rule in both runners (the contract's targetUrlSchemes)
+        ("threads", ["--workload", "http", "--tasks", "5", "--target-url", "https://127.0.0.1:1/"]),
+        ("asyncio", ["--workload", "http", "--tasks", "5", "--target-url", "http:///nohost"]),
+        (
+            "goroutines",
+            ["--workload", "http", "--tasks", "5", "--target-url", "https://127.0.0.1:1/"],
+        ),
+        ("goroutines", ["--workload", "http", "--tasks", "5", "--target-url", "http:///nohost"]),
         ("goroutines", ["--workload", "sleep", "--tasks", "5", "--rtt", "soon"]),
         ("goroutines", ["--workload", "disk", "--tasks", "5"]),
     ],

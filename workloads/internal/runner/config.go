@@ -35,6 +35,7 @@ type Config struct {
 var (
 	workloads    = []string{"sleep", "http", "cpu", "hold"}
 	connections  = []string{"fresh", "reuse"}
+	urlSchemes   = []string{"http"} // the delay target speaks plain HTTP, as the Python runner
 	pythonModels = []string{"sequential", "threads", "processes", "gevent", "asyncio", "locust"}
 )
 
@@ -136,8 +137,8 @@ func taskURL(target string, rtt time.Duration) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return "", fmt.Errorf("want an http:// or https:// URL with a host, got %q", target)
+	if !slices.Contains(urlSchemes, u.Scheme) || u.Hostname() == "" {
+		return "", fmt.Errorf("want an http:// URL with a host, got %q", target)
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {

@@ -22,6 +22,7 @@ type runnerContract struct {
 	} `json:"models"`
 	Workloads      []string          `json:"workloads"`
 	Connections    []string          `json:"connections"`
+	URLSchemes     []string          `json:"targetUrlSchemes"`
 	ExitStatus     map[string]int    `json:"exitStatus"`
 	ResultMaxBytes int               `json:"resultMaxBytes"`
 	LatencyBuckets []float64         `json:"latencyBucketsSeconds"`
@@ -48,6 +49,9 @@ func TestTheGoRunnerKeepsTheContract(t *testing.T) {
 	}
 	if !slices.Equal(c.Workloads, workloads) || !slices.Equal(c.Connections, connections) {
 		t.Errorf("workloads %v / connections %v in the contract, %v / %v here", c.Workloads, c.Connections, workloads, connections)
+	}
+	if !slices.Equal(c.URLSchemes, urlSchemes) {
+		t.Errorf("--target-url schemes: contract %v, Go runner %v", c.URLSchemes, urlSchemes)
 	}
 	want := map[string]int{"ok": ExitOK, "crash": ExitCrash, "usage": ExitUsage, "stoppedBySIGTERM": 128 + int(syscall.SIGTERM)}
 	for name, status := range want {

@@ -34,6 +34,7 @@ class RunnerContract:
     go_models: tuple[str, ...]
     workloads: tuple[str, ...]
     connections: tuple[str, ...]
+    target_url_schemes: tuple[str, ...]  # --target-url: the delay target speaks plain HTTP
     exit_status: dict[str, int]
     result_max_bytes: int
     latency_buckets_seconds: tuple[float, ...]
@@ -54,6 +55,7 @@ def runner_contract() -> RunnerContract:
         go_models=tuple(document["models"]["go"]),
         workloads=tuple(document["workloads"]),
         connections=tuple(document["connections"]),
+        target_url_schemes=tuple(document["targetUrlSchemes"]),
         exit_status=dict(document["exitStatus"]),
         result_max_bytes=int(document["resultMaxBytes"]),
         latency_buckets_seconds=tuple(float(b) for b in document["latencyBucketsSeconds"]),

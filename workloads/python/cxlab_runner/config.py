@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from cxlab_contract import runner_contract
 
@@ -107,6 +108,13 @@ def parse_config(argv: list[str]) -> RunnerConfig:
         raise UsageError(f"--gomaxprocs applies to goroutines only, not to {args.model}")
     if args.workload == "http" and not args.target_url:
         raise UsageError("--target-url is required for the http workload")
+    if args.workload == "http":
+        url = urlsplit(args.target_url)
+        schemes = runner_contract().target_url_schemes
+        if url.scheme not in schemes or not url.hostname:
+            raise UsageError(
+                f"--target-url must be an http:// URL with a host, got {args.target_url!r}"
+            )
     if args.model == "locust" and args.workload != "http":
         raise UsageError("locust runs HTTP users: it needs --workload http")
     return RunnerConfig(

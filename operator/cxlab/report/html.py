@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from cxlab.plan import Trial
+from cxlab.plan import plan_trials
 from cxlab.report import svg
-from cxlab.summary import TrialOutcome, rtt_label, summarize, workers_label
+from cxlab.spec import ExperimentSpec
+from cxlab.status import outcome_of
+from cxlab.summary import rtt_label, summarize, workers_label
 from cxlab_runner.durations import format_duration, parse_duration
 from cxlab_runner.result import floor_seconds as runner_floor_seconds
 
@@ -23,7 +25,6 @@ MIB = 2**20
 MAX_TIMELINES = 8
 # Peak memory gets a log axis when it spans more than this factor (threads vs coroutines).
 LOG_MEMORY_RATIO = 10
-DEFAULT_TOLERANCE = 0.10
 # Memory-over-time lines share a seconds axis only while their runs last within this factor
 # of each other; beyond it (sequential vs goroutines) x becomes the share of each run.
 SAME_TIMESCALE = 5
@@ -48,11 +49,11 @@ class _Context:
 def render_report(document: Json) -> str:
     """The report of one experiment as a complete HTML page (no scripts, no external files)."""
     spec: Json = document.get("spec") or {}
+    typed = ExperimentSpec.model_validate(spec)  # its defaults, not the report's own
     status: Json = document.get("status") or {}
     summary: Json | None = status.get("summary")
     trials: list[Json] = list(status.get("trials") or [])
-    tolerance = float(spec.get("tolerance", DEFAULT_TOLERANCE))
-    points = _points(summary, trials, tolerance)
+    points = _points(summary, trials, typed)
     context = _Context(
         spec=spec,
         trials=trials,
@@ -60,7 +61,7 @@ def render_report(document: Json) -> str:
         styles=_styles(points),
     )
     sections = [
-        _header(document, trials),
+        _header(document, typed, trials),
         _answer(summary, status),
         _knees_table(context.knees),
         *(_rtt_section(rtt, members, context) for rtt, members in _by_rtt(points)),
@@ -74,29 +75,18 @@ def render_report(document: Json) -> str:
 # --- the data ------------------------------------------------------------------------------
 
 
-def _points(summary: Json | None, trials: Sequence[Json], tolerance: float) -> list[Json]:
+def _points(summary: Json | None, trials: Sequence[Json], spec: ExperimentSpec) -> list[Json]:
     """The summary's points; for an unfinished run, the same aggregation over the trials done
-    so far, so a running experiment already shows its curves."""
+    so far (the planned trials, read back from their entries as the status builder does), so
+    a running experiment already shows its curves."""
     if summary is not None:
         return list(summary.get("points") or [])
-    if not trials:
+    planned = {t.name: t for t in plan_trials(spec)}
+    outcomes = [outcome_of(planned[t["name"]], dict(t)) for t in trials if t["name"] in planned]
+    if not outcomes:
         return []
-    points: list[Json] = summarize([_outcome(t) for t in trials], tolerance)["points"]
+    points: list[Json] = summarize(outcomes, spec.tolerance, spec.pinning)["points"]
     return points
-
-
-def _outcome(entry: Json) -> TrialOutcome:
-    trial = Trial(
-        index=0,
-        model=entry["model"],
-        workers=entry["workers"],
-        gomaxprocs=entry.get("gomaxprocs"),
-        rtt_seconds=entry.get("rttSeconds"),
-        repetition=entry.get("repetition", 1),
-    )
-    failed = entry.get("phase") != "Succeeded"
-    error = entry.get("message") or ("failed" if failed else None)
-    return TrialOutcome(trial, entry.get("result"), error)
 
 
 def _measured(point: Json) -> bool:
@@ -380,16 +370,15 @@ def _runtimes(trials: Sequence[Json]) -> str:
     return ", ".join(sorted(found - {""}))
 
 
-def _facts(document: Json, trials: Sequence[Json]) -> list[tuple[str, str]]:
+def _facts(document: Json, typed: ExperimentSpec, trials: Sequence[Json]) -> list[tuple[str, str]]:
     spec: Json = document.get("spec") or {}
     status: Json = document.get("status") or {}
-    resources: Json = spec.get("resources") or {}
     facts = [
         ("Workload", _describe_workload(spec.get("workload") or {})),
         ("Models", " · ".join(_describe_model(m) for m in spec.get("models") or [])),
-        ("Repetitions", str(spec.get("repetitions", 1))),
-        ("Per trial", f"{resources.get('cpu', 1)} CPU, {resources.get('memory', '512Mi')}"),
-        ("Tolerance", f"{float(spec.get('tolerance', DEFAULT_TOLERANCE)):.0%} of the fastest"),
+        ("Repetitions", str(typed.repetitions)),
+        ("Per trial", f"{typed.resources.cpu} CPU, {typed.resources.memory}"),
+        ("Tolerance", f"{typed.tolerance:.0%} of the fastest"),
         ("Runtimes", _runtimes(trials)),
     ]
     times = (
@@ -414,13 +403,13 @@ def _progress(status: Json) -> str:
     )
 
 
-def _header(document: Json, trials: Sequence[Json]) -> str:
+def _header(document: Json, typed: ExperimentSpec, trials: Sequence[Json]) -> str:
     name = str((document.get("metadata") or {}).get("name", "experiment"))
     status: Json = document.get("status") or {}
     phase = str(status.get("phase") or "Pending")
     facts = "".join(
         f"<dt>{escape(label)}</dt><dd>{escape(value)}</dd>"
-        for label, value in _facts(document, trials)
+        for label, value in _facts(document, typed, trials)
     )
     return (
         f'<header><p class="kind">{escape(str(document.get("kind", "")))}</p>'

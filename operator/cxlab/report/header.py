@@ -1,0 +1,113 @@
+"""The top of the report: what was run (workload, models, resources), its progress, and
+the answer (the recommendations)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from cxlab.report.data import Json
+from cxlab.spec import ExperimentSpec
+
+
+def _describe_workload(workload: Json) -> str:
+    kind = str(workload.get("type", "?"))
+    tasks = f"{int(workload.get('tasks', 0)):,} tasks"
+    rtts = workload.get("rtts") or ([workload["rtt"]] if workload.get("rtt") else [])
+    rtt_text = ", ".join(str(r) for r in rtts)
+    if kind == "sleep":
+        return f"sleep: {tasks}, each sleeps one RTT ({rtt_text})"
+    if kind == "http":
+        connection = workload.get("connection") or "fresh"
+        return (
+            f"http: {tasks}, each one request answered after one RTT ({rtt_text}), "
+            f"{connection} connections"
+        )
+    if kind == "cpu":
+        return f"cpu: {tasks}, each counts down {int(workload.get('iterations', 0)):,} iterations"
+    if kind == "hold":
+        return f"hold: {tasks}, each stays alive for {workload.get('hold')}"
+    return f"{kind}: {tasks}"
+
+
+def _describe_model(entry: Json) -> str:
+    model = str(entry.get("model", "?"))
+    workers = entry.get("workers") or [0]
+    counts = [f"{w:,}" for w in workers if w]
+    parts = [", ".join(counts) + " workers"] if counts else []
+    if 0 in workers:
+        parts.append("one worker per task")
+    text = "1 worker" if model == "sequential" else ", ".join(parts)
+    gomaxprocs = entry.get("gomaxprocs")
+    if gomaxprocs:
+        text += "; GOMAXPROCS " + ", ".join(str(g or "default") for g in gomaxprocs)
+    return f"{model} ({text})"
+
+
+def _runtimes(trials: Sequence[Json]) -> str:
+    found = {str((t.get("result") or {}).get("runtime", "")) for t in trials}
+    return ", ".join(sorted(found - {""}))
+
+
+def _facts(document: Json, typed: ExperimentSpec, trials: Sequence[Json]) -> list[tuple[str, str]]:
+    spec: Json = document.get("spec") or {}
+    status: Json = document.get("status") or {}
+    facts = [
+        ("Workload", _describe_workload(spec.get("workload") or {})),
+        ("Models", " · ".join(_describe_model(m) for m in spec.get("models") or [])),
+        ("Repetitions", str(typed.repetitions)),
+        ("Per trial", f"{typed.resources.cpu} CPU, {typed.resources.memory}"),
+        ("Tolerance", f"{typed.tolerance:.0%} of the fastest"),
+        ("Runtimes", _runtimes(trials)),
+    ]
+    times = (
+        ("Created", (document.get("metadata") or {}).get("creationTimestamp")),
+        ("Started", status.get("startTime")),
+        ("Completed", status.get("completionTime")),
+    )
+    facts += [(label, str(value)) for label, value in times if value]
+    return [(label, value) for label, value in facts if value]
+
+
+def _progress(status: Json) -> str:
+    progress: Json = status.get("progress") or {}
+    total = int(progress.get("trialsTotal", 0))
+    done = int(progress.get("trialsDone", 0))
+    failed = int(progress.get("trialsFailed", 0))
+    share = 100 * done / total if total else 0
+    text = f"{done} of {total} trials done" + (f", {failed} failed" if failed else "")
+    return (
+        f'<div class="progress"><span class="bar"><span style="width:{share:.1f}%"></span>'
+        f"</span> {escape(text)}</div>"
+    )
+
+
+def header_section(document: Json, typed: ExperimentSpec, trials: Sequence[Json]) -> str:
+    name = str((document.get("metadata") or {}).get("name", "experiment"))
+    status: Json = document.get("status") or {}
+    phase = str(status.get("phase") or "Pending")
+    facts = "".join(
+        f"<dt>{escape(label)}</dt><dd>{escape(value)}</dd>"
+        for label, value in _facts(document, typed, trials)
+    )
+    return (
+        f'<header><p class="kind">{escape(str(document.get("kind", "")))}</p>'
+        f'<h1>{escape(name)} <span class="phase {escape(phase.lower())}">{escape(phase)}</span>'
+        f'</h1>{_progress(status)}<dl class="facts">{facts}</dl></header>'
+    )
+
+
+def answer_section(summary: Json | None, status: Json) -> str:
+    if summary is None:
+        phase = str(status.get("phase") or "Pending")
+        note = (
+            f"The experiment is {phase.lower()}: the knees and the recommendation appear once "
+            "every trial has finished. The charts show the trials done so far."
+        )
+        return f'<section><h2>Recommendation</h2><p class="note">{escape(note)}</p></section>'
+    texts = [str(r.get("text", "")) for r in summary.get("recommendations") or []]
+    if not texts:
+        note = "No configuration finished without failed tasks, so there is nothing to recommend."
+        return f'<section><h2>Recommendation</h2><p class="note">{escape(note)}</p></section>'
+    items = "".join(f"<li>{escape(text)}</li>" for text in texts)
+    return f'<section><h2>Recommendation</h2><ul class="recommendations">{items}</ul></section>'

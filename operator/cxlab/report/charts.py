@@ -18,6 +18,7 @@ LOG_MEMORY_RATIO = 10
 # Memory-over-time lines share a seconds axis only while their runs last within this factor
 # of each other; beyond it (sequential vs goroutines) x becomes the share of each run.
 SAME_TIMESCALE = 5
+
 _WORKERS_AXIS = svg.Axis("workers (log scale)", "log", svg.format_count)
 
 

@@ -15,8 +15,6 @@ from cxlab.summary import summarize
 from cxlab_runner.durations import parse_duration
 
 Json = Mapping[str, Any]
-
-
 MIB = 2**20
 
 

@@ -29,16 +29,21 @@ type runnerContract struct {
 	Metrics        map[string]string `json:"metrics"`
 }
 
-func loadContract(t *testing.T) runnerContract {
+// readJSON decodes one of the contract's shared files (paths from this package).
+func readJSON(t *testing.T, path string, into any) {
 	t.Helper()
-	raw, err := os.ReadFile("../../python/cxlab_contract/runner-contract.json")
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c runnerContract
-	if err := json.Unmarshal(raw, &c); err != nil {
+	if err := json.Unmarshal(raw, into); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func loadContract(t *testing.T) runnerContract {
+	var c runnerContract
+	readJSON(t, "../../python/cxlab_contract/runner-contract.json", &c)
 	return c
 }
 

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"encoding/json"
-	"os"
 	"reflect"
 	"testing"
 )
@@ -10,14 +9,8 @@ import (
 // The same oversized Result the Python runner's test truncates (workloads/testdata): both
 // runners must cut it to the same document (tests/test_contract.py holds the Python half).
 func TestTruncationIsTheContractsRule(t *testing.T) {
-	raw, err := os.ReadFile("../../testdata/oversized-result.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var r Result
-	if err := json.Unmarshal(raw, &r); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, "../../testdata/oversized-result.json", &r)
 	b, err := r.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -29,13 +22,7 @@ func TestTruncationIsTheContractsRule(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	expected, err := os.ReadFile("../../testdata/truncated-result.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(expected, &want); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, "../../testdata/truncated-result.json", &want)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("the Go runner truncates differently:\n got %d errors, %v timeline samples\nwant %d errors, %v",
 			len(got["errors"].([]any)), len(got["rssTimeline"].(map[string]any)["rssBytes"].([]any)),

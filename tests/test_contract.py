@@ -1,14 +1,16 @@
 """The Python half of the runner contract's shared cases (workloads/testdata): the Go
-runner's tests (internal/runner/truncate_test.go) run the same files."""
+runner's tests (internal/runner/shared_cases_test.go) run the same files."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from cxlab_contract import runner_contract
 from helpers import ROOT
 
-from cxlab_runner.result import encode
+from cxlab_runner.durations import parse_duration
+from cxlab_runner.result import encode, floor_seconds
 
 TESTDATA = ROOT / "workloads" / "testdata"
 
@@ -19,3 +21,13 @@ def test_an_oversized_result_is_cut_by_the_contracts_rule() -> None:
     line = encode(oversized) + "\n"
     assert len(line.encode()) <= runner_contract().result_max_bytes
     assert json.loads(line) == json.loads((TESTDATA / "truncated-result.json").read_text())
+
+
+def test_the_floor_is_the_contracts_formula() -> None:
+    cases = json.loads((TESTDATA / "floors.json").read_text())["cases"]
+    for case in cases:
+        floor = floor_seconds(
+            case["workload"], case["tasks"], case["workers"],
+            parse_duration(case["rtt"]), parse_duration(case["hold"]),
+        )  # fmt: skip
+        assert floor == pytest.approx(case["floorSeconds"]), case

@@ -9,7 +9,8 @@ import pytest
 from cxlab_contract import runner_contract
 from helpers import ROOT
 
-from cxlab_runner.durations import parse_duration
+from cxlab_runner.config import build_parser
+from cxlab_runner.durations import format_duration, parse_duration
 from cxlab_runner.result import encode, floor_seconds
 
 TESTDATA = ROOT / "workloads" / "testdata"
@@ -31,3 +32,21 @@ def test_the_floor_is_the_contracts_formula() -> None:
             parse_duration(case["rtt"]), parse_duration(case["hold"]),
         )  # fmt: skip
         assert floor == pytest.approx(case["floorSeconds"]), case
+
+
+def test_the_python_runner_takes_the_contracts_flags() -> None:
+    # the Go runner's half: TestTheGoRunnerTakesTheContractsFlags
+    durations = {"rtt", "hold", "linger"}
+    taken: dict[str, str | None] = {}
+    for action in build_parser()._actions:
+        if action.option_strings == ["-h", "--help"]:
+            continue
+        (option,) = action.option_strings
+        name = option.removeprefix("--")
+        if action.required:
+            taken[name] = None
+        elif name in durations:
+            taken[name] = format_duration(action.default)
+        else:
+            taken[name] = "" if action.default is None else str(action.default)
+    assert taken == runner_contract().flags

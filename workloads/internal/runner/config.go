@@ -52,6 +52,21 @@ func usageErrorf(format string, a ...any) error {
 // flag.ErrHelp for -h, a *UsageError for anything else wrong.
 func ParseFlags(args []string, output io.Writer) (Config, error) {
 	var c Config
+	fs := newFlagSet(&c, output)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, &UsageError{err.Error()} // the flag package has already printed usage
+	}
+	if fs.NArg() > 0 {
+		return c, usageErrorf("unexpected arguments: %q", fs.Args())
+	}
+	return c, c.validate()
+}
+
+// newFlagSet declares the contract's flags into c (the contract test lists them too).
+func newFlagSet(c *Config, output io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("cxlab-runner-go", flag.ContinueOnError)
 	fs.SetOutput(output)
 	fs.StringVar(&c.Model, "model", "", "concurrency model; this runner serves only `goroutines`")
@@ -69,16 +84,7 @@ func ParseFlags(args []string, output io.Writer) (Config, error) {
 	fs.DurationVar(&c.Linger, "linger", 0, "keep serving metrics this long after the tasks")
 	fs.StringVar(&c.Experiment, "experiment", "", "experiment label")
 	fs.StringVar(&c.Trial, "trial", "", "trial label")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return c, err
-		}
-		return c, &UsageError{err.Error()} // the flag package has already printed usage
-	}
-	if fs.NArg() > 0 {
-		return c, usageErrorf("unexpected arguments: %q", fs.Args())
-	}
-	return c, c.validate()
+	return fs
 }
 
 func (c *Config) validate() error {

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"encoding/json"
+	"flag"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -16,6 +18,7 @@ import (
 // runnerContract is runner-contract.json, the contract's machine-readable part, which the
 // Python runner and the spec read at run time; this runner is checked against it here.
 type runnerContract struct {
+	Flags  map[string]*string `json:"flags"`
 	Models struct {
 		Python []string `json:"python"`
 		Go     []string `json:"go"`
@@ -72,6 +75,26 @@ func TestTheGoRunnerKeepsTheContract(t *testing.T) {
 	}
 	if !slices.Equal(c.LatencyBuckets, metrics.Buckets[:]) {
 		t.Errorf("buckets: contract %v, Go runner %v", c.LatencyBuckets, metrics.Buckets)
+	}
+}
+
+func TestTheGoRunnerTakesTheContractsFlags(t *testing.T) {
+	c := loadContract(t)
+	seen := map[string]bool{}
+	newFlagSet(&Config{}, io.Discard).VisitAll(func(f *flag.Flag) {
+		seen[f.Name] = true
+		want, ok := c.Flags[f.Name]
+		switch {
+		case !ok:
+			t.Errorf("--%s: a Go runner flag the contract does not have", f.Name)
+		case want != nil && *want != f.DefValue:
+			t.Errorf("--%s: default %q in the contract, %q here", f.Name, *want, f.DefValue)
+		}
+	})
+	for name := range c.Flags {
+		if !seen[name] {
+			t.Errorf("--%s: in the contract, not taken by the Go runner", name)
+		}
 	}
 }
 

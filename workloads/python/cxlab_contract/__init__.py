@@ -30,6 +30,7 @@ RUNNER_CONTRACT = "runner-contract.json"
 class RunnerContract:
     """runner-contract.json, typed: what both runners accept, expose and write."""
 
+    flags: dict[str, str | None]  # name: default as text, None for a required flag
     python_models: tuple[str, ...]
     go_models: tuple[str, ...]
     workloads: tuple[str, ...]
@@ -51,6 +52,7 @@ def runner_contract() -> RunnerContract:
         resources.files(__package__).joinpath(RUNNER_CONTRACT).read_text(encoding="utf-8")
     )
     return RunnerContract(
+        flags=dict(document["flags"]),
         python_models=tuple(document["models"]["python"]),
         go_models=tuple(document["models"]["go"]),
         workloads=tuple(document["workloads"]),

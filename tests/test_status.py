@@ -10,7 +10,14 @@ import pytest
 import yaml
 
 from cxlab.crd import CRD_PATH, status_schema
-from cxlab.status import ExperimentStatus, checked, rejected_status, set_condition
+from cxlab.status import (
+    ExperimentStatus,
+    checked,
+    prometheus_usage,
+    rejected_status,
+    running_entry,
+    set_condition,
+)
 
 
 def entry(**changes: Any) -> dict[str, Any]:
@@ -83,3 +90,15 @@ def test_a_rejected_spec_fails_at_once_naming_why() -> None:
     (failed,) = status["conditions"]
     assert failed["reason"] == "InvalidSpec" and failed["observedGeneration"] == 2
     assert failed["message"] == "the spec cannot run: spec.workload.rtt: too long"
+
+
+def test_running_and_prometheus_entries_are_built_from_the_typed_shape() -> None:
+    assert running_entry("t", "p", 100, None, 2.345) == {
+        "trial": "t", "pod": "p", "tasks": 100, "elapsedSeconds": 2.3,
+    }  # fmt: skip
+    assert running_entry("t", "p", 100, 40, None)["tasksDone"] == 40
+    usage = prometheus_usage(5, {"cpuThrottledRatio": 0.0}, ["memoryWorkingSetBytes"])
+    assert usage == {
+        "cpuThrottledRatio": 0.0, "windowSeconds": 5, "missing": ["memoryWorkingSetBytes"],
+    }  # fmt: skip
+    assert prometheus_usage(None, {}, [], "no Pod times") == {"error": "no Pod times"}

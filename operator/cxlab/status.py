@@ -206,6 +206,38 @@ class Live:
     waiting_for_target: bool = False
 
 
+def _shaped(model: type[_Shape], **fields: Any) -> dict[str, Any]:
+    """A part of the status as written, by its typed model's names; None means left out."""
+    given = {name: value for name, value in fields.items() if value is not None}
+    return model(**given).model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def running_entry(
+    trial: str, pod: str, tasks: int, tasks_done: int | None, elapsed_seconds: float | None
+) -> dict[str, Any]:
+    """progress.running's entry for a trial whose Pod runs."""
+    elapsed = None if elapsed_seconds is None else round(elapsed_seconds, 1)
+    return _shaped(
+        RunningTrial, trial=trial, pod=pod, tasks=tasks, tasks_done=tasks_done,
+        elapsed_seconds=elapsed,
+    )  # fmt: skip
+
+
+def prometheus_usage(
+    window_seconds: int | None,
+    found: dict[str, float | int],
+    missing: list[str],
+    error: str | None = None,
+) -> dict[str, Any]:
+    """A trial entry's `prometheus`: what Prometheus had (cAdvisor), and what it had not."""
+    return _shaped(
+        PrometheusUsage, window_seconds=window_seconds,
+        cpu_throttled_ratio=found.get("cpuThrottledRatio"),
+        memory_working_set_bytes=found.get("memoryWorkingSetBytes"),
+        missing=missing or None, error=error,
+    )  # fmt: skip
+
+
 def outcome_of(trial: Trial, entry: dict[str, Any]) -> TrialOutcome:
     """A recorded trial entry back as the summary's input."""
     failed = entry["phase"] == "Failed"

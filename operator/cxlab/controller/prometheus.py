@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from cxlab.status import prometheus_usage
+
 CONTAINER = "runner"  # the trial Pod's one container (pods.py)
 
 # name in status → what it is, for the `missing` list and the docs
@@ -95,21 +97,19 @@ Query = Callable[[str, datetime], float | None]
 def trial_usage(window: TrialWindow, query: Query) -> dict[str, Any]:
     """The status entry's `prometheus` field: the values found, `missing` for the others,
     and `error` when Prometheus could not be asked at all (the reconcile goes on)."""
-    found: dict[str, Any] = {"windowSeconds": window.seconds}
+    found: dict[str, float | int] = {}
     missing: list[str] = []
     for name, promql in trial_queries(window).items():
         try:
             value = query(promql, window.end)
         except Exception as error:
-            found["error"] = f"{type(error).__name__}: {error}"[:300]
+            why = f"{type(error).__name__}: {error}"[:300]
             missing = [f for f in FIELDS if f not in found]
-            break
+            return prometheus_usage(window.seconds, found, missing, why)
         if value is None:
             missing.append(name)
         elif name == "memoryWorkingSetBytes":
             found[name] = int(value)
         else:
             found[name] = round(value, 4)
-    if missing:
-        found["missing"] = missing
-    return found
+    return prometheus_usage(window.seconds, found, missing)

@@ -29,7 +29,14 @@ from cxlab.controller.reconcile import Decision, decide
 from cxlab.plan import Trial, plan_trials
 from cxlab.scrape import tasks_done
 from cxlab.spec import ExperimentSpec, SpecError, parse_experiment
-from cxlab.status import Live, build_status, rejected_status, spec_json
+from cxlab.status import (
+    Live,
+    build_status,
+    prometheus_usage,
+    rejected_status,
+    running_entry,
+    spec_json,
+)
 
 FINISHED = ("Succeeded", "Failed")
 # Live task counts of running trials are written at most this often (each is a patch).
@@ -197,7 +204,7 @@ class Reconciler:
         )
         if pod is None or pod.started is None or pod.finished is None:
             why = "the trial's Pod has no start and end time"
-            entry["prometheus"] = {"missing": list(FIELDS), "error": why}
+            entry["prometheus"] = prometheus_usage(None, {}, list(FIELDS), why)
             return
         client = PrometheusClient(
             self.config.prometheus_url, self.config.prometheus_timeout_seconds
@@ -232,11 +239,7 @@ class Reconciler:
     ) -> list[dict[str, Any]]:
         running = []
         for trial, pod in decision.running:
-            entry: dict[str, Any] = {
-                "trial": trial.name,
-                "pod": pod.name,
-                "tasks": spec.workload.tasks,
-            }
+            done = None
             if pod.ip and pod.phase == "Running":
                 began = time.monotonic()
                 done = tasks_done(
@@ -246,10 +249,8 @@ class Reconciler:
                 self.metrics.scrapes.labels("error" if done is None else "ok").inc()
                 if done is not None:
                     memory.scraped.add(trial.name)
-                    entry["tasksDone"] = done
-            if pod.created:
-                entry["elapsedSeconds"] = round((moment - pod.created).total_seconds(), 1)
-            running.append(entry)
+            elapsed = (moment - pod.created).total_seconds() if pod.created else None
+            running.append(running_entry(trial.name, pod.name, spec.workload.tasks, done, elapsed))
         return running
 
     def _worth_patching(self, old: dict[str, Any], new: dict[str, Any], memory: Memory) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 from cxlab.controller.config import OperatorConfig
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.observe import view_pod
-from cxlab.controller.service import Reconciler
+from cxlab.controller.reconciler import Reconciler
 from cxlab.local.backend import local_status
 from cxlab.plan import Trial, plan_trials
 from cxlab.spec import parse_experiment

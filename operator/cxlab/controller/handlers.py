@@ -16,7 +16,7 @@ from cxlab.controller.kube import Kube, load_configuration
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.observe import PodView, view_pod
 from cxlab.controller.pods import LABEL_EXPERIMENT
-from cxlab.controller.service import Reconciler
+from cxlab.controller.reconciler import Reconciler
 from cxlab.crd import GROUP, PLURAL, VERSION
 
 RECONCILE_ID = "reconcile"

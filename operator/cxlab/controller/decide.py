@@ -1,5 +1,5 @@
 """One level-based decision: from the trials already in status and the Pods that exist now,
-what to record, what to start, what to delete (pure; service.py carries it out).
+what to record, what to start, what to delete (pure; reconciler.py carries it out).
 
 Rules that make a restart safe: a trial is recorded from its Pod before the Pod is deleted;
 an attempt is counted in status before its Pod is created, and Pod names carry the attempt,

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cxlab.controller.config import OperatorConfig
+from cxlab.controller.decide import Decision, decide
 from cxlab.controller.kube import Kube
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.observe import PodView, now, view_pod
@@ -25,7 +26,6 @@ from cxlab.controller.pods import (
     trial_pod_name,
 )
 from cxlab.controller.prometheus import FIELDS, PrometheusClient, TrialWindow, trial_usage
-from cxlab.controller.reconcile import Decision, decide
 from cxlab.plan import Trial, plan_trials
 from cxlab.scrape import tasks_done
 from cxlab.spec import ExperimentSpec, SpecError, parse_experiment

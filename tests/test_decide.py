@@ -12,8 +12,8 @@ from helpers import run_runner
 from test_spec import document
 
 from cxlab.controller.config import OperatorConfig
+from cxlab.controller.decide import decide
 from cxlab.controller.observe import PodView
-from cxlab.controller.reconcile import decide
 from cxlab.plan import plan_trials
 from cxlab.spec import ExperimentSpec, parse_experiment
 

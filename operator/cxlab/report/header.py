@@ -8,6 +8,7 @@ from html import escape
 
 from cxlab.report.data import Json
 from cxlab.spec import ExperimentSpec
+from cxlab.status import ExperimentStatus, Phase, Progress
 
 
 def _describe_workload(workload: Json) -> str:
@@ -69,11 +70,10 @@ def _facts(document: Json, typed: ExperimentSpec, trials: Sequence[Json]) -> lis
     return [(label, value) for label, value in facts if value]
 
 
-def _progress(status: Json) -> str:
-    progress: Json = status.get("progress") or {}
-    total = int(progress.get("trialsTotal", 0))
-    done = int(progress.get("trialsDone", 0))
-    failed = int(progress.get("trialsFailed", 0))
+def _progress(status: ExperimentStatus) -> str:
+    progress = status.progress or Progress()
+    total, done = progress.trials_total or 0, progress.trials_done or 0
+    failed = progress.trials_failed or 0
     share = 100 * done / total if total else 0
     text = f"{done} of {total} trials done" + (f", {failed} failed" if failed else "")
     return (
@@ -82,10 +82,11 @@ def _progress(status: Json) -> str:
     )
 
 
-def header_section(document: Json, typed: ExperimentSpec, trials: Sequence[Json]) -> str:
+def header_section(
+    document: Json, typed: ExperimentSpec, status: ExperimentStatus, trials: Sequence[Json]
+) -> str:
     name = str((document.get("metadata") or {}).get("name", "experiment"))
-    status: Json = document.get("status") or {}
-    phase = str(status.get("phase") or "Pending")
+    phase = (status.phase or Phase.PENDING).value
     facts = "".join(
         f"<dt>{escape(label)}</dt><dd>{escape(value)}</dd>"
         for label, value in _facts(document, typed, trials)

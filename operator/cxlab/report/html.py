@@ -12,6 +12,7 @@ from cxlab.report.header import answer_section, header_section
 from cxlab.report.page import page_html
 from cxlab.report.tables import failed_table, knees_table, points_table
 from cxlab.spec import ExperimentSpec
+from cxlab.status import ExperimentStatus
 
 
 def render_report(document: Json) -> str:
@@ -19,6 +20,7 @@ def render_report(document: Json) -> str:
     spec: Json = document.get("spec") or {}
     typed = ExperimentSpec.model_validate(spec)  # its defaults, not the report's own
     status: Json = document.get("status") or {}
+    typed_status = ExperimentStatus.model_validate(status)  # the shape both backends write
     summary: Json | None = status.get("summary")
     trials: list[Json] = list(status.get("trials") or [])
     points = report_points(summary, trials, typed)
@@ -29,7 +31,7 @@ def render_report(document: Json) -> str:
         styles=variant_styles(points),
     )
     sections = [
-        header_section(document, typed, trials),
+        header_section(document, typed, typed_status, trials),
         answer_section(summary, status),
         knees_table(context.knees),
         *(rtt_section(rtt, members, context) for rtt, members in by_rtt(points)),

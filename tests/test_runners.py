@@ -328,3 +328,25 @@ def test_sigterm_stops_a_trial_at_once(model: str) -> None:
     assert "stopped by SIGTERM" in stderr
     # unshare passes the status on
     assert unshare.returncode == runner_contract().exit_status["stoppedBySIGTERM"] == 143
+
+
+@pytest.mark.parametrize("model", ["asyncio", "gevent", "goroutines"])
+def test_sigterm_while_lingering_ends_the_linger_and_the_trial_succeeds(model: str) -> None:
+    process = subprocess.Popen(
+        runner_argv(model, "--workload", "sleep", "--tasks", "3", "--rtt", "1ms",
+                    "--linger", "30s"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        result = json.loads(process.stdout.readline())  # written: the runner now lingers
+        started = time.monotonic()
+        process.terminate()
+        _, stderr = process.communicate(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert time.monotonic() - started < 10  # not the 30 s linger
+    assert process.returncode == runner_contract().exit_status["ok"], stderr
+    assert result["tasksOk"] == 3

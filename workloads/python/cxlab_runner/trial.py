@@ -3,6 +3,7 @@ model's task phase, write the Result, linger so a scraper sees the final values.
 
 from __future__ import annotations
 
+import signal
 import time
 
 from cxlab_runner import measure, models
@@ -31,6 +32,16 @@ def run_trial(config: RunnerConfig) -> None:
     try:
         workers = run_model(config, recorder, phase)
         write(encode(build_result(config, recorder, phase, workers)), config.result_path)
-        time.sleep(config.linger)
+        _linger(config.linger)
     finally:
         server.close()
+
+
+def _linger(seconds: float) -> None:
+    """Serve the final metrics for a while. SIGTERM ends the linger, not the trial: the
+    Result is written, so the runner exits 0, as the Go runner does (the contract)."""
+    try:
+        time.sleep(seconds)
+    except SystemExit as stop:  # raised by the SIGTERM handler (__main__.py)
+        if stop.code != 128 + signal.SIGTERM:
+            raise

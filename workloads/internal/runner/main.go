@@ -85,6 +85,10 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 		c.Tasks, c.Workload, c.ResolvedWorkers(), runtime.GOMAXPROCS(0))
 	stopOnSIGTERM := exitOnSIGTERM(logger)
 	result, err := Run(&c, trial)
+	// From here a SIGTERM only ends the linger: registered before the task-phase handler is
+	// let go, so no signal between the two meets the default action (death by signal).
+	done, stopDone := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopDone()
 	stopOnSIGTERM()
 	if err != nil {
 		logger.Print(err)
@@ -97,7 +101,7 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 	logger.Printf("done: %d ok, %d failed in %.3fs", result.TasksOK, result.TasksFailed, result.WallSeconds)
 
 	if c.Linger > 0 {
-		linger(c.Linger)
+		linger(done, c.Linger)
 	}
 	return ExitOK
 }
@@ -163,10 +167,8 @@ func exitOnSIGTERM(logger *log.Logger) (stop func()) {
 }
 
 // linger keeps the process (and so the metrics endpoint) up for d, or until
-// SIGINT/SIGTERM: a scraper then sees the final values.
-func linger(d time.Duration) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// ctx ends (SIGINT/SIGTERM): a scraper then sees the final values.
+func linger(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -31,6 +31,9 @@ def run_trial(config: RunnerConfig) -> None:
     server = MetricsServer(config.metrics_port, TrialCollector(info, config.tasks, recorder, phase))
     try:
         workers = run_model(config, recorder, phase)
+        # A SIGTERM from here on only ends the linger: held back while the Result is written,
+        # delivered (if one came) once the linger starts.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         write(encode(build_result(config, recorder, phase, workers)), config.result_path)
         _linger(config.linger)
     finally:
@@ -41,6 +44,7 @@ def _linger(seconds: float) -> None:
     """Serve the final metrics for a while. SIGTERM ends the linger, not the trial: the
     Result is written, so the runner exits 0, as the Go runner does (the contract)."""
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         time.sleep(seconds)
     except SystemExit as stop:  # raised by the SIGTERM handler (__main__.py)
         if stop.code != 128 + signal.SIGTERM:

@@ -144,17 +144,16 @@ def test_one_classification_judges_pinning_on_both_backends(
 ) -> None:
     # a set: the local backend knows the cores; an int: on a cluster only how many
     trial = Trial(0, "asyncio", 10, None, 0.1, 1)
-    outcome = classify(trial, result(10, 0.1) | {"cpus": cpus}, None, requested)
+    outcome = classify(trial, result(10, 0.1) | {"cpus": cpus}, requested)
     assert outcome.succeeded and (outcome.unpinned is None) == pinned
-    assert classify(trial, None, "runner exited 1: x", requested).error == "runner exited 1: x"
 
 
 @pytest.mark.parametrize("pinning", ["required", "preferred"])
 def test_an_unpinned_trial_counts_only_when_pinning_is_preferred(pinning: str) -> None:
     trials = [Trial(i, "asyncio", 10, None, 0.1, rep) for i, rep in enumerate((1, 2))]
     outcomes = [
-        classify(trials[0], result(10, 0.1), None, 1),
-        classify(trials[1], result(10, 0.5) | {"cpus": [0, 1]}, None, 1),  # shared cores
+        classify(trials[0], result(10, 0.1), 1),
+        classify(trials[1], result(10, 0.5) | {"cpus": [0, 1]}, 1),  # shared cores
     ]
     (point,) = summarize(outcomes, 0.1, pinning)["points"]
     if pinning == "required":

@@ -53,12 +53,8 @@ def pinning_problem(result: dict[str, Any], requested: set[int] | int) -> str | 
     return f"asked for CPUs {sorted(requested)} but ran on {sorted(got)}"
 
 
-def classify(
-    trial: Trial, result: dict[str, Any] | None, error: str | None, requested: set[int] | int
-) -> TrialOutcome:
-    """One ended trial, the same way on both backends: failed (an error, no Result counted),
-    succeeded, or succeeded unpinned (its Result is kept; the summary decides by the
-    experiment's pinning whether it counts)."""
-    if result is None or error is not None:
-        return TrialOutcome(trial, result, error or "no Result")
+def classify(trial: Trial, result: dict[str, Any], requested: set[int] | int) -> TrialOutcome:
+    """A trial that produced a valid Result, the same way on both backends: succeeded, or
+    succeeded unpinned (its Result is kept; the summary decides by the experiment's pinning
+    whether it counts). A trial without one is a TrialOutcome with its error."""
     return TrialOutcome(trial, result, unpinned=pinning_problem(result, requested))

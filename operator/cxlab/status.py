@@ -241,7 +241,7 @@ def prometheus_usage(
 def outcome_of(trial: Trial, entry: dict[str, Any]) -> TrialOutcome:
     """A recorded trial entry back as the summary's input."""
     failed = entry["phase"] == "Failed"
-    unpinned = entry.get("message") or "not pinned" if entry.get("pinned") is False else None
+    unpinned = (entry.get("message") or "not pinned") if entry.get("pinned") is False else None
     return TrialOutcome(
         trial, entry.get("result"), entry.get("message") if failed else None, unpinned
     )

@@ -57,7 +57,7 @@ def _from_succeeded(trial: Trial, pod: PodView, spec: ExperimentSpec) -> Entry:
         why = f"no valid Result in the termination message: {error}"
         return _entry(TrialOutcome(trial, None, why), pod)
     # the kubelet chose the cores: only how many can be checked
-    return _entry(classify(trial, result, None, spec.resources.cpu), pod)
+    return _entry(classify(trial, result, spec.resources.cpu), pod)
 
 
 def _why_failed(pod: PodView, spec: ExperimentSpec) -> str:

@@ -194,4 +194,4 @@ class LocalBackend:
             result = parse_result(stdout)
         except ResultError as error:
             return TrialOutcome(trial, None, str(error))
-        return classify(trial, result, None, cores)
+        return classify(trial, result, cores)

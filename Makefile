@@ -54,6 +54,10 @@ bench: deps ## Runners vs bare programs: wall-time and peak-RSS ratios side by s
 crd: deps ## Regenerate the CRD (manifests/crds/) from the spec models
 	python -m cxlab.crd
 
+.PHONY: placement-schema
+placement-schema: deps ## Regenerate operator/cxlab/placement-schema.json from Kubernetes' OpenAPI (then make crd)
+	python hack/placement-schema.py
+
 .PHONY: dashboards
 dashboards: deps ## Regenerate the Grafana dashboards (dashboards/*.json) from dashboards/*.py
 	python -m dashboards

@@ -127,6 +127,19 @@ CASES = [
     ),
     Case(
         "spec",
+        "threads may start at most 30000 threads in one process (0 workers means one per task)",
+        valid=manifest(
+            workload=workload(tasks=30000, rtt="10ms"),
+            models=[{"model": "threads", "workers": [30000, 0]}],
+        ),
+        invalid=manifest(  # 0 workers: one thread per task
+            workload=workload(tasks=30001, rtt="10ms"),
+            models=[{"model": "threads", "workers": [2, 0]}],
+        ),
+        field="spec",
+    ),
+    Case(
+        "spec",
         "the matrix (models x workers x gomaxprocs x rtts x repetitions) may hold at most "
         "200 trials: split the experiment",
         valid=manifest(**SEVEN_MODELS_200_TRIALS),
@@ -169,6 +182,49 @@ CASES = [
         ),
         invalid=manifest(workload=workload(rtt="10ms", responseBytes=128)),
         field="spec.workload",
+    ),
+    Case(
+        "spec.workload.rtt",
+        "must be a duration between 0s and 1h",
+        valid=manifest(workload=workload(rtt="1h")),
+        invalid=manifest(workload=workload(rtt="1h0.001s")),
+        field="spec.workload.rtt",
+    ),
+    Case(
+        "spec.workload.rtts[]",
+        "must be a duration between 0s and 1h",
+        valid=manifest(workload=workload(rtts=["0s", "60m"])),
+        invalid=manifest(workload=workload(rtts=["1ms", "61m"])),
+        field="spec.workload.rtts[1]",
+    ),
+    Case(
+        "spec.workload.hold",
+        "must be a duration between 0s and 1h",
+        valid=manifest(workload=workload(type="hold", hold="59m59s")),
+        invalid=manifest(workload=workload(type="hold", hold="2h")),
+        field="spec.workload.hold",
+    ),
+    Case(
+        "spec.resources.memory",
+        "must be between 64Mi and 1Ti",
+        valid=manifest(resources={"memory": "64Mi"}),
+        invalid=manifest(resources={"memory": "63Mi"}),
+        field="spec.resources.memory",
+    ),
+    Case(
+        "spec.placement.nodeSelector",
+        "every key must be a label key: [DNS-subdomain prefix/]name, the name at most 63 "
+        "letters, digits, '-', '_' or '.' (at most 317 in all)",
+        valid=manifest(placement={"nodeSelector": {"example.com/pool": "bench", "a" * 63: ""}}),
+        invalid=manifest(placement={"nodeSelector": {"pool name": "bench"}}),
+        field="spec.placement.nodeSelector",
+    ),
+    Case(
+        "spec.trialTimeout",
+        "must be a duration between 1s and 24h",
+        valid=manifest(trialTimeout="24h"),
+        invalid=manifest(trialTimeout="0s"),
+        field="spec.trialTimeout",
     ),
     Case(
         "spec.models[]",

@@ -72,7 +72,12 @@ def test_goroutines_use_the_go_runner() -> None:
 
 
 def test_placement_and_exclusive_nodes() -> None:
-    user_affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}}
+    term = {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["bench"]}]}
+    user_affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+        }
+    }
     pod = trial_pod(
         placement={
             "nodeSelector": {"pool": "bench"},

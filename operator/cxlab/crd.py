@@ -17,6 +17,7 @@ from cxlab.spec import (
     KIND,
     MAX_MODELS,
     MAX_PROCESS_WORKERS,
+    MAX_THREAD_WORKERS,
     MAX_TRIALS,
     NAME_MAX_LENGTH,
     ExperimentSpec,
@@ -60,6 +61,12 @@ RULES: dict[str, list[dict[str, str]]] = {
             f"self.models.all(m, m.model != 'processes' || m.workers.all(w, "
             f"(w == 0 ? self.workload.tasks : w) <= {MAX_PROCESS_WORKERS}))",
             f"processes may start at most {MAX_PROCESS_WORKERS} worker processes "
+            f"(0 workers means one per task)",
+        ),
+        _rule(
+            f"self.models.all(m, m.model != 'threads' || m.workers.all(w, "
+            f"(w == 0 ? self.workload.tasks : w) <= {MAX_THREAD_WORKERS}))",
+            f"threads may start at most {MAX_THREAD_WORKERS} threads in one process "
             f"(0 workers means one per task)",
         ),
         _rule(
@@ -146,6 +153,21 @@ def structural(schema: Schema, definitions: Schema) -> Schema:
             elif isinstance(value, dict):
                 out[key] = structural(value, definitions)
             continue
+        if key == "propertyNames":
+            continue  # with patternProperties below: structural schemas cannot bound keys
+        if key == "patternProperties":
+            # A map with constrained keys: the values' schema stays, the keys get a CEL rule.
+            [(pattern, values)] = value.items()
+            longest = schema.get("propertyNames", {}).get("maxLength")
+            out["additionalProperties"] = structural(values, definitions)
+            out.setdefault("x-kubernetes-validations", []).append(
+                _rule(
+                    f"self.all(k, size(k) <= {longest} && k.matches(r'{pattern}'))",
+                    f"every key must be a label key: [DNS-subdomain prefix/]name, the name at "
+                    f"most 63 letters, digits, '-', '_' or '.' (at most {longest} in all)",
+                )
+            )
+            continue
         if key == "exclusiveMinimum":
             out["minimum"], out["exclusiveMinimum"] = value, True
         elif key == "const":
@@ -185,7 +207,7 @@ def spec_schema() -> Schema:
     schema = structural(source, source.get("$defs", {}))
     root: Schema = {"properties": {"spec": schema}}
     for path, rules in RULES.items():
-        _at(root, path)["x-kubernetes-validations"] = rules
+        _at(root, path).setdefault("x-kubernetes-validations", []).extend(rules)
     return schema
 
 

@@ -19,12 +19,14 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
-from cxlab_runner.durations import DURATION_PATTERN, parse_duration
+from cxlab import placement
+from cxlab_runner.durations import DURATION_PATTERN, format_duration, parse_duration
 
 API_VERSION = "cxlab.dev/v1alpha1"
 KIND = "ConcurrencyExperiment"
@@ -40,6 +42,41 @@ MAX_LIST_ITEMS = 32
 DEFAULT_RESPONSE_BYTES = 64  # body size the delay target sends when responseBytes is unset
 # One OS process per worker: past this a trial measures fork storms, not the model.
 MAX_PROCESS_WORKERS = 512
+# One OS thread per worker: every thread stack is two memory mappings, and the kernel's
+# default vm.max_map_count (65530) runs out near 32,000 threads in one process.
+MAX_THREAD_WORKERS = 30_000
+
+# Every number and duration is bounded (tests/test_bounds.py walks the schema for any that
+# is not). Those the runners take as flags come from the runner contract, which both runners
+# enforce with the same numbers; the rest are Kubernetes' or this project's own.
+LIMITS = runner_contract().limits
+# The largest machines sold have a few hundred cores; the static CPU manager pins whole ones.
+MAX_CPU = 256
+# The Python runner alone peaks near 40 MiB: below this no trial container starts.
+MIN_MEMORY, MAX_MEMORY = "64Mi", "1Ti"
+# Zero would stop every trial at once; a day is past any trial worth measuring, and inside
+# what a Pod's activeDeadlineSeconds and Go's time.Duration carry.
+MIN_TRIAL_TIMEOUT, MAX_TRIAL_TIMEOUT = "1s", "24h"
+# What a Job's ttlSecondsAfterFinished (an int32) can hold.
+MAX_TTL_SECONDS = 2**31 - 1
+# A duration longer than this is a typo ("1000000000000h"): the pattern alone has no end.
+DURATION_MAX_LENGTH = 32
+# An image reference: [registry[:port]/]path[:tag][@digest] (the OCI distribution grammar,
+# as Docker's reference package reads it; no scheme, no spaces, lower-case path).
+IMAGE_MAX_LENGTH = 512
+_IMAGE = re.compile(
+    r"^(?:(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+    r"(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*)*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
+)
+# Label keys and values of spec.placement.nodeSelector, as Kubernetes validates them.
+LABEL_VALUE_PATTERN = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+LABEL_KEY_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
 
 # Spelled out for the type checker and the CRD's enums; the runner contract is the source, and
 # importing this module fails if they ever differ.
@@ -56,11 +93,11 @@ for _literal, _contract in (
             f"spec.py {get_args(_literal)} differ from the runner contract {_contract}"
         )
 
-_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|K|M|G|T)?$")
+# Kubernetes' suffixes (k is decimal and lower-case; there is no K).
+_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$")
 _QUANTITY_FACTOR = {
     None: 1,
     "k": 1000,
-    "K": 1000,
     "M": 1000**2,
     "G": 1000**3,
     "T": 1000**4,
@@ -82,11 +119,6 @@ class SpecError(Exception):
         self.problems = problems
 
 
-def _check_duration(text: str) -> str:
-    parse_duration(text)
-    return text
-
-
 def memory_bytes(quantity: str) -> int:
     """Bytes in a Kubernetes memory quantity such as 512Mi or 1G."""
     match = _QUANTITY.match(quantity)
@@ -95,24 +127,152 @@ def memory_bytes(quantity: str) -> int:
     return int(float(match.group(1)) * _QUANTITY_FACTOR[match.group(2)])
 
 
+def _cel(rule: str, message: str) -> dict[str, Any]:
+    return {"x-kubernetes-validations": [{"rule": rule, "message": message}]}
+
+
+def _between(low: int, high: int) -> Any:
+    """A whole number in [low, high]; strict: "5" and 5.0 are not numbers here, as for the
+    apiserver."""
+    return Field(strict=True, ge=low, le=high)
+
+
+def _limit(flag: str) -> Any:
+    """A runner flag's bounds, from the runner contract."""
+    return _between(LIMITS[flag].min, LIMITS[flag].max)
+
+
+def _duration_field(low: str, high: str) -> Any:
+    """A Go-style duration in [low, high]. The CRD checks the pattern, the length and (CEL's
+    duration(), Go's own parser) the bounds; _duration_check says the same in words."""
+    return Field(
+        strict=True,
+        max_length=DURATION_MAX_LENGTH,
+        json_schema_extra={
+            "pattern": DURATION_PATTERN,
+            **_cel(
+                f"duration(self) >= duration('{low}') && duration(self) <= duration('{high}')",
+                f"must be a duration between {low} and {high}",
+            ),
+        },
+    )
+
+
+def _duration_check(low: str, high: str) -> AfterValidator:
+    least, most = parse_duration(low), parse_duration(high)
+
+    def check(text: str) -> str:
+        seconds = parse_duration(text)
+        if not least <= seconds <= most:
+            shown = format_duration(seconds) if seconds < 1e9 else text
+            raise ValueError(f"must be between {low} and {high}, got {shown}")
+        return text
+
+    return AfterValidator(check)
+
+
+RTT, HOLD = LIMITS["rtt"], LIMITS["hold"]
+Tasks = Annotated[int, _limit("tasks")]
+Workers = Annotated[int, _limit("workers")]
+Iterations = Annotated[int, _limit("iterations")]
+Gomaxprocs = Annotated[int, _limit("gomaxprocs")]
+ResponseBytes = Annotated[int, _limit("responseBytes")]
+Rtt = Annotated[str, _duration_field(RTT.min, RTT.max), _duration_check(RTT.min, RTT.max)]
+Hold = Annotated[str, _duration_field(HOLD.min, HOLD.max), _duration_check(HOLD.min, HOLD.max)]
+TrialTimeout = Annotated[
+    str,
+    _duration_field(MIN_TRIAL_TIMEOUT, MAX_TRIAL_TIMEOUT),
+    _duration_check(MIN_TRIAL_TIMEOUT, MAX_TRIAL_TIMEOUT),
+]
+Cpu = Annotated[int, _between(1, MAX_CPU)]
+Count = Annotated[int, _between(1, MAX_LIST_ITEMS)]  # repetitions, parallelism
+TtlSeconds = Annotated[int, _between(0, MAX_TTL_SECONDS)]
+
+
 def _check_quantity(text: str) -> str:
-    memory_bytes(text)
+    size = memory_bytes(text)
+    if not memory_bytes(MIN_MEMORY) <= size <= memory_bytes(MAX_MEMORY):
+        raise ValueError(f"must be between {MIN_MEMORY} and {MAX_MEMORY}, got {text}")
+    return text
+
+
+def _check_image(text: str) -> str:
+    if not _IMAGE.match(text):
+        raise ValueError(
+            f"{text!r} is not an image reference: use [registry/]repository[:tag][@digest], "
+            f"for example cxlab.dev/runner:dev"
+        )
     return text
 
 
 # The patterns only go into the CRD schema; here the validators give the friendlier message.
-Duration = Annotated[
-    str,
-    Field(strict=True, json_schema_extra={"pattern": DURATION_PATTERN}),
-    AfterValidator(_check_duration),
-]
 Quantity = Annotated[
     str,
-    Field(strict=True, json_schema_extra={"pattern": _QUANTITY.pattern}),
+    Field(
+        strict=True,
+        max_length=DURATION_MAX_LENGTH,
+        json_schema_extra={
+            "pattern": _QUANTITY.pattern,
+            **_cel(
+                f"!isQuantity(self) || (quantity(self).compareTo(quantity('{MIN_MEMORY}')) >= 0"
+                f" && quantity(self).compareTo(quantity('{MAX_MEMORY}')) <= 0)",
+                f"must be between {MIN_MEMORY} and {MAX_MEMORY}",
+            ),
+        },
+    ),
     AfterValidator(_check_quantity),
 ]
-NonNegativeInt = Annotated[int, Field(strict=True, ge=0)]
-PositiveInt = Annotated[int, Field(strict=True, ge=1)]
+Image = Annotated[
+    str,
+    Field(
+        strict=True,
+        min_length=1,
+        max_length=IMAGE_MAX_LENGTH,
+        json_schema_extra={"pattern": _IMAGE.pattern},
+    ),
+    AfterValidator(_check_image),
+]
+LabelKey = Annotated[str, Field(strict=True, max_length=317, pattern=LABEL_KEY_PATTERN)]
+LabelValue = Annotated[str, Field(strict=True, max_length=63, pattern=LABEL_VALUE_PATTERN)]
+
+
+class SchemaProblems(ValueError):
+    """A field that breaks Kubernetes' schema, with every place below it that does:
+    (path below the field, message), reported as one line each."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        super().__init__("; ".join(f"{where}: {message}" for where, message in problems))
+        self.problems = problems
+
+
+def _kubernetes_check(role: str, many: bool) -> AfterValidator:
+    """Kubernetes' own schema of a Pod field (cxlab.placement), checked here as the CRD,
+    which embeds it, has the apiserver check it."""
+
+    def check(value: Any) -> Any:
+        items = enumerate(value) if many else [(None, value)]
+        broken = [
+            (f"{'' if index is None else f'[{index}]'}{where}", message + " (as in a Pod's spec)")
+            for index, item in items
+            for where, message in placement.problems(role, item)
+        ]
+        if broken:
+            raise SchemaProblems(broken)
+        return value
+
+    return AfterValidator(check)
+
+
+_SCHEMAS = placement.placement_schemas()
+Tolerations = Annotated[
+    list[dict[str, Any]],
+    Field(max_length=MAX_LIST_ITEMS),
+    WithJsonSchema({"type": "array", "maxItems": MAX_LIST_ITEMS, "items": _SCHEMAS["toleration"]}),
+    _kubernetes_check("toleration", many=True),
+]
+Affinity = Annotated[
+    dict[str, Any], WithJsonSchema(_SCHEMAS["affinity"]), _kubernetes_check("affinity", False)
+]
 
 
 class _Strict(BaseModel):
@@ -121,6 +281,8 @@ class _Strict(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
         frozen=True,
+        # No coercion ("yes" is no boolean, "5" no number): the apiserver refuses them too.
+        strict=True,
         # Field docstrings become the CRD's descriptions (kubectl explain).
         use_attribute_docstrings=True,
     )
@@ -151,19 +313,19 @@ class WorkloadSpec(_Strict):
     type: WorkloadType
     """sleep (one RTT per task), http (one GET to the delay target), cpu (a count loop),
     hold (tasks that stay alive: memory per task)."""
-    tasks: PositiveInt
+    tasks: Tasks
     """Tasks in every trial."""
-    rtt: Duration | None = None
+    rtt: Rtt | None = None
     """Round-trip time of each task (sleep, http), e.g. 100ms. Or rtts."""
-    rtts: Annotated[list[Duration], Field(min_length=1, max_length=MAX_LIST_ITEMS)] | None = None
+    rtts: Annotated[list[Rtt], Field(min_length=1, max_length=MAX_LIST_ITEMS)] | None = None
     """Several round-trip times: a matrix axis (sleep, http). Or rtt."""
-    iterations: PositiveInt | None = None
+    iterations: Iterations | None = None
     """Count-loop iterations per task (cpu only)."""
-    hold: Duration | None = None
+    hold: Hold | None = None
     """How long every task stays alive (hold only)."""
     connection: Connection | None = None
     """http only: a new connection per task (fresh, the default) or one per worker (reuse)."""
-    response_bytes: NonNegativeInt | None = None
+    response_bytes: ResponseBytes | None = None
     """http only: bytes in each response body (default 64)."""
 
     @model_validator(mode="after")
@@ -199,14 +361,14 @@ class ModelSpec(_Strict):
     model: Model
     """The concurrency model."""
     workers: Annotated[
-        list[NonNegativeInt],
+        list[Workers],
         Field(min_length=1, max_length=MAX_LIST_ITEMS),
         _no_repeats("worker count"),
     ] = [0]
     """Worker counts to try; 0 = one worker per task."""
     gomaxprocs: (
         Annotated[
-            list[NonNegativeInt],
+            list[Gomaxprocs],
             Field(min_length=1, max_length=MAX_LIST_ITEMS),
             _no_repeats("gomaxprocs value"),
         ]
@@ -233,7 +395,7 @@ class ModelSpec(_Strict):
 class Resources(_Strict):
     """What one trial gets: whole CPUs (pinned) and memory."""
 
-    cpu: PositiveInt = 1
+    cpu: Cpu = 1
     """Whole CPUs per trial (requests = limits: Guaranteed QoS, pinned by the static CPU
     manager)."""
     memory: Quantity = "512Mi"
@@ -241,13 +403,16 @@ class Resources(_Strict):
 
 
 class Placement(_Strict):
-    """Where trial Pods may run; passed to the Pod as written (the apiserver validates)."""
+    """Where trial Pods may run; passed to the Pod as written, checked with Kubernetes' own
+    schemas of a Pod's fields."""
 
-    node_selector: dict[str, str] | None = None
+    node_selector: (
+        Annotated[dict[LabelKey, LabelValue], Field(max_length=MAX_LIST_ITEMS)] | None
+    ) = None
     """Node labels a trial Pod requires."""
-    tolerations: list[dict[str, Any]] | None = None
+    tolerations: Tolerations | None = None
     """Tolerations of trial Pods, as in a Pod spec."""
-    affinity: dict[str, Any] | None = None
+    affinity: Affinity | None = None
     """Affinity of trial Pods, as in a Pod spec."""
 
 
@@ -256,13 +421,13 @@ class ExperimentSpec(_Strict):
     """What each task does."""
     models: Annotated[list[ModelSpec], Field(min_length=1, max_length=MAX_MODELS)]
     """The models to compare, each once."""
-    repetitions: Annotated[int, Field(strict=True, ge=1, le=MAX_LIST_ITEMS)] = 1
+    repetitions: Count = 1
     """Runs of every point, for mean, standard deviation and coefficient of variation."""
     resources: Resources = Resources()
     """What one trial gets."""
-    tolerance: Annotated[float, Field(gt=0, le=1)] = 0.10
+    tolerance: Annotated[float, Field(strict=True, gt=0, le=1)] = 0.10
     """The knee is the fewest workers whose wall time is within this fraction of the best."""
-    trial_timeout: Duration = "15m"
+    trial_timeout: TrialTimeout = "15m"
     """A trial still running after this is stopped and counted as failed."""
     pinning: Literal["required", "preferred"] = "required"
     """required: a trial that did not run on exactly its own cores is marked unpinned
@@ -271,13 +436,13 @@ class ExperimentSpec(_Strict):
     # What follows only a cluster uses; the local backend ignores it.
     placement: Placement = Placement()
     """Where trial Pods may run."""
-    parallelism: Annotated[int, Field(strict=True, ge=1, le=MAX_LIST_ITEMS)] = 1
+    parallelism: Count = 1
     """Trials running at once."""
     exclusive: bool = False
     """No two trial Pods on one node (Pod anti-affinity)."""
-    image: str | None = None
+    image: Image | None = None
     """The runner image; the operator's default when unset."""
-    ttl_seconds_after_finished: NonNegativeInt | None = None
+    ttl_seconds_after_finished: TtlSeconds | None = None
     """Delete the experiment this long after it finished; kept when unset."""
     keep_pods_on_failure: bool = False
     """Keep the Pods of failed trials for inspection (kubectl logs)."""
@@ -292,13 +457,18 @@ class ExperimentSpec(_Strict):
                 f"not {self.workload.type}"
             )
         for entry in self.models:
-            if entry.model == "processes":
-                most = max(self.workload.tasks if w == 0 else w for w in entry.workers)
-                if most > MAX_PROCESS_WORKERS:
-                    raise ValueError(
-                        f"processes would start {most} worker processes; "
-                        f"the most allowed is {MAX_PROCESS_WORKERS}"
-                    )
+            most = max(self.workload.tasks if w == 0 else w for w in entry.workers)
+            if entry.model == "processes" and most > MAX_PROCESS_WORKERS:
+                raise ValueError(
+                    f"processes would start {most} worker processes; "
+                    f"the most allowed is {MAX_PROCESS_WORKERS}"
+                )
+            if entry.model == "threads" and most > MAX_THREAD_WORKERS:
+                raise ValueError(
+                    f"threads would start {most} threads in one process; the most allowed is "
+                    f"{MAX_THREAD_WORKERS} (the kernel's default vm.max_map_count runs out near "
+                    f"32,000)"
+                )
         count = self.trial_count()
         if count > MAX_TRIALS:
             raise ValueError(
@@ -337,24 +507,50 @@ class ConcurrencyExperiment(BaseModel):
 
 
 # Errors where the rejected value helps the user find the line to fix.
-_SHOW_INPUT = ("literal_error", "greater_than_equal", "greater_than", "less_than_equal", "int_type")
+_SHOW_INPUT = (
+    "literal_error", "greater_than_equal", "greater_than", "less_than_equal", "less_than",
+    "int_type", "bool_type", "float_type", "string_type", "string_pattern_mismatch",
+    "string_too_long", "string_too_short",
+)  # fmt: skip
+# What a pattern means, instead of the regular expression.
+_PATTERN_MEANING = {
+    LABEL_KEY_PATTERN: "is not a label key: [DNS-subdomain prefix/]name, the name at most 63 "
+    "letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+    LABEL_VALUE_PATTERN: "is not a label value: at most 63 letters, digits, '-', '_' or '.', "
+    "starting and ending with a letter or digit",
+    _NAME.pattern: "is not a DNS label: lower-case letters, digits and '-', starting and "
+    "ending with a letter or digit",
+}
 
 
-def _describe(error: ErrorDetails) -> str:
-    where = ""
+def _describe(error: ErrorDetails) -> list[str]:
+    """One line per problem, "field: what is wrong (got value)"."""
+    where, key = "", None
     for part in error["loc"]:
         if isinstance(part, int):
             where += f"[{part}]"
         elif part.startswith(("function-after", "literal")) or part in ("str", "int"):
             continue  # pydantic's internal validator names say nothing to a user
+        elif part == "[key]":
+            # A map's key is wrong: name the map, and the key in the message.
+            where, _, key = where.rpartition(".")
         else:
             where += f".{part}" if where else part
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, SchemaProblems):
+        return [f"{where}{below}: {message}" for below, message in cause.problems]
     message = error["msg"].removeprefix("Value error, ")
-    if error["type"] in _SHOW_INPUT:
-        message += f" (got {error['input']!r})"
+    if error["type"] == "string_pattern_mismatch":
+        pattern = (error.get("ctx") or {}).get("pattern", "")
+        message = _PATTERN_MEANING.get(pattern, message)
+    if key is not None:
+        message = f"key {key!r} {message}"
+    elif error["type"] in _SHOW_INPUT:
+        shown = repr(error["input"])
+        message += f" (got {shown if len(shown) <= 80 else shown[:77] + '...'})"
     elif error["type"] == "extra_forbidden":
         message = "is not a field of ConcurrencyExperiment (check the spelling)"
-    return f"{where or 'document'}: {message}"
+    return [f"{where or 'document'}: {message}"]
 
 
 def parse_experiment(document: Any) -> ConcurrencyExperiment:
@@ -372,7 +568,7 @@ def parse_experiment(document: Any) -> ConcurrencyExperiment:
     try:
         return ConcurrencyExperiment.model_validate(document)
     except ValidationError as error:
-        raise SpecError([_describe(e) for e in error.errors()]) from None
+        raise SpecError([line for e in error.errors() for line in _describe(e)]) from None
 
 
 def load_experiments(path: Path) -> list[ConcurrencyExperiment]:

@@ -39,6 +39,17 @@ var (
 	pythonModels = []string{"sequential", "threads", "processes", "gevent", "asyncio", "locust"}
 )
 
+// Inclusive bounds of the numeric flags: the contract's limits (runner-contract.json), which
+// the spec enforces with the same numbers; TestTheGoRunnerKeepsTheContractsLimits checks them.
+const (
+	maxTasks      = 10_000_000
+	maxWorkers    = 10_000_000
+	maxIterations = 10_000_000_000
+	maxGOMAXPROCS = 1024
+	maxRTT        = time.Hour
+	maxHold       = time.Hour
+)
+
 // UsageError is a bad command line: exit status 2.
 type UsageError struct{ msg string }
 
@@ -99,18 +110,18 @@ func (c *Config) validate() error {
 		return usageErrorf("--workload is required (%v)", workloads)
 	case !slices.Contains(workloads, c.Workload):
 		return usageErrorf("unknown --workload %q (want one of %v)", c.Workload, workloads)
-	case c.Tasks < 1:
-		return usageErrorf("--tasks must be at least 1, got %d", c.Tasks)
-	case c.Workers < 0:
-		return usageErrorf("--workers must be 0 or more, got %d", c.Workers)
-	case c.RTT < 0:
-		return usageErrorf("--rtt must not be negative, got %v", c.RTT)
-	case c.Iterations < 1:
-		return usageErrorf("--iterations must be at least 1, got %d", c.Iterations)
-	case c.Hold < 0:
-		return usageErrorf("--hold must not be negative, got %v", c.Hold)
-	case c.GOMAXPROCS < 0:
-		return usageErrorf("--gomaxprocs must be 0 or more, got %d", c.GOMAXPROCS)
+	case c.Tasks < 1 || c.Tasks > maxTasks:
+		return usageErrorf("--tasks must be 1..%d, got %d", maxTasks, c.Tasks)
+	case c.Workers < 0 || c.Workers > maxWorkers:
+		return usageErrorf("--workers must be 0..%d, got %d", maxWorkers, c.Workers)
+	case c.RTT < 0 || c.RTT > maxRTT:
+		return usageErrorf("--rtt must be 0s..%v, got %v", maxRTT, c.RTT)
+	case c.Iterations < 1 || c.Iterations > maxIterations:
+		return usageErrorf("--iterations must be 1..%d, got %d", maxIterations, c.Iterations)
+	case c.Hold < 0 || c.Hold > maxHold:
+		return usageErrorf("--hold must be 0s..%v, got %v", maxHold, c.Hold)
+	case c.GOMAXPROCS < 0 || c.GOMAXPROCS > maxGOMAXPROCS:
+		return usageErrorf("--gomaxprocs must be 0..%d, got %d", maxGOMAXPROCS, c.GOMAXPROCS)
 	case !slices.Contains(connections, c.Connection):
 		return usageErrorf("unknown --connection %q (want fresh or reuse)", c.Connection)
 	case c.MetricsPort < 0 || c.MetricsPort > 65535:

@@ -6,12 +6,15 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"cxlab.dev/workloads/internal/delay"
 	"cxlab.dev/workloads/internal/metrics"
 )
 
@@ -120,6 +123,64 @@ func TestTheGoRunnerExposesTheContractsMetrics(t *testing.T) {
 	for name := range got {
 		if _, ok := c.Metrics[name]; !ok {
 			t.Errorf("%s: exposed by the Go runner, not in the contract", name)
+		}
+	}
+}
+
+// Each limit of the contract is taken at its bounds and refused one step past them: the spec
+// promises exactly these numbers, so the runner must accept all it lets through.
+func TestTheGoRunnerKeepsTheContractsLimits(t *testing.T) {
+	var c struct {
+		Limits map[string]json.RawMessage `json:"limits"`
+	}
+	readJSON(t, "../../python/cxlab_contract/runner-contract.json", &c)
+	type bounds struct{ Min, Max any }
+	flags := map[string]string{"tasks": "tasks", "workers": "workers", "iterations": "iterations", "gomaxprocs": "gomaxprocs", "rtt": "rtt", "hold": "hold"}
+	past := func(v any, step int) string {
+		switch v := v.(type) {
+		case float64:
+			return strconv.FormatInt(int64(v)+int64(step), 10)
+		case string:
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return (d + time.Duration(step)*time.Nanosecond).String()
+		}
+		t.Fatalf("limit %v: neither a number nor a duration", v)
+		return ""
+	}
+	for name, raw := range c.Limits {
+		if name == "description" {
+			continue
+		}
+		var b bounds
+		if err := json.Unmarshal(raw, &b); err != nil {
+			t.Fatal(err)
+		}
+		if name == "responseBytes" {
+			if int(b.Max.(float64)) != delay.MaxResponseBytes || b.Min.(float64) != 0 {
+				t.Errorf("responseBytes: contract %v..%v, the delay target 0..%d", b.Min, b.Max, delay.MaxResponseBytes)
+			}
+			continue
+		}
+		flagName, ok := flags[name]
+		if !ok {
+			t.Errorf("limit %s: no runner flag of that name", name)
+			continue
+		}
+		for _, tc := range []struct {
+			value string
+			ok    bool
+		}{{past(b.Min, 0), true}, {past(b.Max, 0), true}, {past(b.Min, -1), false}, {past(b.Max, 1), false}} {
+			args := []string{"--model", "goroutines", "--workload", "sleep", "--tasks", "1", "--" + flagName, tc.value}
+			_, err := ParseFlags(args, io.Discard)
+			if tc.ok && err != nil {
+				t.Errorf("--%s %s is within the contract's limits, refused: %v", flagName, tc.value, err)
+			}
+			if !tc.ok && err == nil {
+				t.Errorf("--%s %s is past the contract's limits, accepted", flagName, tc.value)
+			}
 		}
 	}
 }

@@ -27,6 +27,14 @@ RUNNER_CONTRACT = "runner-contract.json"
 
 
 @dataclass(frozen=True)
+class Limit:
+    """Inclusive bounds of one numeric flag: integers, or durations as text ("1h")."""
+
+    min: Any
+    max: Any
+
+
+@dataclass(frozen=True)
 class RunnerContract:
     """runner-contract.json, typed: what both runners accept, expose and write."""
 
@@ -40,6 +48,7 @@ class RunnerContract:
     result_max_bytes: int
     latency_buckets_seconds: tuple[float, ...]
     metrics: dict[str, str]  # name: Prometheus type
+    limits: dict[str, Limit]  # flag (or spec field) name: inclusive bounds
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -62,4 +71,9 @@ def runner_contract() -> RunnerContract:
         result_max_bytes=int(document["resultMaxBytes"]),
         latency_buckets_seconds=tuple(float(b) for b in document["latencyBucketsSeconds"]),
         metrics=dict(document["metrics"]),
+        limits={
+            name: Limit(bounds["min"], bounds["max"])
+            for name, bounds in document["limits"].items()
+            if name != "description"
+        },
     )

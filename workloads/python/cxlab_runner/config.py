@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from cxlab_contract import runner_contract
@@ -56,6 +58,26 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _within(flag: str) -> Callable[[str], Any]:
+    """The flag's type, checked against the contract's limits (the spec has the same)."""
+    limit = runner_contract().limits[flag]
+    if isinstance(limit.min, str):
+        low, high = parse_duration(limit.min), parse_duration(limit.max)
+        read: Callable[[str], Any] = _duration
+    else:
+        low, high, read = limit.min, limit.max, _non_negative
+
+    def check(text: str) -> Any:
+        value = read(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"{text} is out of range: {flag} must be {limit.min}..{limit.max}"
+            )
+        return value
+
+    return check
+
+
 def _non_negative(text: str) -> int:
     try:
         value = int(text)
@@ -63,13 +85,6 @@ def _non_negative(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} is negative")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = _non_negative(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be at least 1")
     return value
 
 
@@ -86,12 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     add = parser.add_argument
     add("--model", required=True, choices=PYTHON_MODELS)
     add("--workload", required=True, choices=WORKLOADS)
-    add("--tasks", required=True, type=_positive)
-    add("--workers", type=_non_negative, default=0, help="0 = one worker per task")
-    add("--rtt", type=_duration, default=0.0, help="sleep/http round-trip time, e.g. 100ms")
-    add("--iterations", type=_positive, default=1_000_000, help="cpu: count-loop length")
-    add("--hold", type=_duration, default=0.0, help="hold: how long each task stays alive")
-    add("--gomaxprocs", type=_non_negative, default=0, help="goroutines only; must stay 0 here")
+    add("--tasks", required=True, type=_within("tasks"))
+    add("--workers", type=_within("workers"), default=0, help="0 = one worker per task")
+    add("--rtt", type=_within("rtt"), default=0.0, help="sleep/http round-trip time, e.g. 100ms")
+    add("--iterations", type=_within("iterations"), default=1_000_000, help="cpu: loop length")
+    add("--hold", type=_within("hold"), default=0.0, help="hold: how long each task stays alive")
+    add("--gomaxprocs", type=_within("gomaxprocs"), default=0, help="goroutines only; 0 here")
     add("--target-url", default=None, help="http: the delay target")
     add("--connection", choices=CONNECTIONS, default="fresh")
     add("--metrics-port", type=_non_negative, default=0, help="0 = no metrics endpoint")

@@ -38,6 +38,7 @@ ENUMS = {
 }  # fmt: skip
 
 Schema = dict[str, Any]
+_FORMAT_RANGE = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 _CRD_EXTENSIONS = ("x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type")
 
 
@@ -70,6 +71,11 @@ def extract(openapi: Schema) -> Schema:
                 continue  # strategic-merge hints: a CRD schema has no place for them
             else:
                 out[key] = inline(value, None)
+        if out.get("type") == "integer" and out.get("format") in _FORMAT_RANGE:
+            # The format's range, spelled out: the apiserver and jsonschema both enforce it.
+            low, high = _FORMAT_RANGE[out["format"]]
+            out.setdefault("minimum", low)
+            out.setdefault("maximum", high)
         return out
 
     return {role: inline({"$ref": f"#/{name}"}, None) for role, name in ROOTS.items()}

@@ -79,15 +79,22 @@ def test_every_trial_pod_of_the_longest_experiment_has_valid_names_and_labels() 
             attempt=MAX_ATTEMPTS,
             config=OperatorConfig(),
             target_url=None,
-        )  # fmt: skip
+        )
         for trial in trials
     ]
-    pods.append(build_target_pod(experiment=experiment.name, namespace="lab", uid="u",
-                                 spec=experiment.spec, config=OperatorConfig()))  # fmt: skip
+    pods.append(
+        build_target_pod(
+            experiment=experiment.name,
+            namespace="lab",
+            uid="u",
+            spec=experiment.spec,
+            config=OperatorConfig(),
+        )
+    )
     for pod in pods:
         name = pod["metadata"]["name"]
         assert len(name) <= 63 and DNS_LABEL.match(name), name
         for key, value in pod["metadata"]["labels"].items():
-            prefix, _, label = key.rpartition("/")
+            label = key.rpartition("/")[2]
             assert len(label) <= 63 and LABEL_NAME.match(label), key
             assert len(value) <= 63 and LABEL_VALUE.match(value), f"{key}={value}"

@@ -8,18 +8,21 @@ Exit status: 0 done (even when trials failed: the table says which), 1 when a tr
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from cxlab.inputs import InputError, load_json_document
 from cxlab.local.backend import LocalBackend
 from cxlab.local.cores import NotEnoughCores
 from cxlab.local.progress import Progress
 from cxlab.plan import floor_seconds, plan_trials
 from cxlab.report import render_report
-from cxlab.spec import ConcurrencyExperiment, SpecError, load_experiments
+from cxlab.spec import ConcurrencyExperiment, SpecError, load_experiments, parse_experiment
+from cxlab.status import ExperimentStatus
 from cxlab.summary import workers_label
 from cxlab.table import render_summary, render_table, rtt_cell
 from cxlab_runner.durations import format_duration, parse_duration
@@ -112,14 +115,34 @@ def summary_command(args: argparse.Namespace) -> int:
 
 def _read_document(source: str, namespace: str) -> dict[str, Any]:
     """A result.json, `-` for stdin (kubectl get cx NAME -o json), or cx/NAME from the cluster
-    in KUBECONFIG."""
+    in KUBECONFIG: a ConcurrencyExperiment with a status, checked before anything is shown."""
     if source.startswith("cx/"):
         from cxlab.controller.kube import read_experiment
 
-        return read_experiment(namespace, source.removeprefix("cx/"))
-    text = sys.stdin.read() if source == "-" else Path(source).read_text()
-    document: dict[str, Any] = json.loads(text)
+        document = read_experiment(namespace, source.removeprefix("cx/"))
+    else:
+        try:
+            document = load_json_document(None if source == "-" else Path(source))
+        except InputError as error:
+            raise _usage(source, str(error)) from None
+    try:
+        parse_experiment(document)
+    except SpecError as error:
+        raise _usage(source, error.problems[0]) from None
+    if not document.get("status"):
+        raise _usage(source, "has no status yet: the experiment has not started")
+    try:
+        ExperimentStatus.model_validate(document["status"])
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise _usage(source, f"status.{where}: {first['msg']} (not a status cxlab wrote)") from None
     return document
+
+
+def _usage(source: str, problem: str) -> SystemExit:
+    print(f"cxlab: {source}: {problem}", file=sys.stderr)
+    return SystemExit(USAGE_ERROR)
 
 
 def report_command(args: argparse.Namespace) -> int:

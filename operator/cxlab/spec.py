@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-import yaml
 from cxlab_contract import runner_contract
 from pydantic import (
     AfterValidator,
@@ -26,6 +25,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
 from cxlab import placement
+from cxlab.inputs import InputError, load_yaml_documents
 from cxlab_runner.durations import DURATION_PATTERN, format_duration, parse_duration
 
 API_VERSION = "cxlab.dev/v1alpha1"
@@ -573,13 +573,12 @@ def parse_experiment(document: Any) -> ConcurrencyExperiment:
 
 def load_experiments(path: Path) -> list[ConcurrencyExperiment]:
     """Every ConcurrencyExperiment in a YAML file (several documents, as `kubectl apply -f`
-    takes them); SpecError names the document and field of each broken rule."""
+    takes them); SpecError names the document and field of each broken rule, or what is
+    wrong with the file itself (cxlab.inputs: size, encoding, YAML, nesting, aliases)."""
     try:
-        documents = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
-    except OSError as error:
-        raise SpecError([f"cannot read: {error.strerror}"]) from None
-    except yaml.YAMLError as error:
-        raise SpecError([f"is not valid YAML: {error}"]) from None
+        documents = load_yaml_documents(path)
+    except InputError as error:
+        raise SpecError([str(error)]) from None
     if not documents:
         raise SpecError(["holds no document; expected a ConcurrencyExperiment"])
     experiments, problems = [], []

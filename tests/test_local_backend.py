@@ -123,7 +123,7 @@ def test_a_trial_over_its_timeout_is_killed_and_failed(tmp_path: Path) -> None:
         ),
         (
             {"workload": SLEEP, "models": [{"model": "asyncio"}], "resources": {"cpu": 64}},
-            "resources.cpu is 64 but this machine lets cxlab use",
+            "spec.resources.cpu: asks for 64 CPUs but this machine lets cxlab use",
         ),
     ],
 )  # fmt: skip

@@ -17,11 +17,18 @@ from pydantic import ValidationError
 
 from cxlab.inputs import InputError, load_json_document
 from cxlab.local.backend import LocalBackend
-from cxlab.local.cores import NotEnoughCores
+from cxlab.local.cores import DoesNotFit, check_fits
 from cxlab.local.progress import Progress
 from cxlab.plan import floor_seconds, plan_trials
 from cxlab.report import render_report
-from cxlab.spec import ConcurrencyExperiment, SpecError, load_experiments, parse_experiment
+from cxlab.spec import (
+    MAX_TRIAL_TIMEOUT,
+    MIN_TRIAL_TIMEOUT,
+    ConcurrencyExperiment,
+    SpecError,
+    load_experiments,
+    parse_experiment,
+)
 from cxlab.status import ExperimentStatus
 from cxlab.summary import workers_label
 from cxlab.table import render_summary, render_table, rtt_cell
@@ -40,7 +47,13 @@ def _load(path: Path) -> list[ConcurrencyExperiment]:
 
 
 def plan_command(args: argparse.Namespace) -> int:
-    for experiment in _load(args.file):
+    experiments = _load(args.file)
+    for experiment in experiments:
+        try:
+            check_fits(experiment.spec.resources)
+        except DoesNotFit as error:
+            raise _usage(str(args.file), f"spec.{error}") from None
+    for experiment in experiments:
         print(plan_text(experiment))
     return 0
 
@@ -94,7 +107,10 @@ def run_command(args: argparse.Namespace) -> int:
             )
             for experiment in experiments
         ]
-    except (NotEnoughCores, FileNotFoundError) as error:
+    except DoesNotFit as error:
+        print(f"cxlab: {args.file}: spec.{error}", file=sys.stderr)
+        return USAGE_ERROR
+    except FileNotFoundError as error:
         print(f"cxlab: {args.file}: {error}", file=sys.stderr)
         return USAGE_ERROR
     succeeded = True
@@ -173,6 +189,18 @@ def operator_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _trial_timeout(text: str) -> float:
+    """--trial-timeout in seconds, within spec.trialTimeout's bounds."""
+    least, most = parse_duration(MIN_TRIAL_TIMEOUT), parse_duration(MAX_TRIAL_TIMEOUT)
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not least <= seconds <= most:
+        raise argparse.ArgumentTypeError(f"must be {least:g}..{most:g} seconds, got {text}")
+    return seconds
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cxlab", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -184,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="results folder (default out/<experiment name>)")
     run.add_argument(
         "--trial-timeout",
-        type=float,
+        type=_trial_timeout,
         help="seconds before a trial is killed and counted as failed (default: spec.trialTimeout)",
     )
     run.set_defaults(handler=run_command)

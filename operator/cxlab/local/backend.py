@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cxlab.local.cores import helper_cores, trial_cores
+from cxlab.local.cores import check_fits, helper_cores, trial_cores
 from cxlab.local.delay_target import delay_target, find_program, free_port
 from cxlab.local.progress import Progress
 from cxlab.plan import PYTHON_RUNNER, Trial, plan_trials, runner_command
@@ -98,6 +98,7 @@ class LocalBackend:
         self.trial_timeout = trial_timeout
         self.trials = plan_trials(self.spec)
         # Checked before anything is written: a run that cannot start leaves no files.
+        check_fits(self.spec.resources)
         self.cores = trial_cores(self.spec.resources.cpu)
         self.go_runner = ""
         if any(t.model in GO_MODELS for t in self.trials):

@@ -97,6 +97,14 @@ CASES = [
         field="metadata.name",
     ),
     Case(
+        "",
+        "metadata.name must be a DNS label: lower-case letters, digits and '-', starting and "
+        "ending with a letter or digit",
+        valid=manifest("rtt-sweep-2"),
+        invalid=manifest("rtt.sweep"),
+        field="metadata.name",
+    ),
+    Case(
         "spec",
         "model locust drives HTTP users and needs workload type http",
         valid=manifest(workload=workload(type="http", rtt="10ms"), models=[{"model": "locust"}]),

@@ -20,6 +20,7 @@ from cxlab.spec import (
     MAX_THREAD_WORKERS,
     MAX_TRIALS,
     NAME_MAX_LENGTH,
+    NAME_PATTERN,
     ExperimentSpec,
 )
 from cxlab.status import ExperimentStatus
@@ -286,7 +287,18 @@ def custom_resource_definition() -> Schema:
                                     ),
                                     # Without it the apiserver names no field ("<nil>").
                                     "fieldPath": ".metadata.name",
-                                }
+                                },
+                                {
+                                    # Names of custom resources may hold dots; a trial Pod's
+                                    # labels and its hostname may not.
+                                    **_rule(
+                                        f"self.metadata.name.matches('{NAME_PATTERN}')",
+                                        "metadata.name must be a DNS label: lower-case "
+                                        "letters, digits and '-', starting and ending with a "
+                                        "letter or digit",
+                                    ),
+                                    "fieldPath": ".metadata.name",
+                                },
                             ],
                         }
                     },

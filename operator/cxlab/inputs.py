@@ -62,7 +62,7 @@ def _one_line(error: Exception) -> str:
 
 def _check_size(root: yaml.Node) -> None:
     """Depth and node count of a composed document, aliases expanded (a node reachable
-    twice counts twice), without expanding anything."""
+    twice counts twice), without expanding anything; and no key twice in a mapping."""
     stack: list[tuple[yaml.Node, int]] = [(root, 1)]
     seen = 0
     while stack:
@@ -78,7 +78,16 @@ def _check_size(root: yaml.Node) -> None:
         if isinstance(node, yaml.SequenceNode):
             stack += [(child, depth + 1) for child in node.value]
         elif isinstance(node, yaml.MappingNode):
+            keys = set()
             for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in keys:
+                        # PyYAML keeps the last; kubectl refuses it, and so do we.
+                        raise InputError(
+                            f"line {key.start_mark.line + 1}: key {key.value!r} appears twice "
+                            f"in one mapping"
+                        )
+                    keys.add(key.value)
                 stack += [(key, depth + 1), (value, depth + 1)]
 
 
@@ -88,8 +97,11 @@ def load_yaml_documents(path: Path) -> list[Any]:
     text = _read(
         path, MAX_YAML_BYTES, "kubectl apply keeps a copy in an annotation limited to 256 KiB"
     )
-    loader = yaml.SafeLoader(text)
     documents = []
+    try:
+        loader = yaml.SafeLoader(text)  # reads the first characters already
+    except yaml.YAMLError as error:
+        raise InputError(f"is not valid YAML: {_one_line(error)}") from None
     try:
         while loader.check_node():
             node = loader.get_node()

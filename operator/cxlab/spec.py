@@ -108,7 +108,8 @@ _QUANTITY_FACTOR = {
 }
 # Kubernetes object names: DNS-1123 labels, short, since trial Pods are named after them.
 NAME_MAX_LENGTH = 40
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_NAME = re.compile(NAME_PATTERN)
 
 
 class SpecError(Exception):

@@ -1,0 +1,362 @@
+"""The bad-input corpus: invalid ConcurrencyExperiment files by category, generated from the
+CRD's own schema where a category can be (every bounded number from both sides, every field
+with a value of the wrong type, every duration written wrong), handwritten where it cannot
+(references, placement, YAML pathologies, what only this machine can know).
+
+tests/test_bad_input.py runs every case through `cxlab plan` (exit 2, the field named, nothing
+printed but the complaint); tests/cluster/test_bad_input_on_apiserver.py applies every case
+that a cluster can judge with `kubectl apply --dry-run=server` (refused, the field named).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from crd_rules import manifest
+from test_bounds import own, spec_fields
+
+from cxlab.spec import (
+    IMAGE_MAX_LENGTH,
+    MAX_CPU,
+    MAX_LIST_ITEMS,
+    MAX_TRIALS,
+    NAME_MAX_LENGTH,
+)
+from cxlab_runner.durations import DURATION_PATTERN, format_duration, parse_duration
+
+
+@dataclass(frozen=True)
+class BadInput:
+    category: str
+    name: str
+    text: str | bytes
+    """The file as written: YAML text, or bytes for what is not text at all."""
+    field: str | None
+    """The field both sides must name; None for a file that is wrong as a whole."""
+    says: str = ""
+    """For a whole-file problem: what the CLI's one line must contain."""
+    cluster: bool = True
+    """Also judged by the apiserver (False: a file problem kubectl has its own words for, or
+    what only the local machine knows)."""
+
+    @property
+    def id(self) -> str:
+        return f"{self.category}:{self.name}"
+
+
+def as_yaml(document: Any) -> str:
+    return yaml.safe_dump(document, sort_keys=False, width=1000)
+
+
+# The nearest valid spec in which a field applies: iterations only with cpu, and so on.
+CONTEXT: dict[str, dict[str, Any]] = {
+    "spec.workload.iterations": {"workload": {"type": "cpu", "tasks": 10, "iterations": 1000}},
+    "spec.workload.hold": {"workload": {"type": "hold", "tasks": 10, "hold": "1s"}},
+    "spec.workload.responseBytes": {
+        "workload": {"type": "http", "tasks": 10, "rtt": "10ms", "responseBytes": 64}
+    },
+    "spec.workload.connection": {
+        "workload": {"type": "http", "tasks": 10, "rtt": "10ms", "connection": "reuse"}
+    },
+    "spec.workload.rtts": {"workload": {"type": "sleep", "tasks": 10, "rtts": ["10ms"]}},
+    "spec.workload.rtt": {"workload": {"type": "sleep", "tasks": 10, "rtt": "10ms"}},
+    "spec.models[].gomaxprocs": {"models": [{"model": "goroutines", "gomaxprocs": [1]}]},
+}
+
+
+def _context(path: str) -> dict[str, Any]:
+    for prefix, spec in CONTEXT.items():
+        if path.startswith(prefix):
+            return copy.deepcopy(spec)
+    return {}
+
+
+def with_value(path: str, value: Any) -> dict[str, Any]:
+    """The base manifest (in the field's context) with the field at path set to value;
+    `[]` in the path means the first item."""
+    document = manifest(**_context(path))
+    parts = re.findall(r"[^.\[\]]+|\[\]", path)
+    node: Any = document
+    for part, after in zip(parts, [*parts[1:], None], strict=True):
+        key: Any = 0 if part == "[]" else part
+        if after is None:
+            if isinstance(node, list) and not node:
+                node.append(value)
+            else:
+                node[key] = value
+            break
+        if isinstance(node, list):
+            if not node:
+                node.append([] if after == "[]" else {})
+        elif key not in node or not isinstance(node[key], (dict, list)):
+            node[key] = [] if after == "[]" else {}
+        node = node[key]
+    return document
+
+
+def concrete(path: str) -> str:
+    return path.replace("[]", "[0]")
+
+
+def leaves() -> Iterator[tuple[str, dict[str, Any]]]:
+    """cxlab's own fields a user writes a value into (maps and embedded Kubernetes schemas
+    have their own cases)."""
+    for path, node in spec_fields():
+        if own(path) and "{}" not in path and node.get("type") not in ("object", None):
+            yield path, node
+
+
+def bounds() -> Iterator[BadInput]:
+    """Every number one step outside each bound, and integers past int64."""
+    for path, node in leaves():
+        kind = node.get("type")
+        if kind not in ("integer", "number"):
+            continue
+        step = 1 if kind == "integer" else 0.5
+        low = node["minimum"] if node.get("exclusiveMinimum") else node["minimum"] - step
+        for label, value in (("below", low), ("above", node["maximum"] + step)):
+            yield BadInput(
+                "bounds", f"{path}-{label}", as_yaml(with_value(path, value)), concrete(path)
+            )
+        if kind == "integer":
+            yield BadInput(
+                "bounds", f"{path}-past-int64", as_yaml(with_value(path, 2**64)), concrete(path)
+            )
+    for path, node in leaves():
+        if node.get("pattern") != DURATION_PATTERN:
+            continue
+        rule = node["x-kubernetes-validations"][0]["rule"]
+        low, high = re.findall(r"duration\('([^']+)'\)", rule)
+        past = format_duration(parse_duration(high) + 0.001)
+        cases = {"above": past, "overflows-go": "9999999999999h", "too-long": "1" + "0" * 40}
+        if parse_duration(low) > 0:
+            cases["below"] = format_duration(parse_duration(low) - 0.001)
+        for label, value in cases.items():
+            yield BadInput(
+                "bounds", f"{path}-{label}", as_yaml(with_value(path, value)), concrete(path)
+            )
+
+
+# Values of another type than the field's, none of which the apiserver converts.
+WRONG_TYPES: dict[str, list[tuple[str, Any]]] = {
+    "integer": [("string", "5"), ("float", 5.5), ("boolean", True)],
+    "number": [("string", "0.1"), ("boolean", True)],
+    "boolean": [("yes", "yes"), ("true", "true"), ("number", 1)],
+    "string": [("number", 5), ("boolean", True), ("list", ["a"])],
+    "array": [("string", "a"), ("mapping", {"a": 1})],
+}
+
+
+def types() -> Iterator[BadInput]:
+    for path, node in leaves():
+        for label, value in WRONG_TYPES[node["type"]]:
+            yield BadInput(
+                "types", f"{path}-{label}", as_yaml(with_value(path, value)), concrete(path)
+            )
+    for path, node in leaves():
+        if node.get("pattern") == DURATION_PATTERN:
+            for label, value in (("words", "fast"), ("space", "1 s"), ("unit", "1hr")):
+                yield BadInput(
+                    "types", f"{path}-{label}", as_yaml(with_value(path, value)), concrete(path)
+                )
+        if "enum" in node and node["type"] == "string":
+            value = str(node["enum"][0]).upper() + "x"
+            yield BadInput(
+                "types", f"{path}-not-listed", as_yaml(with_value(path, value)), concrete(path)
+            )
+    yield BadInput(
+        "types",
+        "unknown-field",
+        as_yaml(with_value("spec.workload.taks", 10)),
+        "spec.workload.taks",
+    )
+
+
+def names() -> Iterator[BadInput]:
+    bad = {
+        "too-long": "n" * (NAME_MAX_LENGTH + 1),
+        "upper-case": "Sweep",
+        "underscore": "rtt_sweep",
+        "leading-dash": "-sweep",
+        "trailing-dash": "sweep-",
+        "dot": "rtt.sweep",
+        "space": "rtt sweep",
+        "unicode": "swéep",
+    }
+    for label, value in bad.items():
+        yield BadInput("names", f"metadata.name-{label}", as_yaml(manifest(value)), "metadata.name")
+    selector = "spec.placement.nodeSelector"
+    for label, labels in {
+        "key-space": {"pool name": "a"},
+        "key-too-long": {"a" * 64: "a"},
+        "key-prefix-upper": {"Example.com/pool": "a"},
+        "value-too-long": {"pool": "v" * 64},
+        "value-space": {"pool": "a b"},
+        "value-leading-dash": {"pool": "-a"},
+        "too-many": {f"k{i}": "v" for i in range(MAX_LIST_ITEMS + 1)},
+    }.items():
+        yield BadInput("names", f"nodeSelector-{label}", as_yaml(with_value(selector, labels)),
+                       selector)  # fmt: skip
+    yield BadInput(
+        "names", "nodeSelector-value-number", as_yaml(with_value(selector, {"pool": 5})),
+        f"{selector}.pool",
+    )  # fmt: skip
+
+
+def references() -> Iterator[BadInput]:
+    images = {
+        "empty": "",
+        "blank": " ",
+        "space": "cxlab.dev/runner dev",
+        "shell": "cxlab.dev/runner;rm -rf /",
+        "substitution": "$(whoami)/runner",
+        "upper-case-path": "cxlab.dev/Runner:dev",
+        "scheme": "https://cxlab.dev/runner:dev",
+        "two-tags": "cxlab.dev/runner:dev:1",
+        "empty-tag": "cxlab.dev/runner:",
+        "short-digest": "cxlab.dev/runner@sha256:abc",
+        "leading-dash": "-runner",
+        "newline": "cxlab.dev/runner\n:dev",
+        "too-long": "r" * (IMAGE_MAX_LENGTH + 1),
+    }
+    for label, value in images.items():
+        yield BadInput("references", f"image-{label}", as_yaml(with_value("spec.image", value)),
+                       "spec.image")  # fmt: skip
+
+
+def placement() -> Iterator[BadInput]:
+    tolerations = "spec.placement.tolerations"
+    for label, value, field in [
+        ("operator", [{"key": "a", "operator": "Like"}], f"{tolerations}[0].operator"),
+        ("effect", [{"key": "a", "effect": "NoRun"}], f"{tolerations}[0].effect"),
+        ("seconds-string", [{"key": "a", "tolerationSeconds": "60"}],
+         f"{tolerations}[0].tolerationSeconds"),
+        ("seconds-past-int64", [{"key": "a", "tolerationSeconds": 2**64}],
+         f"{tolerations}[0].tolerationSeconds"),
+        ("unknown-field", [{"key": "a", "operatr": "Exists"}], f"{tolerations}[0]"),
+        ("not-a-list", {"key": "a"}, tolerations),
+        ("item-not-a-mapping", ["a"], f"{tolerations}[0]"),
+        ("too-many", [{"key": f"k{i}"} for i in range(MAX_LIST_ITEMS + 1)], tolerations),
+    ]:  # fmt: skip
+        yield BadInput("placement", f"tolerations-{label}",
+                       as_yaml(with_value(tolerations, value)), field)  # fmt: skip
+    affinity = "spec.placement.affinity"
+    required = {"requiredDuringSchedulingIgnoredDuringExecution": {}}
+    term = {"key": "pool", "operator": "Like", "values": ["a"]}
+    node_terms = {"nodeSelectorTerms": [{"matchExpressions": [term]}]}
+    for label, value, field in [
+        ("unknown-field", {"nodeAffinty": {}}, affinity),
+        ("no-node-selector-terms", {"nodeAffinity": required},
+         f"{affinity}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+        ("node-operator", {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                                            node_terms}},
+         f"{affinity}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+         ".nodeSelectorTerms[0].matchExpressions[0].operator"),
+        ("pod-term-no-topology-key", {"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {}}]}},
+         f"{affinity}.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"),
+        ("weight-string", {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": "high", "podAffinityTerm": {"topologyKey": "zone"}}]}},
+         f"{affinity}.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight"),
+        ("not-a-mapping", ["nodeAffinity"], affinity),
+    ]:  # fmt: skip
+        yield BadInput("placement", f"affinity-{label}", as_yaml(with_value(affinity, value)),
+                       field)  # fmt: skip
+
+
+def semantics() -> Iterator[BadInput]:
+    """Rules across fields (each CEL rule has its own case in tests/crd_rules.py; these are
+    the values past the limits that span fields)."""
+    yield BadInput(
+        "semantics", "threads-one-per-task-past-the-thread-limit",
+        as_yaml(manifest(workload={"type": "sleep", "tasks": 40_000, "rtt": "1ms"},
+                         models=[{"model": "threads", "workers": [0]}])), "spec",
+    )  # fmt: skip
+    yield BadInput(
+        "semantics", "matrix-past-the-trial-limit",
+        as_yaml(manifest(models=[{"model": "threads", "workers": list(range(1, 33))}],
+                         repetitions=MAX_TRIALS // 32 + 1)), "spec",
+    )  # fmt: skip
+    yield BadInput(
+        "semantics", "cpu-workload-with-rtt",
+        as_yaml(manifest(workload={"type": "cpu", "tasks": 1, "iterations": 5, "rtt": "1ms"})),
+        "spec.workload",
+    )  # fmt: skip
+
+
+def _documents_text(*documents: Any) -> str:
+    return "---\n".join(as_yaml(d) for d in documents)
+
+
+def yaml_pathologies() -> Iterator[BadInput]:
+    laughs = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    laughs += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    valid = as_yaml(manifest())
+    cases: list[tuple[str, str | bytes, str]] = [
+        ("alias-bomb", "\n".join(laughs) + "\n" + valid, "expands to more than"),
+        ("alias-bomb-inside-the-spec",
+         valid.replace("workers:\n    - 2", "workers: &w [[1,1,1,1,1,1,1,1,1,1]]") +
+         "x: &x [" + ",".join(["*w"] * 10) + "]\n" +
+         "".join(f"x{i}: &x{i} [" + ",".join([f"*x{i - 1}" if i else "*x"] * 10) + "]\n"
+                 for i in range(6)),
+         "expands to more than"),
+        ("deep-lists", "spec: " + "[" * 5000 + "]" * 5000 + "\n", "nests deeper than"),
+        ("deep-mappings", "spec:\n" + "".join("  " * i + f"k{i}:\n" for i in range(1, 120)) +
+         "  " * 120 + "v: 1\n", "nests deeper than"),
+        ("huge", valid + "# " + "x" * (300 * 1024) + "\n", "larger than 256 KiB"),
+        ("binary", bytes(range(256)) * 16, "not UTF-8"),
+        ("nul-bytes", valid.replace("kind", "ki\x00nd"), "not valid YAML"),
+        ("latin-1", valid.replace("rule-check", "r\xe9gle").encode("latin-1"), "not UTF-8"),
+        ("empty", "", "holds no document"),
+        ("only-comments", "# nothing here\n", "holds no document"),
+        ("tabs", valid.replace("  tasks", "\ttasks"), "not valid YAML"),
+        ("unclosed-quote", valid.replace("10ms", '"10ms'), "not valid YAML"),
+        ("duplicate-key", valid.replace("    tasks: 10\n", "    tasks: 10\n    tasks: 20\n"),
+         "appears twice"),
+        ("top-level-list", "- " + valid.replace("\n", "\n  "), "is not a mapping"),
+        ("top-level-scalar", "hello\n", "is not a mapping"),
+        ("wrong-kind", valid.replace("ConcurrencyExperiment", "Experiment"),
+         "is not a ConcurrencyExperiment"),
+        ("wrong-api-version", valid.replace("cxlab.dev/v1alpha1", "cxlab.dev/v1"),
+         "is not a ConcurrencyExperiment"),
+        ("second-document-bad", _documents_text(manifest(), manifest("b", repetitions=0)),
+         "document 2: spec.repetitions"),
+        ("same-name-twice", _documents_text(manifest(), manifest()), "is used twice"),
+    ]  # fmt: skip
+    for label, text, says in cases:
+        yield BadInput("yaml", label, text, None, says=says, cluster=False)
+
+
+def machine() -> Iterator[BadInput]:
+    """Only this machine can say: a trial bigger than it (locally a trial runs here)."""
+    yield BadInput("machine", "cpu-beyond-the-machine",
+                   as_yaml(manifest(resources={"cpu": MAX_CPU})), "spec.resources.cpu",
+                   cluster=False)  # fmt: skip
+    yield BadInput("machine", "memory-beyond-the-machine",
+                   as_yaml(manifest(resources={"memory": "1Ti"})), "spec.resources.memory",
+                   cluster=False)  # fmt: skip
+
+
+CATEGORIES: dict[str, Callable[[], Iterator[BadInput]]] = {
+    "bounds": bounds,
+    "types": types,
+    "names": names,
+    "references": references,
+    "placement": placement,
+    "semantics": semantics,
+    "yaml": yaml_pathologies,
+    "machine": machine,
+}
+CASES = [case for category in CATEGORIES.values() for case in category()]
+
+
+def names_the_field(output: str, field: str) -> bool:
+    """Whether output names field (spec.models[0].workers[0]) as itself, or a field below it:
+    not merely a longer name that starts the same way."""
+    spelled = re.escape(field)
+    return re.search(rf"(?<![\w.]){spelled}(?=[:\s\"'.\[]|$)", output, re.MULTILINE) is not None

@@ -9,7 +9,7 @@ import pytest
 from cxlab_contract import runner_contract
 from helpers import ROOT
 
-from cxlab_runner.config import build_parser
+from cxlab_runner.config import UsageError, build_parser, parse_config
 from cxlab_runner.durations import format_duration, parse_duration
 from cxlab_runner.result import encode, floor_seconds
 
@@ -50,3 +50,34 @@ def test_the_python_runner_takes_the_contracts_flags() -> None:
         else:
             taken[name] = "" if action.default is None else str(action.default)
     assert taken == runner_contract().flags
+
+
+def _past(bound: object, step: int) -> str:
+    if isinstance(bound, str):  # a duration: one millisecond past it
+        return format_duration(parse_duration(bound) + step * 1e-3)
+    assert isinstance(bound, int)
+    return str(bound + step)
+
+
+@pytest.mark.parametrize("flag", ["tasks", "workers", "iterations", "rtt", "hold"])
+def test_the_python_runner_keeps_the_contracts_limits(flag: str) -> None:
+    # The spec promises exactly these numbers: the runner must take all it lets through.
+    limit = runner_contract().limits[flag]
+    base = ["--model", "asyncio", "--workload", "sleep", "--tasks", "1"]
+    for value, accepted in (
+        (_past(limit.min, 0), True),
+        (_past(limit.max, 0), True),
+        (_past(limit.min, -1), False),
+        (_past(limit.max, 1), False),
+    ):
+        argv = [*base, f"--{flag}", value]
+        if accepted:
+            parse_config(argv)
+        else:
+            with pytest.raises(UsageError):
+                parse_config(argv)
+
+
+def test_every_limit_is_a_flag_or_the_delay_targets() -> None:
+    flags = set(runner_contract().flags)
+    assert set(runner_contract().limits) - flags == {"responseBytes"}

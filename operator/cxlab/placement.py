@@ -59,7 +59,7 @@ def extract(openapi: Schema) -> Schema:
             name = schema["$ref"].rsplit("/", 1)[1]
             rest = {k: v for k, v in schema.items() if k != "$ref"}
             return inline({**definitions[name], **rest}, name)
-        out = {}
+        out: Schema = {}
         for key, value in schema.items():
             if key == "properties":
                 out[key] = {

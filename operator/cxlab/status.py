@@ -203,6 +203,7 @@ class Live:
     attempts: dict[str, int] = field(default_factory=dict)
     starting: bool = False  # trials are being started: Running before any has ended
     failure: str | None = None  # the experiment cannot go on (no node could hold a trial)
+    failure_reason: str | None = None  # its Failed condition's reason (else Unschedulable)
     waiting_for_target: bool = False
 
 
@@ -326,7 +327,7 @@ def build_status(
                 e["name"] + ": " + e.get("message", "") for e in entries if e["phase"] == "Failed"
             ]
             message = live.failure or f"{failed} trial(s) failed: " + "; ".join(failures)
-            reason = "Unschedulable" if live.failure else "TrialsFailed"
+            reason = (live.failure_reason or "Unschedulable") if live.failure else "TrialsFailed"
             condition("Complete", False, "TrialsFailed", succeeded)
             condition("Failed", True, reason, message[:1000])
         else:

@@ -45,7 +45,11 @@ class Operator:
         # run's, must not act on the same experiments.
         command += ["--namespace", "cxlab-test-*"]
         command += ["--metrics-port", str(OPERATOR_METRICS_PORT)]
-        settings = {"CXLAB_UNSCHEDULABLE_GRACE": "8s", "CXLAB_RUNNER_LINGER": "2s"}
+        settings = {
+            "CXLAB_UNSCHEDULABLE_GRACE": "8s",
+            "CXLAB_IMAGE_PULL_GRACE": "6s",
+            "CXLAB_RUNNER_LINGER": "2s",
+        }
         self.process = subprocess.Popen(
             command,
             cwd=ROOT,

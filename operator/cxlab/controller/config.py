@@ -20,6 +20,11 @@ class OperatorConfig:
     max_attempts: int = 3
     # How long a trial may be unschedulable while nothing of its experiment runs.
     unschedulable_grace_seconds: float = 15.0
+    # How long after its Pod was created a trial's container may wait on an image the
+    # kubelet could not pull (ErrImagePull, ImagePullBackOff) or a container it could not
+    # create (CreateContainer[Config]Error) before the trial fails; InvalidImageName and
+    # ErrImageNeverPull fail at once.
+    image_pull_grace_seconds: float = 90.0
     reconcile_interval_seconds: float = 1.0
     # The operator's own /metrics (0 = not served).
     operator_metrics_port: int = 8081
@@ -39,6 +44,7 @@ class OperatorConfig:
             linger=env.get("CXLAB_RUNNER_LINGER", defaults.linger),
             max_attempts=int(env.get("CXLAB_MAX_ATTEMPTS", defaults.max_attempts)),
             unschedulable_grace_seconds=parse_duration(env.get("CXLAB_UNSCHEDULABLE_GRACE", "15s")),
+            image_pull_grace_seconds=parse_duration(env.get("CXLAB_IMAGE_PULL_GRACE", "90s")),
             reconcile_interval_seconds=parse_duration(env.get("CXLAB_RECONCILE_INTERVAL", "1s")),
             operator_metrics_port=int(
                 env.get("CXLAB_OPERATOR_METRICS_PORT", defaults.operator_metrics_port)

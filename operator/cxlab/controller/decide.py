@@ -8,13 +8,14 @@ so a trial never runs twice unless its Pod was really lost.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from cxlab.controller.config import OperatorConfig
 from cxlab.controller.observe import LOST_REASONS, PodView
-from cxlab.controller.pods import COMPONENT_TRIAL
+from cxlab.controller.pods import COMPONENT_TARGET, COMPONENT_TRIAL, RUNNER_UID
 from cxlab.plan import Trial
 from cxlab.results import ResultError, classify, parse_result
 from cxlab.spec import ExperimentSpec
@@ -23,6 +24,32 @@ from cxlab.summary import TrialOutcome
 
 Entry = dict[str, Any]
 ACTIVE_PHASES = ("Pending", "Running")
+
+# The kubelet's reasons for a container it does not start. These can never clear up:
+NEVER_STARTS = frozenset({"InvalidImageName", "ErrImageNeverPull"})
+# These may (a registry or runtime hiccup): they get image_pull_grace from the Pod's creation.
+MAY_START = frozenset(
+    {"ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "CreateContainerError"}
+)
+PULL_REASONS = frozenset(
+    {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
+)
+# Condition reasons (status.conditions[Failed].reason) of an experiment that cannot go on.
+UNSCHEDULABLE = "Unschedulable"
+IMAGE_PULL_FAILED = "ImagePullFailed"
+CONTAINER_CREATE_FAILED = "ContainerCreateFailed"
+POD_REJECTED = "PodRejected"
+# A Pod field the apiserver names in a refusal → the experiment's field that sets it.
+POD_FIELDS = (
+    (r"spec\.tolerations", "spec.placement.tolerations"),
+    (r"spec\.nodeSelector", "spec.placement.nodeSelector"),
+    (r"spec\.affinity", "spec.placement.affinity"),
+    (r"\.image(?![A-Za-z])", "spec.image"),
+    (r"\.resources", "spec.resources"),
+    (r"spec\.activeDeadlineSeconds", "spec.trialTimeout"),
+    (r"metadata\.labels", "metadata.name and spec.models (a trial's name is a label value)"),
+    (r"metadata\.name", "metadata.name"),
+)
 
 
 @dataclass
@@ -33,6 +60,7 @@ class Decision:
     attempts: dict[str, int] = field(default_factory=dict)  # for trials not finished
     running: list[tuple[Trial, PodView]] = field(default_factory=list)
     failure: str | None = None  # the whole experiment cannot go on
+    failure_reason: str | None = None  # why, as a condition reason (Unschedulable, ...)
     waiting_for_target: bool = False
 
 
@@ -98,7 +126,9 @@ def decide(
     for pod in trial_pods:
         by_trial.setdefault(pod.trial or "", []).append(pod)
     pending: list[Trial] = []
-    unschedulable: list[tuple[Trial, PodView]] = []
+    unschedulable: list[tuple[str, PodView]] = []  # (whose, Pod)
+    not_starting: list[tuple[Trial | None, PodView, str, str]] = []  # (trial, Pod, why)
+    image = spec.image or config.runner_image
     terminating = 0  # lost Pods still shutting down: they hold their cores a little longer
 
     for trial in trials:
@@ -120,8 +150,11 @@ def decide(
         elif live:
             decision.running.append((trial, live[-1]))
             decision.attempts[trial.name] = max(attempts.get(trial.name, 0), live[-1].attempt)
-            if live[-1].unschedulable:
-                unschedulable.append((trial, live[-1]))
+            stuck = _not_starting(f"trial {trial.name}", live[-1], image, now, config)
+            if stuck:
+                not_starting.append((trial, live[-1], *stuck))
+            elif live[-1].unschedulable:
+                unschedulable.append((f"trial {trial.name}", live[-1]))
         elif any(p.deleting and p.phase in (*ACTIVE_PHASES, "Unknown") for p in lost):
             # Retry once the lost Pod is gone, so two attempts never share the node's cores.
             terminating += 1
@@ -140,7 +173,30 @@ def decide(
         # Lost Pods of an unfinished trial go; the trial starts again below.
         decision.delete += [p.name for p in lost if not p.deleting]
 
-    decision.failure = _unschedulable_failure(unschedulable, decision.running, now, config)
+    if not_starting and _image_ran(trial_pods, recorded):
+        # The image ran on another node: only these trials' nodes cannot run it.
+        for stuck_trial, pod, _, message in not_starting:
+            assert stuck_trial is not None  # the delay target is looked at below
+            decision.finished.append(_entry(TrialOutcome(stuck_trial, None, message), pod))
+            decision.attempts.pop(stuck_trial.name, None)
+        failed_now = {t.name for t, *_ in not_starting if t}
+        decision.running = [(t, p) for t, p in decision.running if t.name not in failed_now]
+        not_starting = []
+    # The delay target of an http experiment runs the same image with the same placement:
+    # while it cannot start, no trial starts either.
+    target = next((p for p in pods if p.component == COMPONENT_TARGET and not p.deleting), None)
+    if target is not None and not target_ready and len(recorded) < len(trials):
+        stuck = _not_starting("the delay target", target, image, now, config)
+        if stuck:
+            not_starting.append((None, target, *stuck))
+        elif target.unschedulable:
+            unschedulable.append(("the delay target", target))
+    if not_starting:
+        # Every trial Pod has the same image: none of them will start.
+        _, _, decision.failure_reason, decision.failure = not_starting[0]
+    else:
+        decision.failure = _unschedulable_failure(unschedulable, decision.running, now, config)
+        decision.failure_reason = UNSCHEDULABLE if decision.failure else None
     if decision.failure:
         _fail_the_rest(decision, trials, recorded, decision.failure)
         return decision
@@ -157,21 +213,22 @@ def decide(
 
 
 def _unschedulable_failure(
-    unschedulable: list[tuple[Trial, PodView]],
+    unschedulable: list[tuple[str, PodView]],
     running: list[tuple[Trial, PodView]],
     now: datetime,
     config: OperatorConfig,
 ) -> str | None:
-    """A trial that cannot be placed while no trial of its experiment holds resources will
-    never be placed: every trial asks for the same resources and placement."""
+    """A trial (or the delay target) that cannot be placed while no trial of its experiment
+    holds resources will never be placed: every trial asks for the same resources and
+    placement."""
     placed = [p for _, p in running if not p.unschedulable]
     if placed:
         return None
-    for trial, pod in unschedulable:
+    for whose, pod in unschedulable:
         waited = (now - pod.created).total_seconds() if pod.created else 0.0
         if waited >= config.unschedulable_grace_seconds:
             return (
-                f"trial {trial.name} cannot be scheduled: {pod.unschedulable} "
+                f"{whose} cannot be scheduled: {pod.unschedulable} "
                 f"(check resources.cpu/memory and placement against the nodes)"
             )
     return None
@@ -191,3 +248,79 @@ def _fail_the_rest(
     decision.running = []
     decision.create = []
     decision.attempts = {}
+
+
+def _not_starting(
+    whose: str, pod: PodView, image: str, now: datetime, config: OperatorConfig
+) -> tuple[str, str] | None:
+    """(condition reason, message) once the kubelet's reason for not starting `whose`
+    container (a trial's, the delay target's) is final: at once for reasons no retry can
+    clear, after the image pull grace (from the Pod's creation) for those that might."""
+    reason = pod.waiting_reason or ""
+    if reason not in NEVER_STARTS | MAY_START:
+        return None
+    waited = (now - pod.created).total_seconds() if pod.created else 0.0
+    if reason in MAY_START and waited < config.image_pull_grace_seconds:
+        return None
+    kubelet = f"{reason}: {(pod.waiting_message or '').strip()[:500]}".rstrip(": ")
+    if reason == "InvalidImageName":
+        advice = f"{image} is not a valid image reference: fix spec.image"
+    elif reason == "ErrImageNeverPull":
+        advice = (
+            f"{image} is not on the node and the operator's image pull policy is Never: "
+            "load the image onto the nodes or change spec.image"
+        )
+    elif reason in PULL_REASONS:
+        advice = (
+            f"check spec.image ({image}): its name and tag, that it is pushed, and that the "
+            "nodes can pull it from its registry without credentials"
+        )
+    else:
+        advice = (
+            f"check spec.image ({image}): a trial runs it as the non-root user {RUNNER_UID} "
+            "in a restricted Pod, with the runner's command"
+        )
+    waited_for = "" if reason in NEVER_STARTS else f" after {waited:.0f} s"
+    message = f"{whose}: its container did not start{waited_for} ({kubelet}); {advice}"
+    return (IMAGE_PULL_FAILED if reason in PULL_REASONS else CONTAINER_CREATE_FAILED), message
+
+
+def _image_ran(pods: list[PodView], recorded: dict[str, Entry]) -> bool:
+    """Whether a trial Pod of this experiment has run its container (so the image is good)."""
+    return any(p.phase in ("Running", "Succeeded") or p.exit_code is not None for p in pods) or any(
+        e.get("result") for e in recorded.values()
+    )
+
+
+def pod_refused(
+    decision: Decision,
+    trials: list[Trial],
+    recorded: dict[str, Entry],
+    *,
+    pod: str,
+    code: int,
+    reason: str,
+    message: str,
+    created: list[str],
+) -> Decision:
+    """The apiserver refused a Pod of the experiment for what it is (400, 422) after
+    `decision` was written to status: every trial's Pod is built from the same image,
+    resources and placement, so none can be created. The experiment ends: every trial not
+    yet recorded fails with the apiserver's own message and what to change; the Pods already
+    running or created in this pass (`created`) go."""
+    fields = [name for pattern, name in POD_FIELDS if re.search(pattern, message)]
+    where = ", ".join(dict.fromkeys(fields)) or "spec.placement, spec.image and spec.resources"
+    failure = (
+        f"the apiserver refused Pod {pod} ({code} {reason}): {message.strip()[:600]}; "
+        f"check {where}: every Pod of the experiment has it, so none can run"
+    )
+    refused = Decision(
+        finished=list(decision.finished),
+        delete=list(decision.delete),
+        running=list(decision.running),
+        failure=failure,
+        failure_reason=POD_REJECTED,
+    )
+    _fail_the_rest(refused, trials, recorded, failure)
+    refused.delete = list(dict.fromkeys([*refused.delete, *created]))
+    return refused

@@ -3,6 +3,7 @@ itself, and reading a trial's /metrics. Idempotent where Kubernetes allows it.""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import kubernetes
@@ -10,6 +11,40 @@ from kubernetes.client.exceptions import ApiException
 
 from cxlab.crd import GROUP, PLURAL, VERSION
 from cxlab.status import checked
+
+# What the apiserver answers a Pod it refuses for what it is (Invalid, BadRequest): sending
+# it again cannot help. Throttling (429) and server errors (5xx) are "not now".
+REFUSED = frozenset({400, 422})
+# A 403 is a refusal too when admission denied the Pod itself (Pod Security, a webhook, a
+# ValidatingAdmissionPolicy), but "not now" for a full quota, and the operator's own problem
+# (retried until an admin fixes its RBAC) when it may not create Pods at all.
+NOT_NOW_FORBIDDEN = ("exceeded quota", "cannot create resource")
+
+
+class PodRefused(Exception):
+    """The apiserver refused to create a Pod (400, 422), with its own message."""
+
+    def __init__(self, pod: str, code: int, reason: str, message: str) -> None:
+        super().__init__(f"{pod}: {code} {reason}: {message}")
+        self.pod, self.code, self.reason, self.message = pod, code, reason, message
+
+
+def refusal(pod: str, error: ApiException) -> PodRefused | None:
+    """The refusal in an ApiException — the message of its Status body, not its repr —
+    or None if it is no refusal."""
+    if error.status not in (*REFUSED, 403):
+        return None
+    reason, message = str(error.reason or ""), str(error.body or "")
+    try:
+        body = json.loads(error.body or "")
+    except (TypeError, ValueError):
+        body = None
+    if isinstance(body, dict):
+        reason = str(body.get("reason") or reason)
+        message = str(body.get("message") or message)
+    if error.status == 403 and any(words in message for words in NOT_NOW_FORBIDDEN):
+        return None
+    return PodRefused(pod, int(error.status), reason, message or "no message")
 
 
 def load_configuration() -> None:
@@ -39,7 +74,8 @@ class Kube:
         )
 
     def create_pod(self, manifest: dict[str, Any]) -> bool:
-        """False when the Pod exists already (a retried create after a restart)."""
+        """False when the Pod exists already (a retried create after a restart); PodRefused
+        when the apiserver refuses it for what it is."""
         try:
             # The client takes a plain manifest as well as a V1Pod.
             namespace = manifest["metadata"]["namespace"]
@@ -47,6 +83,9 @@ class Kube:
         except ApiException as error:
             if error.status == 409:
                 return False
+            refused = refusal(manifest["metadata"]["name"], error)
+            if refused is not None:
+                raise refused from error
             raise
         return True
 

@@ -35,6 +35,10 @@ class PodView:
     unschedulable: str | None  # the scheduler's message while it cannot place the Pod
     started: datetime | None = None  # the Pod's status.startTime
     finished: datetime | None = None  # when its (last) container terminated
+    # Why the kubelet has not started the container yet (ErrImagePull, ImagePullBackOff,
+    # CreateContainerConfigError, ...; ContainerCreating while all is well), and its message.
+    waiting_reason: str | None = None
+    waiting_message: str | None = None
 
 
 def _time(value: Any) -> datetime | None:
@@ -50,8 +54,10 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
     labels = metadata.get("labels") or {}
     status = pod.get("status") or {}
     terminated: Mapping[str, Any] = {}
+    waiting: Mapping[str, Any] = {}
     for container in status.get("containerStatuses") or []:
         terminated = (container.get("state") or {}).get("terminated") or {}
+        waiting = (container.get("state") or {}).get("waiting") or {}
     unschedulable = None
     ready = False
     for condition in status.get("conditions") or []:
@@ -81,6 +87,8 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         termination_reason=terminated.get("reason"),
         termination_message=terminated.get("message"),
         unschedulable=unschedulable,
+        waiting_reason=waiting.get("reason"),
+        waiting_message=waiting.get("message"),
     )
 
 

@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from cxlab.controller.config import OperatorConfig
-from cxlab.controller.decide import Decision, decide
-from cxlab.controller.kube import Kube
+from cxlab.controller.decide import Decision, decide, pod_refused
+from cxlab.controller.kube import Kube, PodRefused
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.observe import PodView, now, view_pod
 from cxlab.controller.pods import (
@@ -43,6 +43,7 @@ FINISHED = ("Succeeded", "Failed")
 PROGRESS_PATCH_SECONDS = 2.0
 
 Body = dict[str, Any]
+Entry = dict[str, Any]
 # (type Normal|Warning, reason, message) → a Kubernetes Event on the experiment
 EventSink = Callable[[str, str, str], None]
 
@@ -126,60 +127,87 @@ class Reconciler:
             now=moment,
             config=self.config,
         )
+
+        def record(decision: Decision, fresh: list[Entry], running: list[Entry], old: Body) -> Body:
+            """Write the status after `decision`, whose `fresh` entries are new in this pass."""
+            for entry in fresh:
+                entry["metricsScraped"] = entry["name"] in memory.scraped
+                self._add_prometheus_usage(entry, namespace, pods)
+            new_status = build_status(
+                spec=spec,
+                trials=trials,
+                entries=[*recorded.values(), *decision.finished],
+                live=Live(
+                    running=running,
+                    attempts=decision.attempts,
+                    starting=bool(decision.running or decision.create),
+                    failure=decision.failure,
+                    failure_reason=decision.failure_reason,
+                    waiting_for_target=decision.waiting_for_target,
+                ),
+                old=old,
+                started_spec=spec_json(body.get("spec") or {}),
+                generation=metadata.get("generation", 1),
+                now=moment,
+                spec_changed=spec_changed,
+            )
+            self.metrics.phases[(namespace, name)] = new_status["phase"]
+            if self._worth_patching(old, new_status, memory):
+                self.kube.write_status(namespace, name, new_status)
+                self.metrics.status_writes.inc()
+            for entry in fresh:
+                self.metrics.trials_finished.labels(entry["phase"].lower()).inc()
+            return new_status
+
         running = self._progress(decision, spec, memory, moment)
-        for entry in decision.finished:
-            entry["metricsScraped"] = entry["name"] in memory.scraped
-            self._add_prometheus_usage(entry, namespace, pods)
-        entries = [*recorded.values(), *decision.finished]
-        new_status = build_status(
-            spec=spec,
-            trials=trials,
-            entries=entries,
-            live=Live(
-                running=running,
-                attempts=decision.attempts,
-                starting=bool(decision.running or decision.create),
-                failure=decision.failure,
-                waiting_for_target=decision.waiting_for_target,
-            ),
-            old=status,
-            started_spec=spec_json(body.get("spec") or {}),
-            generation=metadata.get("generation", 1),
-            now=moment,
-            spec_changed=spec_changed,
-        )
-        self.metrics.phases[(namespace, name)] = new_status["phase"]
-        if self._worth_patching(status, new_status, memory):
-            self.kube.write_status(namespace, name, new_status)
-            self.metrics.status_writes.inc()
-        for entry in decision.finished:
-            self.metrics.trials_finished.labels(entry["phase"].lower()).inc()
+        new_status = record(decision, decision.finished, running, status)
         # Only now, with results and attempts safely in status, touch the Pods: the delay
         # target first (this pass counted it not ready), then the trials.
-        if spec.workload.type == "http" and target is None and len(recorded) < len(trials):
-            self.kube.create_pod(
-                build_target_pod(
+        created: list[str] = []
+        try:
+            if spec.workload.type == "http" and target is None and len(recorded) < len(trials):
+                manifest = build_target_pod(
                     experiment=name,
                     namespace=namespace,
                     uid=metadata["uid"],
                     spec=spec,
                     config=self.config,
                 )
+                self.kube.create_pod(manifest)
+                created.append(manifest["metadata"]["name"])
+            url = f"http://{target.ip}:{self.config.target_port}/" if target and target.ip else None
+            for trial, attempt in decision.create:
+                pod = build_trial_pod(
+                    experiment=name,
+                    namespace=namespace,
+                    uid=metadata["uid"],
+                    spec=spec,
+                    trial=trial,
+                    attempt=attempt,
+                    config=self.config,
+                    target_url=url,
+                )
+                if self.kube.create_pod(pod):
+                    self.metrics.trials_started.inc()
+                created.append(pod["metadata"]["name"])
+        except PodRefused as refused:
+            # No Pod of this experiment can be created: it ends, its status saying why before
+            # any of its Pods goes. (Lost in a crash before that write, the attempt counted
+            # above finds no Pod on the next pass and is retried: refused again, and written.)
+            logging.getLogger(__name__).warning("%s/%s: %s", namespace, name, refused)
+            before = {e["name"] for e in decision.finished}
+            decision = pod_refused(
+                decision,
+                trials,
+                recorded,
+                pod=refused.pod,
+                code=refused.code,
+                reason=refused.reason,
+                message=refused.message,
+                created=created,
             )
-        url = f"http://{target.ip}:{self.config.target_port}/" if target and target.ip else None
-        for trial, attempt in decision.create:
-            pod = build_trial_pod(
-                experiment=name,
-                namespace=namespace,
-                uid=metadata["uid"],
-                spec=spec,
-                trial=trial,
-                attempt=attempt,
-                config=self.config,
-                target_url=url,
-            )
-            if self.kube.create_pod(pod):
-                self.metrics.trials_started.inc()
+            fresh = [e for e in decision.finished if e["name"] not in before]
+            new_status = record(decision, fresh, [], new_status)
         for pod_name in decision.delete:
             self.kube.delete_pod(namespace, pod_name)
         self._announce(status, new_status, decision, event)
@@ -295,6 +323,8 @@ class Reconciler:
             else:
                 event("Warning", "TrialFailed", f"{entry['name']}: {entry.get('message', '')}")
         if new["phase"] in FINISHED and old.get("phase") not in FINISHED:
+            if decision.failure:
+                event("Warning", decision.failure_reason or "Failed", decision.failure[:1000])
             if new["phase"] == "Succeeded":
                 event("Normal", "Completed", new.get("best") or "all trials succeeded")
             else:

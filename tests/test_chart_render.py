@@ -4,6 +4,7 @@ what the templates produce, and no drift from the canonical CRD, RBAC rules and 
 from __future__ import annotations
 
 import filecmp
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -227,3 +228,119 @@ def test_helm_test_pod_runs_as_its_own_least_privileged_account() -> None:
         ("cxlab.dev", "concurrencyexperiments", verb) for verb in ("create", "get", "delete")
     }
     assert pod["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def image_policy(docs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ValidatingAdmissionPolicy on spec.image and its binding."""
+    return only(docs, "ValidatingAdmissionPolicy"), only(docs, "ValidatingAdmissionPolicyBinding")
+
+
+def allowed_images(policy: dict[str, Any]) -> list[str]:
+    """The policy's allowed entries: its `allowed` variable, a CEL list literal of strings."""
+    (expression,) = (v["expression"] for v in policy["spec"]["variables"] if v["name"] == "allowed")
+    entries: list[str] = json.loads(expression)
+    return entries
+
+
+def test_image_policy_limits_spec_image_to_the_runner_repository_by_default() -> None:
+    policy, binding = image_policy(render())
+    # cluster-scoped: unique per release (name and namespace), with the usual labels
+    assert policy["metadata"]["name"] == "cx-cxlab-cxlab-system-images"
+    assert binding["metadata"]["name"] == policy["metadata"]["name"]
+    assert "namespace" not in policy["metadata"] and "namespace" not in binding["metadata"]
+    for doc in (policy, binding):
+        assert doc["apiVersion"] == "admissionregistration.k8s.io/v1"
+        assert doc["metadata"]["labels"]["app.kubernetes.io/instance"] == "cx"
+        assert doc["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
+    spec = policy["spec"]
+    assert spec["failurePolicy"] == "Fail" and "paramKind" not in spec
+    (rule,) = spec["matchConstraints"]["resourceRules"]
+    assert rule["apiGroups"] == ["cxlab.dev"]
+    assert rule["resources"] == ["concurrencyexperiments"]  # not the status subresource
+    assert sorted(rule["operations"]) == ["CREATE", "UPDATE"]
+    assert allowed_images(policy) == ["cxlab.dev/runner"]
+    conditions = {c["name"]: c["expression"] for c in spec["matchConditions"]}
+    assert conditions["sets-spec-image"] == "has(object.spec) && has(object.spec.image)"
+    assert "oldObject.spec != object.spec" in conditions["creates-or-changes-spec"]
+    (validation,) = spec["validations"]
+    assert validation["reason"] == "Forbidden"
+    assert "\n" not in validation["message"]
+    assert "imagePolicy.allowedImages" in validation["message"]
+    message = validation["messageExpression"]
+    for what in ("variables.image", "variables.allowed.join", "imagePolicy.allowedImages",
+                 "release cx in namespace cxlab-system", '"cxlab.dev/runner:dev"'):  # fmt: skip
+        assert what in message, what
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    assert "paramRef" not in binding["spec"]
+    # every namespace when the operator watches every namespace
+    assert binding["spec"]["matchResources"] == {"namespaceSelector": {}}
+
+
+def test_image_policy_allowed_list_follows_values() -> None:
+    policy, _ = image_policy(
+        render(
+            "runnerImage.repository=registry.example.com/cx/runner",
+            "imagePolicy.allowedImages={registry.example.com/team/,docker.io/library/busybox}",
+        )
+    )
+    # the runner repository always, then the listed entries, once each
+    assert allowed_images(policy) == [
+        "registry.example.com/cx/runner",
+        "registry.example.com/team/",
+        "docker.io/library/busybox",
+    ]
+    policy, _ = image_policy(render("imagePolicy.allowedImages={cxlab.dev/runner,cxlab.dev/}"))
+    assert allowed_images(policy) == ["cxlab.dev/runner", "cxlab.dev/"]
+
+
+def test_image_policy_binding_scoped_to_the_watched_or_selected_namespaces() -> None:
+    _, binding = image_policy(render("watchNamespaces={team-a,team-b}"))
+    assert binding["spec"]["matchResources"]["namespaceSelector"] == {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a", "team-b"]}
+        ]
+    }
+    _, binding = image_policy(
+        render("watchNamespaces={team-a}", "imagePolicy.namespaceSelector.matchLabels.cx=on")
+    )
+    assert binding["spec"]["matchResources"]["namespaceSelector"] == {"matchLabels": {"cx": "on"}}
+
+
+def test_image_policy_disabled_renders_nothing() -> None:
+    kinds = {doc["kind"] for doc in render("imagePolicy.enabled=false")}
+    assert not kinds & {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "cxlab.dev/runner:dev",  # a tag: entries are repositories
+        "cxlab.dev/runner@sha256:0123",
+        "nginx:1",
+        "",
+        "a b",
+        "/abs",
+        "registry.example.com/team//x",
+        'cxlab.dev/ru"nner',  # nothing that could leave the CEL string literal
+    ],
+)
+def test_the_schema_refuses_an_allowed_image_that_is_no_repository(entry: str) -> None:
+    run = subprocess.run(
+        [str(HELM), "template", "cx", str(CHART), "--set-json",
+         f"imagePolicy.allowedImages={json.dumps([entry])}"],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert run.returncode != 0 and "imagePolicy.allowedImages" in run.stderr
+
+
+def test_image_policy_needs_kubernetes_1_30() -> None:
+    run = subprocess.run(
+        [str(HELM), "template", "cx", str(CHART), "--kube-version", "1.29.4"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode != 0 and "imagePolicy.enabled=false" in run.stderr
+    older = ["--kube-version", "1.29.4", "--set", "imagePolicy.enabled=false"]
+    helm("template", "cx", str(CHART), *older)

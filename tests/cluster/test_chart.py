@@ -1,38 +1,47 @@
 """The Helm chart installed for real on the local cluster: the operator image runs in a Pod
 under the chart's ServiceAccount and RBAC, `helm test` takes a tiny experiment to Succeeded,
-the account has what it needs and nothing else, and `helm uninstall` removes the operator.
+the account has what it needs and nothing else, the image policy refuses an experiment whose
+spec.image is not allowed at `kubectl apply`, and `helm uninstall` removes the operator and
+the policy.
 
 The release watches only its own namespace (watchNamespaces), so it never reconciles the
 experiments of other tests sharing the cluster; the CRD is installed by the chart only when
-the cluster lacks it (other tests apply it too), and kept on uninstall."""
+the cluster lacks it (other tests apply it too), and kept on uninstall. The image policy is
+cluster-scoped, but its binding follows watchNamespaces: it too acts only in the release's
+namespace, never on other tests' experiments."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import kubernetes
 import pytest
+import yaml
 from harness import KUBECONFIG, ROOT
 from kubernetes.client.exceptions import ApiException
 
-from cxlab.crd import CRD_PATH
+from cxlab.crd import CRD_PATH, GROUP, PLURAL, VERSION
 
 HELM = ROOT / "build" / "bin" / "helm"
 KUBECTL = ROOT / "build" / "k8s" / "bin" / "kubectl"
 CHART = ROOT / "charts" / "cxlab"
 RELEASE = "cxlab"
 OPERATOR_PODS = f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=operator"
+DIGEST = "sha256:" + "0123456789abcdef" * 4
 
 
 def run(
-    *command: object, check: bool = True, timeout: float = 240
+    *command: object, check: bool = True, timeout: float = 240, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
         [str(c) for c in command],
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -70,15 +79,16 @@ def release(cluster: None) -> Iterator[Release]:
     core.create_namespace({"metadata": {"name": namespace}})
     installed = Release(namespace)
     start = time.monotonic()
-    run(
-        HELM, "install", RELEASE, CHART, "--namespace", namespace, "--wait", "--timeout", "120s",
-        "--set", f"watchNamespaces={{{namespace}}}",
-        "--set", f"crds.install={str(not _crd_exists()).lower()}",
-        # the node's one CPU may be busy with another test's trial for a while
-        "--set", "settings.unschedulableGrace=90s",
-    )  # fmt: skip
-    installed.figures["install → Ready (s)"] = time.monotonic() - start
-    try:
+    try:  # a failed install too leaves cluster-scoped objects (ClusterRole, image policy)
+        run(
+            HELM, "install", RELEASE, CHART, "--namespace", namespace, "--wait",
+            "--timeout", "120s",
+            "--set", f"watchNamespaces={{{namespace}}}",
+            "--set", f"crds.install={str(not _crd_exists()).lower()}",
+            # the node's one CPU may be busy with another test's trial for a while
+            "--set", "settings.unschedulableGrace=90s",
+        )  # fmt: skip
+        installed.figures["install → Ready (s)"] = time.monotonic() - start
         yield installed
     finally:
         run(HELM, "uninstall", RELEASE, "--namespace", namespace, "--wait", check=False)
@@ -136,6 +146,250 @@ def test_service_account_rights(
     assert done.stdout.strip() == ("yes" if allowed else "no"), done.stderr
 
 
+# --- the image policy: who may run which image ---------------------------------------------
+
+
+def policy_name(release: Release) -> str:
+    return f"{RELEASE}-{release.namespace}-images"  # fullname, namespace: unique per release
+
+
+def apply_experiment(
+    namespace: str,
+    image: str | None,
+    name: str = "image-check",
+    dry_run: bool = True,
+    finalizers: list[str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`kubectl apply` of a small experiment, by default --dry-run=server: through admission
+    (the policy included), nothing stored."""
+    spec: dict[str, Any] = {
+        "workload": {"type": "sleep", "tasks": 5, "rtt": "100ms"},
+        "models": [{"model": "asyncio", "workers": [0]}],
+        "resources": {"cpu": 1, "memory": "256Mi"},
+    }
+    if image is not None:
+        spec["image"] = image
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ConcurrencyExperiment",
+        "metadata": {"name": name, **({"finalizers": finalizers} if finalizers else {})},
+        "spec": spec,
+    }
+    dry = ["--dry-run=server"] if dry_run else []
+    return run(
+        KUBECTL, "apply", *dry, "-n", namespace, "-f", "-", stdin=yaml.safe_dump(body), check=False
+    )
+
+
+def refused(done: subprocess.CompletedProcess[str]) -> bool:
+    return done.returncode != 0 and "denied request" in done.stderr
+
+
+def eventually(what: str, check: Callable[[], bool], timeout: float = 20) -> None:
+    """Admission picks up a new or changed policy or binding a moment after it is written."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def image_policy(release: Release) -> str:
+    """The release's policy, once the apiserver enforces it."""
+    eventually(
+        "the image policy never refused a disallowed image",
+        lambda: refused(apply_experiment(release.namespace, "evil.example/miner:1")),
+    )
+    return policy_name(release)
+
+
+def test_image_policy_installed_and_bound_to_the_release_namespace(
+    release: Release, image_policy: str
+) -> None:
+    api = kubernetes.client.AdmissionregistrationV1Api()
+    policy = api.read_validating_admission_policy(image_policy)
+    assert policy.metadata.labels["app.kubernetes.io/instance"] == RELEASE
+    assert not (policy.status.type_checking and policy.status.type_checking.expression_warnings)
+    binding = api.read_validating_admission_policy_binding(image_policy)
+    assert binding.spec.policy_name == image_policy
+    assert binding.spec.validation_actions == ["Deny"]
+    (term,) = binding.spec.match_resources.namespace_selector.match_expressions
+    assert (term.key, term.operator, term.values) == (
+        "kubernetes.io/metadata.name",
+        "In",
+        [release.namespace],
+    )
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "evil.example/miner:1",
+        "cxlab.dev/runner-evil:dev",  # the allowed repository as a mere prefix
+        "cxlab.dev/runner/evil:dev",  # a repository under it
+        "cxlab.dev/runnerevil",
+        "evil.example/cxlab.dev/runner:dev",  # the allowed repository inside another
+        f"evil.example/miner@{DIGEST}",
+    ],
+)
+def test_image_policy_refuses_a_disallowed_image_at_apply(
+    release: Release, image_policy: str, image: str
+) -> None:
+    done = apply_experiment(release.namespace, image)
+    assert done.returncode != 0, done.stdout
+    message = done.stderr
+    assert f"ValidatingAdmissionPolicy '{image_policy}'" in message, message
+    assert f'spec.image "{image}" is not allowed' in message, message  # which image
+    assert "only name an image of cxlab.dev/runner " in message, message  # which prefixes
+    where = f"imagePolicy.allowedImages of release {RELEASE} in namespace {release.namespace}"
+    assert where in message, message  # which value to change
+    assert "leave spec.image unset" in message, message
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        None,  # the operator's default runner image
+        "cxlab.dev/runner",
+        "cxlab.dev/runner:dev",
+        f"cxlab.dev/runner@{DIGEST}",
+        f"cxlab.dev/runner:dev@{DIGEST}",
+    ],
+)
+def test_image_policy_accepts_an_allowed_image_at_apply(
+    release: Release, image_policy: str, image: str | None
+) -> None:
+    done = apply_experiment(release.namespace, image)
+    assert done.returncode == 0, done.stderr
+    assert "created (server dry run)" in done.stdout
+
+
+def test_image_policy_acts_only_in_the_release_namespace(image_policy: str) -> None:
+    done = apply_experiment("default", "evil.example/miner:1")
+    assert done.returncode == 0, done.stderr
+
+
+def _custom_patch(namespace: str, name: str, body: dict[str, Any]) -> None:
+    """A merge patch of an experiment."""
+    kubernetes.client.CustomObjectsApi().patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, name, body
+    )
+
+
+def _finalizers(namespace: str, name: str) -> list[str]:
+    found = kubernetes.client.CustomObjectsApi().list_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, field_selector=f"metadata.name={name}"
+    )["items"]
+    return list(found[0]["metadata"].get("finalizers") or []) if found else []
+
+
+def test_image_policy_checks_spec_changes_not_metadata_of_an_older_experiment(
+    release: Release, image_policy: str
+) -> None:
+    """An experiment created before the policy (here: while its binding was away) keeps its
+    image: labels, finalizers and deletion still work (the operator's finalizer comes off
+    through the policy); changing its spec is checked."""
+    api = kubernetes.client.AdmissionregistrationV1Api()
+    custom = kubernetes.client.CustomObjectsApi()
+    namespace, name, hold = release.namespace, "older-image", "cxlab.dev/test-hold"
+    binding = api.api_client.sanitize_for_serialization(
+        api.read_validating_admission_policy_binding(image_policy)
+    )
+    meta = binding["metadata"]
+    binding["metadata"] = {k: meta[k] for k in ("name", "labels", "annotations") if k in meta}
+    api.delete_validating_admission_policy_binding(image_policy)
+    restored = False
+    try:
+        eventually(
+            "the policy still refused without its binding",
+            lambda: not refused(apply_experiment(namespace, "evil.example/miner:1")),
+        )
+        created = apply_experiment(
+            namespace, "evil.example/miner:1", name=name, dry_run=False, finalizers=[hold]
+        )
+        assert created.returncode == 0, created.stderr
+        api.create_validating_admission_policy_binding(binding)
+        restored = True
+        eventually(
+            "the restored binding never refused",
+            lambda: refused(apply_experiment(namespace, "evil.example/miner:1")),
+        )
+        # metadata only: passes
+        _custom_patch(namespace, name, {"metadata": {"labels": {"checked": "yes"}}})
+        # the spec: checked, the image as well as any other field
+        for spec, image in (
+            ({"image": "evil.example/miner:2"}, "evil.example/miner:2"),
+            ({"ttlSecondsAfterFinished": 600}, "evil.example/miner:1"),
+        ):
+            with pytest.raises(ApiException) as error:
+                _custom_patch(namespace, name, {"spec": spec})
+            assert error.value.status == 403
+            message = json.loads(error.value.body)["message"]
+            assert f'spec.image "{image}" is not allowed' in message, message
+        eventually(
+            "the operator never took the experiment",
+            lambda: "cxlab.dev/finalizer" in _finalizers(namespace, name),
+            timeout=60,
+        )
+        # deletion: the finalizers come off, updates that leave the spec alone; first the
+        # operator's, then ours
+        custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        eventually(
+            "the operator never removed its finalizer",
+            lambda: _finalizers(namespace, name) == [hold],
+            timeout=60,
+        )
+        ours_off = [
+            {"op": "test", "path": "/metadata/finalizers", "value": [hold]},
+            {"op": "remove", "path": "/metadata/finalizers"},
+        ]
+        run(KUBECTL, "patch", "-n", namespace, f"{PLURAL}.{GROUP}", name, "--type=json",
+            "-p", json.dumps(ours_off))  # fmt: skip
+        eventually(
+            "the experiment was never deleted",
+            lambda: (
+                not custom.list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, PLURAL, field_selector=f"metadata.name={name}"
+                )["items"]
+            ),
+        )
+    except BaseException:
+        # Let nothing hold the namespace, even a policy that (wrongly) refuses the cleanup:
+        # without the binding, strip the finalizers, then delete.
+        if restored:
+            api.delete_validating_admission_policy_binding(image_policy)
+            restored = False
+        strip = [KUBECTL, "patch", "-n", namespace, f"{PLURAL}.{GROUP}", name, "--type=merge",
+                 "-p", '{"metadata":{"finalizers":null}}']  # fmt: skip
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            done = run(*strip, check=False)
+            if done.returncode == 0 or "NotFound" in done.stderr:
+                break
+            time.sleep(0.5)
+        run(KUBECTL, "delete", "-n", namespace, f"{PLURAL}.{GROUP}", name, "--wait=false",
+            "--ignore-not-found", check=False)  # fmt: skip
+        raise
+    finally:
+        if not restored:
+            api.create_validating_admission_policy_binding(binding)
+
+
+def test_image_policy_follows_the_values_on_upgrade(release: Release, image_policy: str) -> None:
+    run(
+        HELM, "upgrade", RELEASE, CHART, "--namespace", release.namespace, "--reuse-values",
+        "--wait", "--timeout", "120s", "--set", "imagePolicy.allowedImages={evil.example/}",
+    )  # fmt: skip
+    eventually(
+        "evil.example/ never became allowed",
+        lambda: apply_experiment(release.namespace, "evil.example/miner:1").returncode == 0,
+    )
+    done = apply_experiment(release.namespace, "cxlab.dev/runner-evil:dev")
+    assert refused(done), done.stdout
+    assert "only name an image of cxlab.dev/runner, evil.example/ " in done.stderr, done.stderr
+    assert apply_experiment(release.namespace, "cxlab.dev/runner:dev").returncode == 0
+
+
 def test_uninstall_leaves_no_operator_pods(release: Release) -> None:
     run(HELM, "uninstall", RELEASE, "--namespace", release.namespace, "--wait")
     core = kubernetes.client.CoreV1Api()
@@ -145,3 +399,11 @@ def test_uninstall_leaves_no_operator_pods(release: Release) -> None:
         time.sleep(0.5)
     assert not core.list_namespaced_pod(release.namespace).items
     assert _crd_exists(), "the CRD must outlive the release"
+    # the cluster-scoped image policy goes with the release
+    admission = kubernetes.client.AdmissionregistrationV1Api()
+    mine = f"app.kubernetes.io/instance={RELEASE}"
+    for listed in (
+        admission.list_validating_admission_policy(label_selector=mine),
+        admission.list_validating_admission_policy_binding(label_selector=mine),
+    ):
+        assert policy_name(release) not in {item.metadata.name for item in listed.items}

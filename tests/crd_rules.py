@@ -228,6 +228,13 @@ CASES = [
         field="spec.placement.nodeSelector",
     ),
     Case(
+        "spec.queueTimeout",
+        "must be a duration between 1s and 168h",
+        valid=manifest(queueTimeout="168h"),
+        invalid=manifest(queueTimeout="169h"),
+        field="spec.queueTimeout",
+    ),
+    Case(
         "spec.trialTimeout",
         "must be a duration between 1s and 24h",
         valid=manifest(trialTimeout="24h"),

@@ -19,6 +19,8 @@ from cxlab.results import parse_result
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / "build" / "bin"
 EXAMPLES = ROOT / "manifests" / "examples"
+# One roomy Node, as the apiserver lists it, for fakes of the operator's Kube.
+NODE = {"metadata": {"name": "node-1"}, "status": {"allocatable": {"cpu": "4", "memory": "16Gi"}}}
 
 
 def program(name: str) -> str:

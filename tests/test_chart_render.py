@@ -159,10 +159,11 @@ def test_namespaced_rbac_grants_the_same_only_in_the_listed_namespaces() -> None
         "team-a",
         "team-b",
     ]
-    # cluster-wide only reads of cluster-scoped resources (CRDs, namespaces)
+    # cluster-wide only reads of cluster-scoped resources (CRDs, namespaces, nodes)
     assert {resource for _, resource, _ in rule_set(cluster_role["rules"])} == {
         "customresourcedefinitions",
         "namespaces",
+        "nodes",
     }
     for role in roles:
         assert rule_set(role["rules"]) | rule_set(cluster_role["rules"]) == rule_set(

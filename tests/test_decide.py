@@ -43,10 +43,12 @@ def pod(trial: str, attempt: int = 1, phase: str = "Running", **fields: Any) -> 
 
 
 def run(s: ExperimentSpec, pods: list[PodView], recorded: dict[str, Any] | None = None,
-        attempts: dict[str, int] | None = None, target_ready: bool = True) -> Any:  # fmt: skip
+        attempts: dict[str, int] | None = None, target_ready: bool = True,
+        capacity_exists: bool = True) -> Any:  # fmt: skip
     return decide(
         spec=s, trials=plan_trials(s), recorded=recorded or {}, attempts=attempts or {},
         pods=pods, target_ready=target_ready, now=NOW, config=CONFIG,
+        capacity_exists=capacity_exists,
     )  # fmt: skip
 
 
@@ -123,16 +125,34 @@ def test_a_trial_lost_too_often_fails() -> None:
     assert entry["message"] == "lost 3 times (Evicted); gave up after 3 attempts"
 
 
+BUSY = (
+    "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+    "1 No preemption victims found for incoming pod."
+)
+ELSEWHERE = "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+
+
 def test_unschedulable_with_nothing_running_fails_the_experiment() -> None:
     s = spec()
     first = plan_trials(s)[0]
-    stuck = pod(first.name, phase="Pending", ip=None, unschedulable="0/1 nodes: Insufficient cpu")
+    stuck = pod(first.name, phase="Pending", ip=None, unschedulable=ELSEWHERE)
     decision = run(s, [stuck], attempts={first.name: 1})
-    assert decision.failure and "Insufficient cpu" in decision.failure
+    assert decision.failure and "didn't match" in decision.failure
+    assert decision.failure_reason == "Unschedulable"
     assert [e["phase"] for e in decision.finished] == ["Failed"] * 3
     assert decision.delete == [stuck.name] and decision.create == []
     young = replace(stuck, created=NOW - timedelta(seconds=2))
     assert run(s, [young], attempts={first.name: 1}).failure is None  # still within grace
+
+
+def test_no_room_where_a_trial_could_fit_is_busy_not_impossible() -> None:
+    # Another experiment (or any Pod) holds the node: the trial waits for the scheduler.
+    s = spec()
+    first = plan_trials(s)[0]
+    stuck = pod(first.name, phase="Pending", ip=None, unschedulable=BUSY)
+    assert run(s, [stuck], attempts={first.name: 1}).failure is None
+    # ... unless no node could hold it even empty (the queue fails that before any Pod).
+    assert run(s, [stuck], attempts={first.name: 1}, capacity_exists=False).failure
 
 
 def test_unschedulable_while_a_sibling_runs_just_waits() -> None:

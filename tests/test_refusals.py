@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from helpers import NODE
 from kubernetes.client.exceptions import ApiException
 
 from cxlab.controller.config import OperatorConfig
@@ -323,6 +324,9 @@ class Apiserver:
 
     def delete_pod(self, namespace: str, name: str) -> None:
         self.deleted.append(name)
+
+    def list_nodes(self) -> list[dict[str, Any]]:
+        return [NODE]
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         return None

@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from helpers import NODE
+
 from cxlab.controller.config import OperatorConfig
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.observe import view_pod
@@ -59,6 +61,9 @@ class RecordingKube:
 
     def delete_pod(self, namespace: str, name: str) -> None:
         self.pods.pop(name, None)
+
+    def list_nodes(self) -> list[dict[str, Any]]:
+        return [NODE]
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.pods.get(name)
@@ -113,7 +118,9 @@ def local_run_status() -> dict[str, Any]:
 
 def test_the_local_status_is_the_operators_but_for_pods() -> None:
     on_cluster = operator_status()
-    # what only a cluster has: the Pod's attempt and node per trial, the failed Pod's reason
+    # what only a cluster has: the wait for capacity, the Pod's attempt and node per trial,
+    # the failed Pod's reason
+    assert on_cluster.pop("queuedSeconds") == 0.0
     for entry in on_cluster["trials"]:
         assert entry.pop("attempts") == 1 and entry.pop("node") == "node-1"
     failed = next(e for e in on_cluster["trials"] if e["name"] == FAILING)

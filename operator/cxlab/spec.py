@@ -57,6 +57,10 @@ MIN_MEMORY, MAX_MEMORY = "64Mi", "1Ti"
 # Zero would stop every trial at once; a day is past any trial worth measuring, and inside
 # what a Pod's activeDeadlineSeconds and Go's time.Duration carry.
 MIN_TRIAL_TIMEOUT, MAX_TRIAL_TIMEOUT = "1s", "24h"
+# A wait for capacity longer than a week is a forgotten experiment.
+MIN_QUEUE_TIMEOUT, MAX_QUEUE_TIMEOUT = "1s", "168h"
+# Priorities of waiting experiments (queue order); a waiting one gains one per 5 minutes.
+MIN_PRIORITY, MAX_PRIORITY = -1000, 1000
 # What a Job's ttlSecondsAfterFinished (an int32) can hold.
 MAX_TTL_SECONDS = 2**31 - 1
 # A duration longer than this is a typo ("1000000000000h"): the pattern alone has no end.
@@ -185,6 +189,12 @@ TrialTimeout = Annotated[
     _duration_field(MIN_TRIAL_TIMEOUT, MAX_TRIAL_TIMEOUT),
     _duration_check(MIN_TRIAL_TIMEOUT, MAX_TRIAL_TIMEOUT),
 ]
+QueueTimeout = Annotated[
+    str,
+    _duration_field(MIN_QUEUE_TIMEOUT, MAX_QUEUE_TIMEOUT),
+    _duration_check(MIN_QUEUE_TIMEOUT, MAX_QUEUE_TIMEOUT),
+]
+Priority = Annotated[int, _between(MIN_PRIORITY, MAX_PRIORITY)]
 Cpu = Annotated[int, _between(1, MAX_CPU)]
 Count = Annotated[int, _between(1, MAX_LIST_ITEMS)]  # repetitions, parallelism
 TtlSeconds = Annotated[int, _between(0, MAX_TTL_SECONDS)]
@@ -439,6 +449,11 @@ class ExperimentSpec(_Strict):
     """Where trial Pods may run."""
     parallelism: Count = 1
     """Trials running at once."""
+    queue_timeout: QueueTimeout | None = None
+    """Fail the experiment if it has waited this long (from its creation) for capacity;
+    unset: it waits as long as it takes."""
+    priority: Priority = 0
+    """Its place among experiments waiting for capacity: higher first, then the oldest."""
     exclusive: bool = False
     """No two trial Pods on one node (Pod anti-affinity)."""
     image: Image | None = None

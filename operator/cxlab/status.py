@@ -106,6 +106,19 @@ class TrialEntry(_Shape):
     """The runner's Result (cxlab_contract/result-v1.schema.json)."""
 
 
+class QueuePlace(_Shape):
+    """Where an experiment waiting for capacity stands (cxlab.controller.queue)."""
+
+    position: int = _optional()
+    """1 = next to be admitted."""
+    length: int = _optional()
+    """Experiments waiting, this one included."""
+    behind: str = _optional()
+    """namespace/name of the experiment ahead that does not fit yet, if any."""
+    since: datetime = _optional()
+    message: str = _optional()
+
+
 class ExperimentStatus(_Shape):
     """Written by the operator: progress as trials end, the summary at the end."""
 
@@ -125,6 +138,10 @@ class ExperimentStatus(_Shape):
     """The spec the run started with, as JSON: it ends with that spec."""
     trials: list[TrialEntry] = _optional()
     summary: dict[str, Any] = _optional()
+    queue: QueuePlace = _optional()
+    """While it waits for capacity (phase Pending, condition Queued)."""
+    queued_seconds: float = _optional()
+    """How long it waited for capacity before its first trial started."""
 
 
 def checked(status: dict[str, Any]) -> dict[str, Any]:
@@ -205,6 +222,18 @@ class Live:
     failure: str | None = None  # the experiment cannot go on (no node could hold a trial)
     failure_reason: str | None = None  # its Failed condition's reason (else Unschedulable)
     waiting_for_target: bool = False
+    # Waiting for capacity: its place in the queue (a QueuePlace as written), no Pods yet.
+    queue: dict[str, Any] | None = None
+    queued_seconds: float | None = None  # set once, when it is admitted
+
+
+def queue_place(
+    position: int, length: int, behind: str | None, since: datetime, message: str
+) -> dict[str, Any]:
+    return _shaped(
+        QueuePlace, position=position, length=length, behind=behind, since=since,
+        message=message,
+    )  # fmt: skip
 
 
 def _shaped(model: type[_Shape], **fields: Any) -> dict[str, Any]:
@@ -287,10 +316,10 @@ def build_status(
         phase = Phase.FAILED if failed else Phase.SUCCEEDED
     else:
         phase = Phase.RUNNING if entries or live.running or live.starting else Phase.PENDING
+    queued = live.queue is not None and not done
     status: dict[str, Any] = {
         "phase": phase.value,
         "observedGeneration": generation,
-        "startTime": old.get("startTime") or timestamp(now),
         "startedSpec": old.get("startedSpec") or started_spec,
         "progress": {
             "trialsTotal": len(trials),
@@ -302,6 +331,15 @@ def build_status(
         "trials": entries,
         "attempts": live.attempts,
     }
+    if queued:  # no trial has started: no start time yet, as for a suspended Job
+        assert live.queue is not None
+        status["queue"] = live.queue
+        status["progress"]["display"] = f"queued {live.queue['position']}/{live.queue['length']}"
+    else:
+        status["startTime"] = old.get("startTime") or timestamp(now)
+    waited = old.get("queuedSeconds", live.queued_seconds)
+    if waited is not None:
+        status["queuedSeconds"] = round(waited, 1)
     conditions = list(old.get("conditions") or [])
 
     def condition(type_: str, value: bool | None, reason: str, message: str) -> None:
@@ -339,6 +377,13 @@ def build_status(
         waiting = " (waiting for the delay target)" if live.waiting_for_target else ""
         progressing = f"{len(entries)} of {len(trials)} trials done{waiting}"
         condition("Progressing", True, "TrialsRunning", progressing)
+    if queued:
+        assert live.queue is not None
+        reason = "WaitingBehind" if live.queue.get("behind") else "WaitingForCapacity"
+        condition("Queued", True, reason, live.queue["message"])
+    elif any(c.get("type") == "Queued" and c.get("status") == "True" for c in conditions):
+        admitted = f"waited {waited:.1f} s for capacity" if waited is not None else "admitted"
+        condition("Queued", False, "Admitted", admitted)
     pinned, why = _pinned(spec, entries)
     pinned_reason = {True: "ExclusiveCPUs", False: "SharedCPUs", None: "NoResults"}[pinned]
     condition("Pinned", pinned, pinned_reason, why)

@@ -98,6 +98,10 @@ def render_summary(document: dict[str, Any]) -> str:
         f"{document['metadata']['name']}: {status['phase']} — {progress['trialsDone']}/"
         f"{progress['trialsTotal']} trials, {progress['trialsFailed']} failed"
     )
+    if status.get("queue"):  # waiting for capacity on a cluster
+        head += f"; queued: {status['queue'].get('message', '')}"
+    elif status.get("queuedSeconds"):
+        head += f"; waited {status['queuedSeconds']:.1f} s in the queue"
     summary = status.get("summary")
     if summary is None:
         return head

@@ -134,6 +134,8 @@ def test_helm_test_runs_an_experiment_to_succeeded(release: Release) -> None:
         ("create", "deployments.apps", "release", False),
         ("create", "pods", "default", False),  # only the watched namespace
         ("create", "concurrencyexperiments.cxlab.dev", "release", False),
+        ("list", "nodes", "release", True),  # the queue: what the nodes can hold
+        ("patch", "nodes", "release", False),
     ],
 )
 def test_service_account_rights(

@@ -143,11 +143,14 @@ def test_deleting_a_running_experiment_stops_its_pods(lab: Lab) -> None:
     lab.wait("doomed", lambda e: not e and not lab.pods("doomed"), timeout=60)
 
 
-def test_an_unschedulable_trial_fails_instead_of_waiting(lab: Lab) -> None:
+def test_a_trial_no_node_can_hold_fails_at_once_with_the_numbers(lab: Lab) -> None:
+    began = time.monotonic()
     lab.apply("huge", experiment_spec(ASYNCIO, resources={"cpu": 64}))
     failed = conditions(lab.wait_finished("huge", timeout=60))["Failed"]
-    assert failed["status"] == "True" and failed["reason"] == "Unschedulable"
-    assert "Insufficient cpu" in failed["message"]
+    assert time.monotonic() - began < 15  # no grace, no waiting: it can never fit
+    assert failed["status"] == "True" and failed["reason"] == "DoesNotFit"
+    assert "asks for 64 CPU(s) per trial" in failed["message"], failed
+    assert "offers 1 allocatable" in failed["message"], failed  # core 0 is the system's
     assert not lab.pods("huge")
 
 

@@ -65,6 +65,10 @@ differ). Cluster-scoped reads: kopf discovers the resources it serves and namesp
 - apiGroups: [""]
   resources: [namespaces]
   verbs: [get, list, watch]
+# the queue for capacity: what the nodes can hold (allocatable, labels, taints)
+- apiGroups: [""]
+  resources: [nodes]
+  verbs: [get, list]
 {{- end }}
 
 {{/* Rules on namespaced resources: granted cluster-wide, or per watched namespace. */}}

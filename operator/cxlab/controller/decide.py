@@ -119,7 +119,10 @@ def decide(
     target_ready: bool,
     now: datetime,
     config: OperatorConfig,
+    capacity_exists: bool = True,
 ) -> Decision:
+    """`capacity_exists`: some node matching the placement could hold a trial if it were
+    empty, so a trial the scheduler finds no room for only waits (cxlab.controller.capacity)."""
     decision = Decision()
     trial_pods = [p for p in pods if p.component == COMPONENT_TRIAL]
     by_trial: dict[str, list[PodView]] = {}
@@ -195,6 +198,8 @@ def decide(
         # Every trial Pod has the same image: none of them will start.
         _, _, decision.failure_reason, decision.failure = not_starting[0]
     else:
+        if capacity_exists:  # busy, not impossible: a full node frees up, a wrong one never
+            unschedulable = [(w, p) for w, p in unschedulable if not _busy(p)]
         decision.failure = _unschedulable_failure(unschedulable, decision.running, now, config)
         decision.failure_reason = UNSCHEDULABLE if decision.failure else None
     if decision.failure:
@@ -210,6 +215,18 @@ def decide(
         decision.attempts[trial.name] = attempt
         decision.create.append((trial, attempt))
     return decision
+
+
+def _busy(pod: PodView) -> bool:
+    """Some node turned the Pod down for room ("0/3 nodes are available: 1 Insufficient
+    cpu, 2 node(s) didn't match Pod's node affinity/selector."), or for another trial on it
+    (exclusive: anti-affinity): it may take the Pod once that room is free."""
+    message = (pod.unschedulable or "").split(" preemption:")[0]
+    _, _, counts = message.partition("nodes are available: ")
+    reasons = [re.sub(r"^\d+ ", "", part.strip()).rstrip(".") for part in counts.split(", ")]
+    return any(
+        r.startswith(("Insufficient", "Too many pods")) or "anti-affinity" in r for r in reasons
+    )
 
 
 def _unschedulable_failure(
@@ -232,6 +249,16 @@ def _unschedulable_failure(
                 f"(check resources.cpu/memory and placement against the nodes)"
             )
     return None
+
+
+def fail_experiment(
+    trials: list[Trial], recorded: dict[str, Entry], failure: str, reason: str
+) -> Decision:
+    """The experiment cannot go on (before any Pod: it can never fit, or waited too long):
+    every trial not yet recorded fails with the reason."""
+    decision = Decision(failure=failure, failure_reason=reason)
+    _fail_the_rest(decision, trials, recorded, failure)
+    return decision
 
 
 def _fail_the_rest(

@@ -6,7 +6,7 @@ Run with `cxlab operator` (or `kopf run -m cxlab.controller.handlers --all-names
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import kopf
@@ -14,12 +14,14 @@ import kopf
 from cxlab.controller.config import OperatorConfig
 from cxlab.controller.kube import Kube, load_configuration
 from cxlab.controller.metrics import OperatorMetrics
-from cxlab.controller.observe import PodView, view_pod
-from cxlab.controller.pods import LABEL_EXPERIMENT
+from cxlab.controller.observe import PodView, now, view_pod
+from cxlab.controller.pods import COMPONENT_TRIAL, LABEL_EXPERIMENT
+from cxlab.controller.queue import Candidate, candidate_of, with_nodes
 from cxlab.controller.reconciler import Reconciler
 from cxlab.crd import GROUP, PLURAL, VERSION
 
 RECONCILE_ID = "reconcile"
+QUEUE = "all"
 CONFIG = OperatorConfig.from_environment()
 
 
@@ -54,6 +56,27 @@ def experiment_pods(
     return {(namespace or "", labels[LABEL_EXPERIMENT]): view_pod(body)}
 
 
+@kopf.index(GROUP, VERSION, PLURAL)
+def experiment_queue(body: kopf.Body, **_: Any) -> dict[str, Candidate]:
+    """Every unfinished experiment, as the queue for capacity sees it (one key: all)."""
+    candidate = candidate_of(dict(body), now())
+    return {QUEUE: candidate} if candidate else {}
+
+
+def _queue(kwargs: Mapping[str, Any]) -> list[Candidate]:
+    """The queue, each admitted experiment with the nodes its trial Pods run on."""
+    pods: kopf.Index[tuple[str, str], PodView] = kwargs["experiment_pods"]
+    found = []
+    for candidate in kwargs["experiment_queue"].get(QUEUE, []):
+        mine: Iterable[PodView] = (
+            pods.get((candidate.namespace, candidate.name), []) if candidate.admitted else []
+        )
+        nodes = [p.node for p in mine if p.node and p.component == COMPONENT_TRIAL
+                 and p.phase in ("Pending", "Running") and not p.deleting]  # fmt: skip
+        found.append(with_nodes(candidate, nodes))
+    return found
+
+
 @kopf.timer(GROUP, VERSION, PLURAL, id=RECONCILE_ID, interval=CONFIG.reconcile_interval_seconds)
 def reconcile(
     body: kopf.Body,
@@ -67,7 +90,8 @@ def reconcile(
 
     index: kopf.Index[tuple[str, str], PodView] = kwargs["experiment_pods"]  # by its name
     pods = list(index.get((namespace or "", name), []))
-    memo.reconciler.reconcile(dict(body), pods, event)
+    waiting = (body.get("status") or {}).get("phase") in (None, "Pending")
+    memo.reconciler.reconcile(dict(body), pods, event, _queue(kwargs) if waiting else ())
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)

@@ -113,6 +113,12 @@ class Kube:
             if error.status != 404:
                 raise
 
+    def list_nodes(self) -> list[dict[str, Any]]:
+        """Every Node, as plain dicts (for capacity: allocatable, labels, taints)."""
+        nodes = self.core.list_node(_request_timeout=10)
+        client = kubernetes.client.ApiClient()
+        return [client.sanitize_for_serialization(node) for node in nodes.items]
+
     def delete_pods(self, namespace: str, selector: str) -> None:
         self.core.delete_collection_namespaced_pod(
             namespace, label_selector=selector, grace_period_seconds=0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter as Tally
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -29,11 +30,37 @@ class _PhaseCollector(Collector):
         yield family
 
 
+class _QueueCollector(Collector):
+    """The queue for capacity at scrape time: its length and its oldest wait."""
+
+    def __init__(self, queued: dict[tuple[str, str], str]) -> None:
+        self._queued = queued
+
+    def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(
+            "cxlab_operator_queue_length",
+            "Experiments waiting for capacity (phase Pending, condition Queued).",
+            value=len(self._queued),
+        )
+        now = datetime.now(UTC)
+        waits = [
+            (now - datetime.fromisoformat(since.replace("Z", "+00:00"))).total_seconds()
+            for since in list(self._queued.values())
+        ]
+        yield GaugeMetricFamily(
+            "cxlab_operator_queue_oldest_wait_seconds",
+            "How long the longest-waiting experiment has waited (0 with none waiting).",
+            value=max(waits, default=0.0),
+        )
+
+
 class OperatorMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.phases: dict[tuple[str, str], str] = {}
         self.registry.register(_PhaseCollector(self.phases))
+        self.queued: dict[tuple[str, str], str] = {}  # waiting experiments: since (RFC 3339)
+        self.registry.register(_QueueCollector(self.queued))
         registry = self.registry
         self.trials_started = Counter(
             "cxlab_operator_trials_started", "Trial Pods created.", registry=registry
@@ -63,6 +90,12 @@ class OperatorMetrics:
             "cxlab_operator_trial_scrape_duration_seconds",
             "Time to read one running trial's /metrics.",
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+            registry=registry,
+        )
+        self.queue_wait = Histogram(
+            "cxlab_operator_queue_wait_seconds",
+            "How long experiments waited for capacity before their first trial started.",
+            buckets=(1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200),
             registry=registry,
         )
         self.status_writes = Counter(

@@ -13,8 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from cxlab.controller.capacity import NodeView, Request, never_fits, view_node
 from cxlab.controller.config import OperatorConfig
-from cxlab.controller.decide import Decision, decide, pod_refused
+from cxlab.controller.decide import Decision, decide, fail_experiment, pod_refused
 from cxlab.controller.kube import Kube, PodRefused
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.observe import PodView, now, view_pod
@@ -26,6 +27,7 @@ from cxlab.controller.pods import (
     trial_pod_name,
 )
 from cxlab.controller.prometheus import FIELDS, PrometheusClient, TrialWindow, trial_usage
+from cxlab.controller.queue import Candidate, candidate_of, verdict
 from cxlab.plan import Trial, plan_trials
 from cxlab.scrape import tasks_done
 from cxlab.spec import ExperimentSpec, SpecError, parse_experiment
@@ -33,14 +35,19 @@ from cxlab.status import (
     Live,
     build_status,
     prometheus_usage,
+    queue_place,
     rejected_status,
     running_entry,
     spec_json,
 )
+from cxlab_runner.durations import parse_duration
 
 FINISHED = ("Succeeded", "Failed")
 # Live task counts of running trials are written at most this often (each is a patch).
 PROGRESS_PATCH_SECONDS = 2.0
+# Nodes are listed at most this often (capacity changes slowly; every waiting experiment
+# asks on every pass).
+NODES_CACHE_SECONDS = 2.0
 
 Body = dict[str, Any]
 Entry = dict[str, Any]
@@ -85,18 +92,29 @@ class Reconciler:
         self.metrics = metrics
         self.clock = clock  # every time written to status comes from here
         self.memory: dict[tuple[str, str], Memory] = {}
+        self._nodes_read: tuple[float, list[NodeView]] | None = None
 
-    def reconcile(self, body: Body, indexed: Iterable[PodView], event: EventSink) -> None:
+    def reconcile(
+        self,
+        body: Body,
+        indexed: Iterable[PodView],
+        event: EventSink,
+        queue: Iterable[Candidate] = (),
+    ) -> None:
+        """One pass; `queue` is every unfinished experiment the operator watches (the queue
+        for capacity), with the nodes its trial Pods run on."""
         started = time.monotonic()
         try:
-            self._reconcile(body, indexed, event)
+            self._reconcile(body, indexed, event, list(queue))
         except Exception:
             self.metrics.reconcile_errors.inc()
             raise
         finally:
             self.metrics.reconcile_duration.observe(time.monotonic() - started)
 
-    def _reconcile(self, body: Body, indexed: Iterable[PodView], event: EventSink) -> None:
+    def _reconcile(
+        self, body: Body, indexed: Iterable[PodView], event: EventSink, queue: list[Candidate]
+    ) -> None:
         metadata, status = body["metadata"], body.get("status") or {}
         namespace, name = metadata["namespace"], metadata["name"]
         memory = self.memory.setdefault((namespace, name), Memory())
@@ -117,16 +135,18 @@ class Reconciler:
         pods += self._unindexed(namespace, name, trials, recorded, attempts, pods)
         target = next((p for p in pods if p.component == COMPONENT_TARGET), None)
         target_ready = bool(target and target.ready and target.ip)
-        decision = decide(
-            spec=spec,
-            trials=trials,
-            recorded=recorded,
-            attempts=attempts,
-            pods=pods,
-            target_ready=target_ready,
-            now=moment,
-            config=self.config,
-        )
+        impossible = never_fits(Request.of(spec), self._nodes())
+        place: dict[str, Any] | None = None  # its place in the queue while it waits
+        waited: float | None = None  # seconds it waited, in the pass that admits it
+        admitted = status.get("phase") == "Running" or bool(recorded) or any(attempts.values())
+        ruled: Decision | None = None  # the queue's decision: wait, or fail before any Pod
+        if not admitted:
+            ruled, place, waited = self._admission(body, spec, trials, impossible, queue, moment)
+        decision = ruled or decide(
+            spec=spec, trials=trials, recorded=recorded, attempts=attempts, pods=pods,
+            target_ready=target_ready, now=moment, config=self.config,
+            capacity_exists=impossible is None,
+        )  # fmt: skip
 
         def record(decision: Decision, fresh: list[Entry], running: list[Entry], old: Body) -> Body:
             """Write the status after `decision`, whose `fresh` entries are new in this pass."""
@@ -144,6 +164,8 @@ class Reconciler:
                     failure=decision.failure,
                     failure_reason=decision.failure_reason,
                     waiting_for_target=decision.waiting_for_target,
+                    queue=place,
+                    queued_seconds=waited,
                 ),
                 old=old,
                 started_spec=spec_json(body.get("spec") or {}),
@@ -165,7 +187,8 @@ class Reconciler:
         # target first (this pass counted it not ready), then the trials.
         created: list[str] = []
         try:
-            if spec.workload.type == "http" and target is None and len(recorded) < len(trials):
+            unfinished = len(recorded) < len(trials) and not decision.failure
+            if spec.workload.type == "http" and target is None and unfinished and place is None:
                 manifest = build_target_pod(
                     experiment=name,
                     namespace=namespace,
@@ -211,13 +234,57 @@ class Reconciler:
         for pod_name in decision.delete:
             self.kube.delete_pod(namespace, pod_name)
         self._announce(status, new_status, decision, event)
+        if place is not None:
+            self.metrics.queued[(namespace, name)] = place["since"]
+        elif self.metrics.queued.pop((namespace, name), None) is not None and waited is not None:
+            self.metrics.queue_wait.observe(waited)
         if new_status["phase"] in FINISHED and target is not None:
             self.kube.delete_pod(namespace, target_pod_name(name))
+
+    def _nodes(self) -> list[NodeView]:
+        if self._nodes_read is None or time.monotonic() - self._nodes_read[0] > NODES_CACHE_SECONDS:
+            self._nodes_read = (time.monotonic(), [view_node(n) for n in self.kube.list_nodes()])
+        return self._nodes_read[1]
+
+    def _admission(
+        self,
+        body: Body,
+        spec: ExperimentSpec,
+        trials: list[Trial],
+        impossible: str | None,
+        queue: list[Candidate],
+        moment: datetime,
+    ) -> tuple[Decision | None, dict[str, Any] | None, float | None]:
+        """An experiment that has started no trial yet: it fails at once if no node could
+        ever hold a trial, or once it has waited spec.queueTimeout; it is admitted when the
+        queue (cxlab.controller.queue) says so; else it keeps its place, with no Pods.
+        Returns the decision (None once admitted: the usual one follows), its queue place
+        (None unless it waits) and how long it waited (once admitted)."""
+        recorded = {e["name"]: e for e in (body.get("status") or {}).get("trials") or []}
+        me = candidate_of(body, moment)
+        created = me.created if me else moment
+        waited = max(0.0, (moment - created).total_seconds())
+        if impossible:
+            message = f"no trial can ever be scheduled: {impossible}"
+            return fail_experiment(trials, recorded, message, "DoesNotFit"), None, None
+        assert me is not None  # its spec parsed (_load_spec), so the queue reads it too
+        seen = verdict(me, [c for c in queue if c.key != me.key] + [me], self._nodes(), moment)
+        if seen.admit:
+            return None, None, waited
+        if spec.queue_timeout and waited >= parse_duration(spec.queue_timeout):
+            message = (
+                f"waited {waited:.0f} s for capacity, longer than spec.queueTimeout "
+                f"({spec.queue_timeout}): {seen.message}"
+            )
+            return fail_experiment(trials, recorded, message, "QueueTimeout"), None, None
+        place = queue_place(seen.position, seen.length, seen.behind, created, seen.message)
+        return Decision(), place, None
 
     def forget(self, namespace: str, name: str) -> None:
         """The experiment is gone: drop what this process remembered about it."""
         self.memory.pop((namespace, name), None)
         self.metrics.phases.pop((namespace, name), None)
+        self.metrics.queued.pop((namespace, name), None)
 
     def _add_prometheus_usage(
         self, entry: dict[str, Any], namespace: str, pods: list[PodView]
@@ -314,8 +381,12 @@ class Reconciler:
     def _announce(
         self, old: dict[str, Any], new: dict[str, Any], decision: Decision, event: EventSink
     ) -> None:
-        if not old.get("startTime"):
-            event("Normal", "Started", f"{new['progress']['trialsTotal']} trials planned")
+        if new.get("queue") and not old.get("queue"):
+            event("Normal", "Queued", new["queue"]["message"])
+        if new.get("startTime") and not old.get("startTime"):
+            waited = new.get("queuedSeconds")
+            after = f" after {waited:.1f} s in the queue" if waited else ""
+            event("Normal", "Started", f"{new['progress']['trialsTotal']} trials planned{after}")
         for entry in decision.finished:
             if entry["phase"] == "Succeeded":
                 wall = entry["result"]["wallSeconds"]

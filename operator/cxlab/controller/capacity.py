@@ -1,0 +1,228 @@
+"""What the nodes can hold, read from Node objects (pure).
+
+Two questions, kept apart on purpose:
+- can a trial ever fit? Some node that matches the experiment's placement has the trial's
+  CPUs and memory allocatable even if it ran nothing else. If not, the experiment fails at
+  once, with the numbers.
+- does a trial fit now? The same, after what admitted experiments hold (see queue.py).
+
+Allocatable already leaves out what the kubelet reserves, the static CPU manager's reserved
+cores among it, so a whole-CPU trial fits a node exactly when its allocatable CPUs do.
+Placement is matched the way the scheduler matches it for these fields: nodeSelector,
+required node affinity, and NoSchedule/NoExecute taints against tolerations. A cordoned node
+counts: it may come back, so it can make an experiment wait but never fail.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from cxlab.spec import ExperimentSpec, memory_bytes
+
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[numkMGTPE]|[KMGTPE]i)?$")
+_FACTOR = {
+    None: Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
+    "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12),
+    "P": Decimal(10**15), "E": Decimal(10**18), "Ki": Decimal(2**10), "Mi": Decimal(2**20),
+    "Gi": Decimal(2**30), "Ti": Decimal(2**40), "Pi": Decimal(2**50), "Ei": Decimal(2**60),
+}  # fmt: skip
+
+
+def quantity(text: str | int | float) -> Decimal:
+    """A Kubernetes quantity ("2", "1950m", "24386112Ki", "1e3") as a number."""
+    match = _QUANTITY.match(str(text).strip())
+    if not match:
+        raise ValueError(f"{text!r} is not a Kubernetes quantity")
+    number, suffix = Decimal(match.group(1)), match.group(2)
+    if suffix and suffix[0] in "eE":
+        return number * Decimal(10) ** int(suffix[1:])
+    return number * _FACTOR[suffix]
+
+
+@dataclass(frozen=True)
+class NodeView:
+    name: str
+    cpu: Decimal  # allocatable CPUs
+    memory: Decimal  # allocatable bytes
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Mapping[str, Any], ...] = ()
+    cordoned: bool = False
+
+
+def view_node(node: Mapping[str, Any]) -> NodeView:
+    metadata, spec = node.get("metadata") or {}, node.get("spec") or {}
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    return NodeView(
+        name=metadata.get("name", ""),
+        cpu=quantity(allocatable.get("cpu", "0")),
+        memory=quantity(allocatable.get("memory", "0")),
+        labels=dict(metadata.get("labels") or {}),
+        taints=tuple(spec.get("taints") or ()),
+        cordoned=bool(spec.get("unschedulable")),
+    )
+
+
+@dataclass(frozen=True)
+class Request:
+    """What one trial Pod asks for, and where it may go."""
+
+    cpu: Decimal
+    memory: Decimal
+    node_selector: Mapping[str, str]
+    tolerations: tuple[Mapping[str, Any], ...]
+    affinity: Mapping[str, Any]
+
+    @staticmethod
+    def of(spec: ExperimentSpec) -> Request:
+        placement = spec.placement
+        return Request(
+            cpu=Decimal(spec.resources.cpu),
+            memory=Decimal(memory_bytes(spec.resources.memory)),
+            node_selector=dict(placement.node_selector or {}),
+            tolerations=tuple(placement.tolerations or ()),
+            affinity=dict(placement.affinity or {}),
+        )
+
+
+def _requirement(node: NodeView, requirement: Mapping[str, Any]) -> bool:
+    value = node.labels.get(requirement.get("key", ""))
+    values = list(requirement.get("values") or [])
+    operator = requirement.get("operator")
+    if operator == "In":
+        return value in values
+    if operator == "NotIn":
+        return value not in values
+    if operator == "Exists":
+        return value is not None
+    if operator == "DoesNotExist":
+        return value is None
+    if operator in ("Gt", "Lt") and value is not None and values:
+        try:
+            left, right = int(value), int(values[0])
+        except ValueError:
+            return False
+        return left > right if operator == "Gt" else left < right
+    return False
+
+
+def _term(node: NodeView, term: Mapping[str, Any]) -> bool:
+    fields = {"metadata.name": node.name}
+    return all(_requirement(node, r) for r in term.get("matchExpressions") or []) and all(
+        fields.get(r.get("key", "")) in (r.get("values") or [])
+        if r.get("operator") == "In"
+        else fields.get(r.get("key", "")) not in (r.get("values") or [])
+        for r in term.get("matchFields") or []
+    )
+
+
+def _tolerated(taint: Mapping[str, Any], tolerations: tuple[Mapping[str, Any], ...]) -> bool:
+    for toleration in tolerations:
+        effect = toleration.get("effect") or ""
+        if effect and effect != taint.get("effect"):
+            continue
+        key = toleration.get("key") or ""
+        if not key and toleration.get("operator") == "Exists":
+            return True
+        if key != taint.get("key"):
+            continue
+        if toleration.get("operator") == "Exists":
+            return True
+        if (toleration.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def matches(node: NodeView, request: Request) -> bool:
+    """Whether the scheduler may put the trial on node, resources aside."""
+    if any(node.labels.get(k) != v for k, v in request.node_selector.items()):
+        return False
+    required = (request.affinity.get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms") or []
+    if terms and not any(_term(node, t) for t in terms):
+        return False
+    return all(
+        _tolerated(t, request.tolerations)
+        for t in node.taints
+        if t.get("effect") in ("NoSchedule", "NoExecute")
+    )
+
+
+def _cpus(value: Decimal) -> str:
+    return f"{value.normalize():f}"
+
+
+def _gib(value: Decimal) -> str:
+    return f"{float(value) / 2**30:.1f}Gi"
+
+
+def never_fits(request: Request, nodes: list[NodeView]) -> str | None:
+    """Why no node, even empty, can ever hold one trial; None when some can."""
+    if not nodes:
+        return "the cluster has no nodes"
+    matching = [n for n in nodes if matches(n, request)]
+    if not matching:
+        return (
+            f"no node matches spec.placement (nodeSelector, required node affinity, "
+            f"tolerations) among the {len(nodes)} node(s): change spec.placement"
+        )
+    if any(n.cpu >= request.cpu and n.memory >= request.memory for n in matching):
+        return None
+    largest_cpu = max(matching, key=lambda n: n.cpu)
+    if largest_cpu.cpu < request.cpu:
+        return (
+            f"spec.resources.cpu asks for {_cpus(request.cpu)} CPU(s) per trial; the largest "
+            f"node matching the placement ({largest_cpu.name}) offers {_cpus(largest_cpu.cpu)} "
+            f"allocatable: lower spec.resources.cpu or add a larger node"
+        )
+    largest_memory = max(matching, key=lambda n: n.memory)
+    if largest_memory.memory < request.memory:
+        return (
+            f"spec.resources.memory asks for {_gib(request.memory)} per trial; the largest node "
+            f"matching the placement ({largest_memory.name}) offers {_gib(largest_memory.memory)}"
+            f" allocatable: lower spec.resources.memory or add a larger node"
+        )
+    return (
+        f"no node matching the placement has both {_cpus(request.cpu)} CPU(s) and "
+        f"{_gib(request.memory)} allocatable: lower spec.resources"
+    )
+
+
+@dataclass(frozen=True)
+class Held:
+    """Trial slots an admitted experiment holds: on a node when its Pod is bound there,
+    else wherever it fits (its Pods are about to be created)."""
+
+    request: Request
+    node: str | None = None
+
+
+def fits_now(request: Request, nodes: list[NodeView], held: list[Held]) -> bool:
+    """Whether one more trial fits after every held slot is placed (bound ones on their
+    node, the rest first-fit on the matching nodes with most room)."""
+    free = {n.name: [n.cpu, n.memory] for n in nodes if not n.cordoned}
+    by_name = {n.name: n for n in nodes}
+    for slot in sorted(held, key=lambda h: h.node is None):
+        names = [slot.node] if slot.node in free else []
+        if not names:
+            names = sorted(
+                (n for n in free if matches(by_name[n], slot.request)),
+                key=lambda n: free[n][0],
+                reverse=True,
+            )
+        for name in names:
+            room = free[name]
+            if room[0] >= slot.request.cpu and room[1] >= slot.request.memory:
+                room[0] -= slot.request.cpu
+                room[1] -= slot.request.memory
+                break
+        # a held slot that fits nowhere waits on the scheduler: it takes nothing here
+    return any(
+        matches(by_name[name], request) and room[0] >= request.cpu and room[1] >= request.memory
+        for name, room in free.items()
+    )

@@ -1,0 +1,194 @@
+"""The queue for capacity and what the nodes can hold (pure): can never fit vs not now,
+placement matching, FIFO with priorities and aging, no backfilling, held slots."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from test_spec import document
+
+from cxlab.controller.capacity import (
+    Held,
+    NodeView,
+    Request,
+    fits_now,
+    matches,
+    never_fits,
+    quantity,
+    view_node,
+)
+from cxlab.controller.queue import AGING_SECONDS, Candidate, candidate_of, order, verdict
+from cxlab.plan import plan_trials
+from cxlab.spec import parse_experiment
+from cxlab.status import Live, build_status, queue_place
+from cxlab.table import render_summary
+
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+GI = Decimal(2**30)
+
+
+def node(name: str = "n1", cpu: str = "1", memory: str = "8Gi", **spec: Any) -> NodeView:
+    labels = spec.pop("labels", {})
+    return view_node({
+        "metadata": {"name": name, "labels": labels},
+        "spec": spec,
+        "status": {"allocatable": {"cpu": cpu, "memory": memory}},
+    })  # fmt: skip
+
+
+def request(cpu: int = 1, memory: str = "512Mi", **placement: Any) -> Request:
+    spec = parse_experiment(document(resources={"cpu": cpu, "memory": memory},
+                                     placement=placement)).spec  # fmt: skip
+    return Request.of(spec)
+
+
+def candidate(
+    name: str, minutes_ago: float, *, admitted: bool = False, cpu: int = 1, slots: int = 1,
+    priority: int = 0,
+) -> Candidate:  # fmt: skip
+    created = NOW - timedelta(minutes=minutes_ago)
+    return Candidate("lab", name, created, priority, request(cpu), slots, admitted)
+
+
+def test_quantities_as_nodes_write_them() -> None:
+    assert quantity("2") == 2 and quantity("1950m") == Decimal("1.95")
+    assert quantity("24386112Ki") == 24386112 * 1024 and quantity("1e3") == 1000
+    with pytest.raises(ValueError):
+        quantity("lots")
+
+
+def test_a_request_no_node_can_hold_fails_with_the_numbers() -> None:
+    nodes = [node("small", cpu="1"), node("big", cpu="2")]
+    why = never_fits(request(cpu=4), nodes)
+    assert why and "asks for 4 CPU(s)" in why and "(big) offers 2" in why
+    memory = never_fits(request(memory="16Gi"), nodes)
+    assert memory and "spec.resources.memory asks for 16.0Gi" in memory and "8.0Gi" in memory
+    assert never_fits(request(cpu=2), nodes) is None
+    assert never_fits(request(), []) == "the cluster has no nodes"
+
+
+def test_placement_is_matched_as_the_scheduler_would() -> None:
+    gpu = node("gpu", labels={"pool": "gpu", "zone": "a"},
+               taints=[{"key": "gpu", "effect": "NoSchedule"}])  # fmt: skip
+    plain = node("plain", labels={"pool": "bench"})
+    assert not matches(gpu, request()) and matches(plain, request())
+    tolerant = request(tolerations=[{"key": "gpu", "operator": "Exists"}])
+    assert matches(gpu, tolerant)
+    assert not matches(plain, request(nodeSelector={"pool": "gpu"}))
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "zone", "operator": "In", "values": ["a"]}]}]}}}  # fmt: skip
+    assert matches(gpu, request(affinity=affinity, tolerations=[{"operator": "Exists"}]))
+    assert not matches(plain, request(affinity=affinity))
+    why = never_fits(request(nodeSelector={"pool": "none"}), [gpu, plain])
+    assert why and "no node matches spec.placement" in why
+
+
+def test_a_cordoned_node_can_make_one_wait_never_fail() -> None:
+    cordoned = node("c", unschedulable=True)
+    assert never_fits(request(), [cordoned]) is None
+    assert not fits_now(request(), [cordoned], [])
+
+
+def test_held_slots_take_their_room() -> None:
+    nodes = [node("a", cpu="1"), node("b", cpu="1")]
+    one = request()
+    assert fits_now(one, nodes, [Held(one, "a")])
+    assert not fits_now(one, nodes, [Held(one, "a"), Held(one)])  # the unbound one takes b
+    assert fits_now(one, nodes, [Held(request(cpu=2))])  # fits nowhere: waits, holds nothing
+
+
+def test_first_come_first_served() -> None:
+    nodes = [node(cpu="1")]
+    a, b, c = candidate("a", 3), candidate("b", 2), candidate("c", 1)
+    first = verdict(a, [a, b, c], nodes, NOW)
+    assert first.admit
+    second = verdict(b, [a, b, c], nodes, NOW)  # a is admitted in its own pass: b waits
+    assert not second.admit and second.position == 2 and "in use by lab/a" in second.message
+    running = replace(a, admitted=True)
+    third = verdict(c, [running, b, c], nodes, NOW)
+    assert not third.admit and third.position == 2 and third.behind == "lab/b"
+    alone = verdict(b, [running, b], nodes, NOW)
+    assert alone.behind is None and "in use by lab/a" in alone.message
+    assert verdict(b, [b, c], nodes, NOW).admit  # a finished
+
+
+def test_no_small_experiment_overtakes_a_big_one_waiting() -> None:
+    nodes = [node(cpu="2")]
+    running = candidate("running", 10, admitted=True)  # holds one of the two CPUs
+    big, small = candidate("big", 5, cpu=2), candidate("small", 1)
+    waits = verdict(small, [running, big, small], nodes, NOW)
+    assert not waits.admit and waits.behind == "lab/big"  # one CPU free, but big is first
+    assert verdict(big, [big, small], nodes, NOW).admit
+
+
+def test_priority_goes_first_and_waiting_raises_it() -> None:
+    old, urgent = candidate("old", 4), candidate("urgent", 1, priority=1)
+    assert [c.name for c in order([old, urgent], NOW)] == ["urgent", "old"]
+    # every five minutes of waiting is one step of priority
+    assert AGING_SECONDS == 300
+    even = candidate("even", 6)  # one step: equal priority, and the older goes first
+    assert [c.name for c in order([urgent, even], NOW)] == ["even", "urgent"]
+    stale = candidate("stale", 11)  # two steps: past the urgent one
+    assert [c.name for c in order([urgent, stale], NOW)] == ["stale", "urgent"]
+
+
+def test_an_admitted_experiment_holds_its_parallelism_between_trials() -> None:
+    nodes = [node(cpu="2")]
+    wide = candidate("wide", 5, admitted=True, slots=2)  # between two of its trials
+    assert not verdict(candidate("next", 1), [wide, candidate("next", 1)], nodes, NOW).admit
+    narrow = replace(wide, slots=1)
+    assert verdict(candidate("next", 1), [narrow, candidate("next", 1)], nodes, NOW).admit
+
+
+def test_the_queue_reads_an_experiment_from_the_resource() -> None:
+    body = document(parallelism=3, priority=5, repetitions=2)  # 4 trials
+    body["metadata"] |= {"namespace": "lab", "creationTimestamp": "2026-11-23T11:00:00Z"}
+    found = candidate_of(body, NOW)
+    assert found is not None
+    assert (found.key, found.priority, found.slots, found.admitted) == ("lab/demo", 5, 3, False)
+    assert found.created == datetime(2026, 11, 23, 11, 0, tzinfo=UTC)
+    body["status"] = {"phase": "Running", "trials": [{"name": "t"}] * 2}
+    running = candidate_of(body, NOW)
+    assert running is not None and running.admitted and running.slots == 2  # 2 of 4 left
+    body["status"] = {"phase": "Succeeded"}
+    assert candidate_of(body, NOW) is None
+
+
+def test_a_waiting_experiment_has_a_place_and_no_start_then_records_its_wait() -> None:
+    experiment = parse_experiment(document())
+    trials = plan_trials(experiment.spec)
+    common = {"spec": experiment.spec, "trials": trials, "entries": [], "started_spec": "{}",
+              "generation": 1}  # fmt: skip
+    place = queue_place(2, 3, "lab/big", NOW, "waiting behind lab/big (position 2 of 3)")
+    waiting = build_status(**common, live=Live(queue=place), old=None, now=NOW)
+    assert waiting["phase"] == "Pending" and "startTime" not in waiting
+    assert waiting["progress"]["display"] == "queued 2/3" and waiting["queue"]["position"] == 2
+    queued = {c["type"]: c for c in waiting["conditions"]}["Queued"]
+    assert (queued["status"], queued["reason"]) == ("True", "WaitingBehind")
+    text = render_summary({"metadata": {"name": "demo"}, "status": waiting})
+    assert "queued: waiting behind lab/big" in text.splitlines()[0]
+    later = NOW + timedelta(seconds=42)
+    started = build_status(**common, live=Live(starting=True, queued_seconds=42.04),
+                           old=waiting, now=later)  # fmt: skip
+    assert started["phase"] == "Running" and "queue" not in started
+    assert started["startTime"] and started["queuedSeconds"] == 42.0
+    admitted = {c["type"]: c for c in started["conditions"]}["Queued"]
+    assert (admitted["status"], admitted["reason"]) == ("False", "Admitted")
+    assert admitted["message"] == "waited 42.0 s for capacity"
+    again = build_status(**common, live=Live(starting=True), old=started, now=later)
+    assert again["queuedSeconds"] == 42.0  # kept, not measured again
+    assert (
+        "waited 42.0 s in the queue"
+        in render_summary({"metadata": {"name": "demo"}, "status": again}).splitlines()[0]
+    )
+
+
+def test_an_experiment_being_deleted_leaves_the_queue() -> None:
+    body = document()
+    body["metadata"] |= {"namespace": "lab", "deletionTimestamp": "2026-11-23T11:00:00Z"}
+    assert candidate_of(body, NOW) is None

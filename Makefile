@@ -156,6 +156,14 @@ prometheus-up: cluster-up ## Start Prometheus for the local cluster (trial Pods,
 prometheus-down: ## Stop the Prometheus prometheus-up started
 	hack/prometheus.sh stop
 
+.PHONY: kueue-up
+kueue-up: cluster-up ## Start Kueue (sigs.k8s.io/kueue, built from the Go module proxy) next to the local cluster: experiments with spec.queueName
+	hack/kueue.sh start
+
+.PHONY: kueue-down
+kueue-down: ## Stop the Kueue kueue-up started (and remove its webhooks)
+	hack/kueue.sh stop
+
 .PHONY: stress-cluster-up
 stress-cluster-up: ## 5 cold bring-ups in a row, both cores kept busy, each followed by cluster-down (ROUNDS=5)
 	hack/stress-bring-up.sh $(or $(ROUNDS),5)

@@ -16,21 +16,6 @@ cluster_lock
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 start=$SECONDS
 
-pid_gone() { ! kill -0 "$1" 2>/dev/null; }
-stop_pid() { # pid name seconds: SIGTERM, then SIGKILL after a grace period
-  local pid=$1 name=$2 began=$SECONDS deadline=$((SECONDS + $3))
-  kill -TERM "$pid" 2>/dev/null || return 0
-  until pid_gone "$pid"; do
-    if ((SECONDS >= deadline)); then
-      log "$name ($pid) did not stop in $3 s: SIGKILL"
-      kill -KILL "$pid" 2>/dev/null
-      sleep 0.2
-      return 0
-    fi
-    sleep 0.1
-  done
-  ((SECONDS - began < 5)) || log "$name took $((SECONDS - began)) s to stop"
-}
 stop_component() { # name seconds
   local pid
   if pid=$(component_pid "$1"); then
@@ -47,6 +32,8 @@ compgen -G "$PIDS/*.pid" >/dev/null && did=1
 # 1. kubelet first, so that it restarts nothing while the rest goes; then the control plane,
 #    and etcd once the apiserver is gone (it still writes while it shuts down), while (2.) the
 #    containers are killed and removed through containerd.
+# Kueue (hack/kueue.sh), if it was started: its webhooks go with the apiserver's data.
+stop_component kueue 20
 stop_component kubelet 10
 (
   for c in kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do

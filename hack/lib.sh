@@ -97,6 +97,23 @@ component_pid() {
   echo "$pid"
 }
 
+# Stopping a process by the pid recorded for it.
+pid_gone() { ! kill -0 "$1" 2>/dev/null; }
+stop_pid() { # pid name seconds: SIGTERM, then SIGKILL after a grace period
+  local pid=$1 name=$2 began=$SECONDS deadline=$((SECONDS + $3))
+  kill -TERM "$pid" 2>/dev/null || return 0
+  until pid_gone "$pid"; do
+    if ((SECONDS >= deadline)); then
+      log "$name ($pid) did not stop in $3 s: SIGKILL"
+      kill -KILL "$pid" 2>/dev/null
+      sleep 0.2
+      return 0
+    fi
+    sleep 0.1
+  done
+  ((SECONDS - began < 5)) || log "$name took $((SECONDS - began)) s to stop"
+}
+
 # Start a long-running program detached (own session, stdin closed, output appended to a log)
 # and record "<pid> <executable>" in a pid file. Returns once the process runs the program:
 # on a busy machine the fork can take seconds to exec, and a check made before then would see

@@ -21,6 +21,9 @@ from cxlab.controller.capacity import (
     quantity,
     view_node,
 )
+from cxlab.controller.config import OperatorConfig
+from cxlab.controller.observe import view_pod
+from cxlab.controller.pods import build_trial_pod
 from cxlab.controller.queue import AGING_SECONDS, Candidate, candidate_of, order, verdict
 from cxlab.plan import plan_trials
 from cxlab.spec import parse_experiment
@@ -192,3 +195,29 @@ def test_an_experiment_being_deleted_leaves_the_queue() -> None:
     body = document()
     body["metadata"] |= {"namespace": "lab", "deletionTimestamp": "2026-11-23T11:00:00Z"}
     assert candidate_of(body, NOW) is None
+
+
+def test_with_a_queue_name_kueue_holds_the_queue() -> None:
+    spec = parse_experiment(document(queueName="experiments")).spec
+    trial = plan_trials(spec)[0]
+    pod = build_trial_pod(experiment="demo", namespace="lab", uid="u", spec=spec, trial=trial,
+                          attempt=1, config=OperatorConfig())  # fmt: skip
+    assert pod["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "experiments"
+    plain = parse_experiment(document()).spec
+    assert "kueue.x-k8s.io/queue-name" not in build_trial_pod(
+        experiment="demo", namespace="lab", uid="u", spec=plain, trial=trial, attempt=1,
+        config=OperatorConfig(),
+    )["metadata"]["labels"]  # fmt: skip
+    gated = view_pod({**pod, "spec": {**pod["spec"], "schedulingGates": [
+        {"name": "kueue.x-k8s.io/admission"}]}})  # fmt: skip
+    assert gated.gated and not view_pod(pod).gated
+    body = document(queueName="experiments")
+    body["metadata"]["namespace"] = "lab"
+    assert candidate_of(body, NOW) is None  # not in cxlab's own queue: Kueue's
+    place = queue_place(None, None, None, NOW, "waiting for admission by Kueue (LocalQueue x)")
+    waiting = build_status(spec=spec, trials=plan_trials(spec), entries=[], started_spec="{}",
+                           generation=1, live=Live(queue=place, starting=True), old=None,
+                           now=NOW)  # fmt: skip
+    assert waiting["phase"] == "Pending" and waiting["progress"]["display"] == "queued (Kueue)"
+    reason = {c["type"]: c for c in waiting["conditions"]}["Queued"]["reason"]
+    assert reason == "WaitingForKueue"

@@ -195,6 +195,8 @@ QueueTimeout = Annotated[
     _duration_check(MIN_QUEUE_TIMEOUT, MAX_QUEUE_TIMEOUT),
 ]
 Priority = Annotated[int, _between(MIN_PRIORITY, MAX_PRIORITY)]
+# A Kueue LocalQueue's name: a Kubernetes object name, and a label value on trial Pods.
+QueueName = Annotated[str, Field(strict=True, max_length=63, pattern=LABEL_VALUE_PATTERN)]
 Cpu = Annotated[int, _between(1, MAX_CPU)]
 Count = Annotated[int, _between(1, MAX_LIST_ITEMS)]  # repetitions, parallelism
 TtlSeconds = Annotated[int, _between(0, MAX_TTL_SECONDS)]
@@ -454,6 +456,10 @@ class ExperimentSpec(_Strict):
     unset: it waits as long as it takes."""
     priority: Priority = 0
     """Its place among experiments waiting for capacity: higher first, then the oldest."""
+    queue_name: QueueName | None = None
+    """A Kueue LocalQueue (in the experiment's namespace) that admits its trial Pods, where
+    Kueue runs with its plain-Pod integration: quotas and fair sharing are then Kueue's.
+    Unset: cxlab's own queue."""
     exclusive: bool = False
     """No two trial Pods on one node (Pod anti-affinity)."""
     image: Image | None = None

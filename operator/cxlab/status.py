@@ -228,8 +228,9 @@ class Live:
 
 
 def queue_place(
-    position: int, length: int, behind: str | None, since: datetime, message: str
+    position: int | None, length: int | None, behind: str | None, since: datetime, message: str
 ) -> dict[str, Any]:
+    """status.queue; position and length None when Kueue keeps the queue."""
     return _shaped(
         QueuePlace, position=position, length=length, behind=behind, since=since,
         message=message,
@@ -317,6 +318,8 @@ def build_status(
     else:
         phase = Phase.RUNNING if entries or live.running or live.starting else Phase.PENDING
     queued = live.queue is not None and not done
+    if queued and not entries:  # its Pods may exist (gated by Kueue): none has started
+        phase = Phase.PENDING
     status: dict[str, Any] = {
         "phase": phase.value,
         "observedGeneration": generation,
@@ -334,7 +337,9 @@ def build_status(
     if queued:  # no trial has started: no start time yet, as for a suspended Job
         assert live.queue is not None
         status["queue"] = live.queue
-        status["progress"]["display"] = f"queued {live.queue['position']}/{live.queue['length']}"
+        where = live.queue.get("position")
+        shown = f"queued {where}/{live.queue['length']}" if where else "queued (Kueue)"
+        status["progress"]["display"] = shown
     else:
         status["startTime"] = old.get("startTime") or timestamp(now)
     waited = old.get("queuedSeconds", live.queued_seconds)
@@ -380,6 +385,8 @@ def build_status(
     if queued:
         assert live.queue is not None
         reason = "WaitingBehind" if live.queue.get("behind") else "WaitingForCapacity"
+        if live.queue.get("position") is None:
+            reason = "WaitingForKueue"
         condition("Queued", True, reason, live.queue["message"])
     elif any(c.get("type") == "Queued" and c.get("status") == "True" for c in conditions):
         admitted = f"waited {waited:.1f} s for capacity" if waited is not None else "admitted"

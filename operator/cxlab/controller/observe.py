@@ -39,6 +39,7 @@ class PodView:
     # CreateContainerConfigError, ...; ContainerCreating while all is well), and its message.
     waiting_reason: str | None = None
     waiting_message: str | None = None
+    gated: bool = False  # has scheduling gates: not yet admitted (by Kueue)
 
 
 def _time(value: Any) -> datetime | None:
@@ -89,6 +90,7 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         unschedulable=unschedulable,
         waiting_reason=waiting.get("reason"),
         waiting_message=waiting.get("message"),
+        gated=bool((pod.get("spec") or {}).get("schedulingGates")),
     )
 
 

@@ -18,6 +18,7 @@ from cxlab_runner.durations import parse_duration
 LABEL_EXPERIMENT = "cxlab.dev/experiment"
 LABEL_TRIAL = "cxlab.dev/trial"
 LABEL_ATTEMPT = "cxlab.dev/attempt"
+LABEL_KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 LABEL_COMPONENT = "app.kubernetes.io/component"
 COMPONENT_TRIAL = "trial"
 COMPONENT_TARGET = "delay-target"
@@ -151,6 +152,8 @@ def build_trial_pod(
         LABEL_ATTEMPT: str(attempt),
         "cxlab.dev/model": trial.model,
     }
+    if spec.queue_name:  # Kueue's plain-Pod integration gates the Pod until it admits it
+        pod_labels[LABEL_KUEUE_QUEUE] = spec.queue_name
     return {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -127,17 +127,24 @@ def candidate_of(body: dict[str, Any], now: datetime) -> Candidate | None:
         spec = spec_of(body)
     except (SpecError, ValidationError, ValueError):
         return None
+    if spec.queue_name:
+        return None  # Kueue admits it: to this queue its Pods are like any other workload's
     left = len(plan_trials(spec)) - len(status.get("trials") or [])
-    created = metadata.get("creationTimestamp")
     return Candidate(
         namespace=metadata.get("namespace") or "",
         name=metadata["name"],
-        created=datetime.fromisoformat(str(created).replace("Z", "+00:00")) if created else now,
+        created=candidate_created(body, now),
         priority=spec.priority,
         request=Request.of(spec),
         slots=max(0, min(spec.parallelism, left)),
         admitted=status.get("phase") == "Running",
     )
+
+
+def candidate_created(body: dict[str, Any], now: datetime) -> datetime:
+    """An experiment's creation time (`now` while the apiserver has not set it)."""
+    created = (body.get("metadata") or {}).get("creationTimestamp")
+    return datetime.fromisoformat(str(created).replace("Z", "+00:00")) if created else now
 
 
 def with_nodes(candidate: Candidate, nodes: list[str]) -> Candidate:

@@ -27,7 +27,7 @@ from cxlab.controller.pods import (
     trial_pod_name,
 )
 from cxlab.controller.prometheus import FIELDS, PrometheusClient, TrialWindow, trial_usage
-from cxlab.controller.queue import Candidate, candidate_of, verdict
+from cxlab.controller.queue import Candidate, candidate_created, candidate_of, verdict
 from cxlab.plan import Trial, plan_trials
 from cxlab.scrape import tasks_done
 from cxlab.spec import ExperimentSpec, SpecError, parse_experiment
@@ -147,6 +147,8 @@ class Reconciler:
             target_ready=target_ready, now=moment, config=self.config,
             capacity_exists=impossible is None,
         )  # fmt: skip
+        if spec.queue_name and not recorded:
+            place, waited = self._kueue_place(body, spec, decision, moment)
 
         def record(decision: Decision, fresh: list[Entry], running: list[Entry], old: Body) -> Body:
             """Write the status after `decision`, whose `fresh` entries are new in this pass."""
@@ -241,6 +243,24 @@ class Reconciler:
         if new_status["phase"] in FINISHED and target is not None:
             self.kube.delete_pod(namespace, target_pod_name(name))
 
+    def _kueue_place(
+        self, body: Body, spec: ExperimentSpec, decision: Decision, moment: datetime
+    ) -> tuple[dict[str, Any] | None, float | None]:
+        """Before its first trial ends, an experiment Kueue admits is queued while all its
+        trial Pods are gated; how long it waited is recorded when the first is admitted."""
+        status = body.get("status") or {}
+        gated = [p for _, p in decision.running if p.gated]
+        since = candidate_created(body, moment)
+        if decision.running and len(gated) == len(decision.running):
+            message = (
+                f"waiting for admission by Kueue (LocalQueue {spec.queue_name}): "
+                f"{len(gated)} trial Pod(s) gated"
+            )
+            return queue_place(None, None, None, since, message), None
+        if status.get("queue"):  # admitted in this pass
+            return None, max(0.0, (moment - since).total_seconds())
+        return None, None
+
     def _nodes(self) -> list[NodeView]:
         if self._nodes_read is None or time.monotonic() - self._nodes_read[0] > NODES_CACHE_SECONDS:
             self._nodes_read = (time.monotonic(), [view_node(n) for n in self.kube.list_nodes()])
@@ -267,6 +287,8 @@ class Reconciler:
         if impossible:
             message = f"no trial can ever be scheduled: {impossible}"
             return fail_experiment(trials, recorded, message, "DoesNotFit"), None, None
+        if spec.queue_name:
+            return None, None, None  # Kueue admits its Pods: they are created (gated) now
         assert me is not None  # its spec parsed (_load_spec), so the queue reads it too
         seen = verdict(me, [c for c in queue if c.key != me.key] + [me], self._nodes(), moment)
         if seen.admit:

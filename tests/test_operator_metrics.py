@@ -34,3 +34,21 @@ def test_counters_start_at_zero_for_every_outcome_and_pass_promtool() -> None:
         [program("promtool"), "check", "metrics"], input=text, capture_output=True, text=True
     )
     assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_the_queue_is_its_length_and_its_oldest_wait() -> None:
+    metrics = OperatorMetrics()
+    text = generate_latest(metrics.registry).decode()
+    assert "cxlab_operator_queue_length 0.0" in text
+    assert "cxlab_operator_queue_oldest_wait_seconds 0.0" in text
+    metrics.queued[("lab", "a")] = "2026-01-01T00:00:00Z"
+    metrics.queued[("lab", "b")] = "2099-01-01T00:00:00Z"  # a clock behind: never negative
+    metrics.queue_wait.observe(12.5)
+    text = generate_latest(metrics.registry).decode()
+    assert "cxlab_operator_queue_length 2.0" in text
+    oldest = next(
+        line for line in text.splitlines()
+        if line.startswith("cxlab_operator_queue_oldest_wait_seconds ")
+    )  # fmt: skip
+    assert float(oldest.split()[1]) > 3600
+    assert "cxlab_operator_queue_wait_seconds_count 1.0" in text

@@ -124,3 +124,14 @@ def lab(operator: Operator) -> Iterator[Lab]:
             {"metadata": {"finalizers": None}},
         )  # fmt: skip
     core.delete_namespace(namespace)
+
+
+@pytest.fixture(scope="module")
+def dry_run_namespace(crd: None) -> Iterator[str]:
+    """A namespace for `kubectl apply --dry-run=server`: a dry run is still checked against
+    the namespace, so it has to exist; nothing is ever created in it."""
+    name = f"cxlab-test-dry-{uuid.uuid4().hex[:6]}"
+    core = kubernetes.client.CoreV1Api()
+    core.create_namespace({"metadata": {"name": name}})
+    yield name
+    core.delete_namespace(name)

@@ -6,26 +6,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-import kubernetes
 import pytest
 from bad_input import CASES, BadInput, names_the_field
 from harness import KUBECONFIG
 from test_crd_rules_on_apiserver import BUILT_KUBECTL
 
 CLUSTER_CASES = [case for case in CASES if case.cluster]
-
-
-@pytest.fixture(scope="module")
-def namespace(crd: None) -> Iterator[str]:
-    name = f"cxlab-test-bad-{uuid.uuid4().hex[:6]}"
-    core = kubernetes.client.CoreV1Api()
-    core.create_namespace({"metadata": {"name": name}})
-    yield name
-    core.delete_namespace(name)
 
 
 def dry_run_apply(case: BadInput, namespace: str) -> subprocess.CompletedProcess[bytes]:
@@ -38,9 +26,9 @@ def dry_run_apply(case: BadInput, namespace: str) -> subprocess.CompletedProcess
 
 
 @pytest.fixture(scope="module")
-def verdicts(namespace: str) -> dict[str, subprocess.CompletedProcess[bytes]]:
+def verdicts(dry_run_namespace: str) -> dict[str, subprocess.CompletedProcess[bytes]]:
     with ThreadPoolExecutor(4) as pool:
-        done = pool.map(lambda case: dry_run_apply(case, namespace), CLUSTER_CASES)
+        done = pool.map(lambda case: dry_run_apply(case, dry_run_namespace), CLUSTER_CASES)
         return {case.id: result for case, result in zip(CLUSTER_CASES, done, strict=True)}
 
 

@@ -8,27 +8,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import kubernetes
 import pytest
 import yaml
 from crd_rules import CASES, Case, apiserver_problem
 from harness import KUBECONFIG, ROOT
 
 BUILT_KUBECTL = ROOT / "build" / "k8s" / "bin" / "kubectl"
-
-
-@pytest.fixture(scope="module")
-def namespace(crd: None) -> Iterator[str]:
-    # A dry run is still checked against the namespace: it has to exist.
-    name = f"cxlab-test-rules-{uuid.uuid4().hex[:6]}"
-    core = kubernetes.client.CoreV1Api()
-    core.create_namespace({"metadata": {"name": name}})
-    yield name
-    core.delete_namespace(name)
 
 
 def dry_run_apply(document: dict[str, Any], namespace: str) -> subprocess.CompletedProcess[str]:
@@ -45,16 +32,16 @@ def dry_run_apply(document: dict[str, Any], namespace: str) -> subprocess.Comple
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_the_apiserver_accepts_the_valid_manifest(case: Case, namespace: str) -> None:
-    applied = dry_run_apply(case.valid, namespace)
+def test_the_apiserver_accepts_the_valid_manifest(case: Case, dry_run_namespace: str) -> None:
+    applied = dry_run_apply(case.valid, dry_run_namespace)
     assert applied.returncode == 0, applied.stderr
     assert "(server dry run)" in applied.stdout
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_the_apiserver_rejects_the_invalid_manifest_naming_the_field(
-    case: Case, namespace: str
+    case: Case, dry_run_namespace: str
 ) -> None:
-    applied = dry_run_apply(case.invalid, namespace)
+    applied = dry_run_apply(case.invalid, dry_run_namespace)
     assert applied.returncode != 0, f"accepted: the rule is never enforced\n{applied.stdout}"
     assert apiserver_problem(applied.stderr) == (case.field, case.message), applied.stderr

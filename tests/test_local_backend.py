@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import BIN, EXAMPLES
+from helpers import BIN, EXAMPLES, ROOT
 
 CXLAB = [sys.executable, "-m", "cxlab.cli"]
 SLEEP = {"type": "sleep", "tasks": 5, "rtt": "1ms"}
@@ -150,3 +150,20 @@ def test_plan_prints_trials_and_floor_without_running(tmp_path: Path) -> None:
     assert "quickstart: 36 trials, 1000 tasks each; floor time at least" in completed.stdout
     assert "000-threads-w20-rtt20ms-r1" in completed.stdout
     assert not (tmp_path / "out").exists()
+
+
+def test_plan_prints_runner_command_lines_that_run_as_pasted(tmp_path: Path) -> None:
+    models = [{"model": "asyncio"}, {"model": "goroutines", "gomaxprocs": [1]}]
+    spec = {"workload": {"type": "sleep", "tasks": 5, "rtt": "10ms"}, "models": models}
+    path = write_experiment(tmp_path / "paste.yaml", spec)
+    planned = cxlab("plan", str(path), cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    lines = [line for line in planned.stdout.splitlines() if line.startswith("taskset ")]
+    assert len(lines) == 2
+    path_with_tools = f"{ROOT / '.venv' / 'bin'}:{BIN}:{os.environ['PATH']}"
+    for line in lines:
+        ran = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "PATH": path_with_tools})  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+        result = json.loads(ran.stdout)
+        assert result["tasksOk"] == 5 and result["trial"] in line

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,12 @@ from pydantic import ValidationError
 
 from cxlab.inputs import InputError, load_json_document
 from cxlab.local.backend import LocalBackend
-from cxlab.local.cores import DoesNotFit, check_fits
+from cxlab.local.cores import DoesNotFit, check_fits, helper_cores, trial_cores
 from cxlab.local.progress import Progress
-from cxlab.plan import floor_seconds, plan_trials
+from cxlab.plan import PYTHON_RUNNER, floor_seconds, plan_trials, runner_command
 from cxlab.report import render_report
 from cxlab.spec import (
+    DEFAULT_RESPONSE_BYTES,
     MAX_TRIAL_TIMEOUT,
     MIN_TRIAL_TIMEOUT,
     ConcurrencyExperiment,
@@ -85,7 +87,35 @@ def plan_text(experiment: ConcurrencyExperiment) -> str:
     if unknown:
         estimate += f" plus {unknown} cpu trials whose time depends on the machine"
     headers = ["trial", "model", "workers", "rtt", "rep", "floor"]
-    return f"{render_table(headers, rows)}\n{estimate}\n"
+    return f"{render_table(headers, rows)}\n{estimate}\n\n{commands_text(experiment)}"
+
+
+# Where a pasted http trial finds its delay target (cxlab run picks a free port itself).
+PASTE_TARGET_PORT = 18080
+
+
+def commands_text(experiment: ConcurrencyExperiment) -> str:
+    """Each trial's runner command line, ready to paste (with .venv/bin and build/bin on PATH):
+    pinned with taskset to the cores `cxlab run` would give it, the Result on stdout."""
+    spec = experiment.spec
+    cores = ",".join(str(c) for c in sorted(trial_cores(spec.resources.cpu)))
+    lines = [f"# runner command lines (cxlab-runner and cxlab-runner-go; cores {cores}):"]
+    target = None
+    if spec.workload.type == "http":
+        target = f"http://127.0.0.1:{PASTE_TARGET_PORT}/"
+        size = spec.workload.response_bytes
+        size = DEFAULT_RESPONSE_BYTES if size is None else size
+        helpers = ",".join(str(c) for c in sorted(helper_cores(trial_cores(spec.resources.cpu))))
+        lines.append(
+            f"taskset -c {helpers} cxlab-delay --listen 127.0.0.1:{PASTE_TARGET_PORT} "
+            f"--response-bytes {size} &  # the delay target, first"
+        )
+    for trial in plan_trials(spec):
+        argv = runner_command(spec, trial, experiment=experiment.name, target_url=target)
+        program = "cxlab-runner" if tuple(argv[: len(PYTHON_RUNNER)]) == PYTHON_RUNNER else argv[0]
+        runner_args = argv[len(PYTHON_RUNNER) :] if program == "cxlab-runner" else argv[1:]
+        lines.append(shlex.join(["taskset", "-c", cores, program, *runner_args]))
+    return "\n".join(lines) + "\n"
 
 
 def run_command(args: argparse.Namespace) -> int:

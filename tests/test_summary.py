@@ -167,3 +167,16 @@ def test_an_unpinned_trial_counts_only_when_pinning_is_preferred(pinning: str) -
     assert status["trials"][1]["message"].startswith("not pinned: asked for 1 exclusive CPU")
     pinned = next(c for c in status["conditions"] if c["type"] == "Pinned")
     assert pinned["status"] == "False" and "left out of the knees" in pinned["message"]
+
+
+def test_one_run_shows_n_1_not_a_spread_of_zero() -> None:
+    from cxlab.report.tables import points_table as html_points
+    from cxlab.table import points_table
+
+    once = summarize([outcome("threads", 10, 1.0, 1)], 0.1)
+    text = points_table(once)
+    assert "n=1" in text and "±" not in text and "0.0%" not in text
+    rows = html_points(once["points"], once).split("<tbody>")[1]
+    assert '<td class="num">n=1</td>' in rows and "±" not in rows
+    twice = summarize([outcome("threads", 10, 1.0, 1), outcome("threads", 10, 1.2, 2)], 0.1)
+    assert "1.100 ± 0.141" in points_table(twice) and "n=1" not in points_table(twice)

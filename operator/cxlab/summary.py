@@ -5,7 +5,7 @@ operator, so both write the same summary into the same status shape."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,16 @@ def stats(values: list[float]) -> dict[str, float]:
 
 def rtt_label(rtt_seconds: float) -> str:
     return f"RTT {format_duration(rtt_seconds)}"
+
+
+def spread_cells(
+    stat: dict[str, float], repetitions: int, show: Callable[[float], str]
+) -> tuple[str, str]:
+    """A repeated measurement as shown in tables: "mean ± sd" and the CV; with one run there
+    is no spread to show, so "n=1" instead of a reassuring ± 0 and 0 %."""
+    if repetitions == 1:
+        return show(stat["mean"]), "n=1"
+    return f"{show(stat['mean'])} ± {show(stat['stddev'])}", f"{stat['cv']:.1%}"
 
 
 def workers_label(model: str, workers: int) -> str:

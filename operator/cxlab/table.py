@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cxlab.summary import workers_label
+from cxlab.summary import spread_cells, workers_label
 from cxlab_runner.durations import format_duration
 
 
@@ -40,7 +40,7 @@ def points_table(summary: dict[str, Any]) -> str:
             label = [p["variant"], str(p["workers"]), rtt_cell(p["rttSeconds"]), "0"]
             rows.append([*label, "failed", *[""] * 5, str(p["failedTrials"])])
             continue
-        wall = p["wallSeconds"]
+        wall, cv = spread_cells(p["wallSeconds"], p["repetitions"], lambda v: f"{v:.3f}")
         efficiency = "" if p["efficiency"] is None else f"{p['efficiency']:.2f}"
         rows.append(
             [
@@ -50,8 +50,8 @@ def points_table(summary: dict[str, Any]) -> str:
                 else "per task",
                 rtt_cell(p["rttSeconds"]),
                 str(p["repetitions"]),
-                f"{wall['mean']:.3f} ± {wall['stddev']:.3f}",
-                f"{wall['cv']:.1%}",
+                wall,
+                cv,
                 f"{p['cpuPercent']['mean']:.0f}",
                 _mib(p["peakRssBytes"]["mean"]),
                 efficiency,

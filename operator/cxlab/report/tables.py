@@ -7,7 +7,7 @@ from html import escape
 
 from cxlab.report import svg
 from cxlab.report.data import MIB, Json, measured
-from cxlab.summary import workers_label
+from cxlab.summary import spread_cells, workers_label
 from cxlab_runner.durations import format_duration
 
 
@@ -105,12 +105,12 @@ def _failures(point: Json) -> str:
 def _measurements(point: Json) -> list[str]:
     if not measured(point):
         return ["—"] * 7
-    wall = point["wallSeconds"]
+    wall, cv = spread_cells(point["wallSeconds"], point["repetitions"], svg.format_seconds)
     efficiency = point.get("efficiency")
     per_worker = float(point.get("memoryPerWorkerBytes", 0))
     return [
-        f"{svg.format_seconds(wall['mean'])} ± {svg.format_seconds(wall['stddev'])}",
-        f"{wall['cv']:.1%}",
+        wall,
+        cv,
         f"{point['cpuPercent']['mean']:.0f}%",
         _mib(point["peakRssBytes"]["mean"]),
         f"{per_worker / 1024:,.0f} KiB" if abs(per_worker) < MIB else _mib(per_worker),

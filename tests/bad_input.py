@@ -224,6 +224,9 @@ def references() -> Iterator[BadInput]:
         "newline": "cxlab.dev/runner\n:dev",
         "too-long": "r" * (IMAGE_MAX_LENGTH + 1),
     }
+    for label, value in {"empty": "", "space": "my queue", "too-long": "q" * 64}.items():
+        yield BadInput("references", f"queueName-{label}",
+                       as_yaml(with_value("spec.queueName", value)), "spec.queueName")  # fmt: skip
     for label, value in images.items():
         yield BadInput("references", f"image-{label}", as_yaml(with_value("spec.image", value)),
                        "spec.image")  # fmt: skip

@@ -196,7 +196,9 @@ QueueTimeout = Annotated[
 ]
 Priority = Annotated[int, _between(MIN_PRIORITY, MAX_PRIORITY)]
 # A Kueue LocalQueue's name: a Kubernetes object name, and a label value on trial Pods.
-QueueName = Annotated[str, Field(strict=True, max_length=63, pattern=LABEL_VALUE_PATTERN)]
+QueueName = Annotated[
+    str, Field(strict=True, min_length=1, max_length=63, pattern=LABEL_VALUE_PATTERN)
+]
 Cpu = Annotated[int, _between(1, MAX_CPU)]
 Count = Annotated[int, _between(1, MAX_LIST_ITEMS)]  # repetitions, parallelism
 TtlSeconds = Annotated[int, _between(0, MAX_TTL_SECONDS)]

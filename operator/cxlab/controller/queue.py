@@ -129,6 +129,12 @@ def candidate_of(body: dict[str, Any], now: datetime) -> Candidate | None:
         return None
     if spec.queue_name:
         return None  # Kueue admits it: to this queue its Pods are like any other workload's
+    return candidate(body, spec, now)
+
+
+def candidate(body: dict[str, Any], spec: ExperimentSpec, now: datetime) -> Candidate:
+    """An unfinished experiment whose spec is already read, as the queue sees it."""
+    metadata, status = body["metadata"], body.get("status") or {}
     left = len(plan_trials(spec)) - len(status.get("trials") or [])
     return Candidate(
         namespace=metadata.get("namespace") or "",

@@ -27,10 +27,10 @@ from cxlab.controller.pods import (
     trial_pod_name,
 )
 from cxlab.controller.prometheus import FIELDS, PrometheusClient, TrialWindow, trial_usage
-from cxlab.controller.queue import Candidate, candidate_created, candidate_of, verdict
+from cxlab.controller.queue import Candidate, candidate, candidate_created, spec_of, verdict
 from cxlab.plan import Trial, plan_trials
 from cxlab.scrape import tasks_done
-from cxlab.spec import ExperimentSpec, SpecError, parse_experiment
+from cxlab.spec import ExperimentSpec, SpecError
 from cxlab.status import (
     Live,
     build_status,
@@ -67,16 +67,9 @@ class Memory:
 def _load_spec(body: Body) -> tuple[ExperimentSpec, bool]:
     """The spec this run follows — the one it started with — and whether the resource's
     spec has changed since (a change is reported, never half-applied)."""
-    status = body.get("status") or {}
     current = spec_json(body.get("spec") or {})
-    started = status.get("startedSpec") or current
-    document = {
-        "apiVersion": body.get("apiVersion"),
-        "kind": body.get("kind"),
-        "metadata": {"name": body["metadata"]["name"]},
-        "spec": json.loads(started),
-    }
-    return parse_experiment(document).spec, started != current
+    started = (body.get("status") or {}).get("startedSpec") or current
+    return spec_of(body), started != current
 
 
 class Reconciler:
@@ -281,15 +274,13 @@ class Reconciler:
         Returns the decision (None once admitted: the usual one follows), its queue place
         (None unless it waits) and how long it waited (once admitted)."""
         recorded = {e["name"]: e for e in (body.get("status") or {}).get("trials") or []}
-        me = candidate_of(body, moment)
-        created = me.created if me else moment
-        waited = max(0.0, (moment - created).total_seconds())
+        me = candidate(body, spec, moment)  # the spec this pass read, not read again
+        waited = max(0.0, (moment - me.created).total_seconds())
         if impossible:
             message = f"no trial can ever be scheduled: {impossible}"
             return fail_experiment(trials, recorded, message, "DoesNotFit"), None, None
         if spec.queue_name:
             return None, None, None  # Kueue admits its Pods: they are created (gated) now
-        assert me is not None  # its spec parsed (_load_spec), so the queue reads it too
         seen = verdict(me, [c for c in queue if c.key != me.key] + [me], self._nodes(), moment)
         if seen.admit:
             return None, None, waited
@@ -299,7 +290,7 @@ class Reconciler:
                 f"({spec.queue_timeout}): {seen.message}"
             )
             return fail_experiment(trials, recorded, message, "QueueTimeout"), None, None
-        place = queue_place(seen.position, seen.length, seen.behind, created, seen.message)
+        place = queue_place(seen.position, seen.length, seen.behind, me.created, seen.message)
         return Decision(), place, None
 
     def forget(self, namespace: str, name: str) -> None:

@@ -66,6 +66,7 @@ CONTEXT: dict[str, dict[str, Any]] = {
     "spec.workload.rtts": {"workload": {"type": "sleep", "tasks": 10, "rtts": ["10ms"]}},
     "spec.workload.rtt": {"workload": {"type": "sleep", "tasks": 10, "rtt": "10ms"}},
     "spec.models[].gomaxprocs": {"models": [{"model": "goroutines", "gomaxprocs": [1]}]},
+    "spec.models[].pool": {"models": [{"model": "threads", "pool": "prestarted"}]},
 }
 
 

@@ -250,6 +250,18 @@ CASES = [
     ),
     Case(
         "spec.models[]",
+        "pool applies to threads (onDemand or prestarted) and processes (prestarted only)",
+        valid=manifest(
+            models=[
+                {"model": "threads", "pool": "prestarted"},
+                {"model": "processes", "pool": "prestarted"},
+            ]
+        ),
+        invalid=manifest(models=[{"model": "threads"}, {"model": "processes", "pool": "onDemand"}]),
+        field="spec.models[1]",
+    ),
+    Case(
+        "spec.models[]",
         "sequential runs one task at a time: leave workers out",
         valid=manifest(models=[{"model": "sequential", "workers": [1]}]),
         invalid=manifest(models=[{"model": "sequential", "workers": [2]}]),

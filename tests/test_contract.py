@@ -47,6 +47,8 @@ def test_the_python_runner_takes_the_contracts_flags() -> None:
             taken[name] = None
         elif name in durations:
             taken[name] = format_duration(action.default)
+        elif isinstance(action.default, bool):  # a switch, as Go's flag.Bool prints it
+            taken[name] = str(action.default).lower()
         else:
             taken[name] = "" if action.default is None else str(action.default)
     assert taken == runner_contract().flags

@@ -143,6 +143,11 @@ def test_pinned_cpus_are_reported() -> None:
         ("goroutines", ["--workload", "http", "--tasks", "5", "--target-url", "http:///nohost"]),
         ("goroutines", ["--workload", "sleep", "--tasks", "5", "--rtt", "soon"]),
         ("goroutines", ["--workload", "disk", "--tasks", "5"]),
+        # a pool is threads' and processes' only, and processes' is prestarted
+        ("processes", ["--workload", "sleep", "--tasks", "5", "--pool", "onDemand"]),
+        ("asyncio", ["--workload", "sleep", "--tasks", "5", "--pool", "prestarted"]),
+        ("threads", ["--workload", "sleep", "--tasks", "5", "--pool", "lazy"]),
+        ("goroutines", ["--workload", "sleep", "--tasks", "5", "--pool", "prestarted"]),
     ],
 )
 def test_bad_flags_exit_2_with_a_message(model: str, flags: list[str]) -> None:

@@ -104,6 +104,11 @@ RULES: dict[str, list[dict[str, str]]] = {
             "gomaxprocs applies to goroutines only, not to the Python models",
         ),
         _rule(
+            "!has(self.pool) || self.model == 'threads' || "
+            "(self.model == 'processes' && self.pool == 'prestarted')",
+            "pool applies to threads (onDemand or prestarted) and processes (prestarted only)",
+        ),
+        _rule(
             "self.model != 'sequential' || self.workers == [0] || self.workers == [1]",
             "sequential runs one task at a time: leave workers out",
         ),

@@ -106,6 +106,11 @@ def runner_command(
         argv += ["--hold", workload.hold]
     if trial.gomaxprocs is not None:
         argv += ["--gomaxprocs", str(trial.gomaxprocs)]
+    pool = next(m.pool for m in spec.models if m.model == trial.model)
+    if pool is not None:
+        argv += ["--pool", pool]
+    if spec.syscalls:
+        argv += ["--syscalls"]
     if workload.type == "http":
         if target_url is None:
             raise ValueError("the http workload needs the delay target's URL")

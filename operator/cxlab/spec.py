@@ -390,6 +390,12 @@ class ModelSpec(_Strict):
         | None
     ) = None
     """GOMAXPROCS values to try (goroutines only); 0 = the Go default."""
+    pool: Literal["onDemand", "prestarted"] | None = None
+    """How a pool starts its workers (threads and processes only). threads: onDemand, the
+    default, starts a thread when a task is submitted and no thread is idle, as
+    concurrent.futures.ThreadPoolExecutor does, so far fewer than W may start; prestarted
+    starts all W first (with one worker per task: a thread per task). processes: prestarted
+    only, as ProcessPoolExecutor does with Linux's fork."""
 
     @model_validator(mode="after")
     def _rules(self) -> ModelSpec:
@@ -398,6 +404,13 @@ class ModelSpec(_Strict):
         if self.gomaxprocs is not None and self.model != "goroutines":
             raise ValueError(
                 f"gomaxprocs applies to goroutines only, not to the Python model {self.model}"
+            )
+        if self.pool is not None and self.model not in ("threads", "processes"):
+            raise ValueError(f"pool applies to threads and processes only, not to {self.model}")
+        if self.model == "processes" and self.pool == "onDemand":
+            raise ValueError(
+                "processes run a prestarted pool only (as ProcessPoolExecutor with fork): "
+                "set pool: prestarted or leave it out"
             )
         return self
 
@@ -448,6 +461,10 @@ class ExperimentSpec(_Strict):
     """required: a trial that did not run on exactly its own cores is marked unpinned
     (pinned: false) and left out of knees and recommendations. preferred: it counts all the
     same (a cluster without the kubelet's static CPU manager)."""
+    syscalls: bool = False
+    """Count every trial's system calls with strace -c -f (futex included). It slows the
+    trials, so it is off by default; where strace is missing or may not trace (the runner
+    image, a restricted Pod), the Result says the counts are unavailable, never 0."""
     # What follows only a cluster uses; the local backend ignores it.
     placement: Placement = Placement()
     """Where trial Pods may run."""

@@ -82,6 +82,20 @@ func PeakRSS() int64 {
 	return kib * 1024
 }
 
+// PeakVM returns the kernel's virtual-memory high-water mark (VmPeak), 0 if
+// unknown: address space reserved, touched or not.
+func PeakVM() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	kib, err := statusField(b, "VmPeak:")
+	if err != nil {
+		return 0
+	}
+	return kib * 1024
+}
+
 // Threads returns the number of OS threads now, from /proc/self/status.
 func Threads() (int64, error) {
 	b, err := os.ReadFile("/proc/self/status")

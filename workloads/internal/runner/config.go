@@ -29,6 +29,8 @@ type Config struct {
 	Linger      time.Duration
 	Experiment  string
 	Trial       string
+	Pool        string // threads and processes only: must stay empty here
+	Syscalls    bool
 }
 
 // Workloads and connection modes the contract defines.
@@ -95,6 +97,8 @@ func newFlagSet(c *Config, output io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.Linger, "linger", 0, "keep serving metrics this long after the tasks")
 	fs.StringVar(&c.Experiment, "experiment", "", "experiment label")
 	fs.StringVar(&c.Trial, "trial", "", "trial label")
+	fs.StringVar(&c.Pool, "pool", "", "threads and processes only; empty here")
+	fs.BoolVar(&c.Syscalls, "syscalls", false, "count system calls (the Result says they are unavailable here)")
 	return fs
 }
 
@@ -126,6 +130,8 @@ func (c *Config) validate() error {
 		return usageErrorf("unknown --connection %q (want fresh or reuse)", c.Connection)
 	case c.MetricsPort < 0 || c.MetricsPort > 65535:
 		return usageErrorf("--metrics-port must be 0..65535, got %d", c.MetricsPort)
+	case c.Pool != "":
+		return usageErrorf("--pool applies to threads and processes only, not to goroutines")
 	case c.Linger < 0:
 		return usageErrorf("--linger must not be negative, got %v", c.Linger)
 	case c.Workload == "http" && c.TargetURL == "":

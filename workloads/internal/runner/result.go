@@ -15,36 +15,49 @@ const MaxResultBytes = 4096
 // Result is the contract's Result. Pointers are the fields that are null
 // when they do not apply.
 type Result struct {
-	Schema                     string       `json:"schema"`
-	Experiment                 string       `json:"experiment"`
-	Trial                      string       `json:"trial"`
-	Model                      string       `json:"model"`
-	Workload                   string       `json:"workload"`
-	Workers                    int          `json:"workers"`
-	GOMAXPROCS                 *int         `json:"gomaxprocs"`
-	Tasks                      int          `json:"tasks"`
-	RTTSeconds                 *float64     `json:"rttSeconds"`
-	Iterations                 *int         `json:"iterations"`
-	HoldSeconds                *float64     `json:"holdSeconds"`
-	TasksOK                    int64        `json:"tasksOk"`
-	TasksFailed                int64        `json:"tasksFailed"`
-	WallSeconds                float64      `json:"wallSeconds"`
-	FloorSeconds               *float64     `json:"floorSeconds"`
-	Efficiency                 *float64     `json:"efficiency"`
-	CPUUserSeconds             float64      `json:"cpuUserSeconds"`
-	CPUSystemSeconds           float64      `json:"cpuSystemSeconds"`
-	CPUPercent                 float64      `json:"cpuPercent"`
-	PeakRSSBytes               int64        `json:"peakRssBytes"`
-	BaselineRSSBytes           int64        `json:"baselineRssBytes"`
-	PeakThreads                int64        `json:"peakThreads"`
-	VoluntaryContextSwitches   int64        `json:"voluntaryContextSwitches"`
-	InvoluntaryContextSwitches int64        `json:"involuntaryContextSwitches"`
-	ThroughputPerSecond        float64      `json:"throughputPerSecond"`
-	LatencySeconds             Latency      `json:"latencySeconds"`
-	RSSTimeline                RSSTimeline  `json:"rssTimeline"`
-	CPUs                       []int        `json:"cpus"`
-	Runtime                    string       `json:"runtime"`
-	Errors                     []ErrorCount `json:"errors"`
+	Schema                     string   `json:"schema"`
+	Experiment                 string   `json:"experiment"`
+	Trial                      string   `json:"trial"`
+	Model                      string   `json:"model"`
+	Workload                   string   `json:"workload"`
+	Workers                    int      `json:"workers"`
+	Pool                       *string  `json:"pool"` // threads and processes only: null here
+	WorkersStarted             int      `json:"workersStarted"`
+	GOMAXPROCS                 *int     `json:"gomaxprocs"`
+	Tasks                      int      `json:"tasks"`
+	RTTSeconds                 *float64 `json:"rttSeconds"`
+	Iterations                 *int     `json:"iterations"`
+	HoldSeconds                *float64 `json:"holdSeconds"`
+	TasksOK                    int64    `json:"tasksOk"`
+	TasksFailed                int64    `json:"tasksFailed"`
+	WallSeconds                float64  `json:"wallSeconds"`
+	FloorSeconds               *float64 `json:"floorSeconds"`
+	Efficiency                 *float64 `json:"efficiency"`
+	CPUUserSeconds             float64  `json:"cpuUserSeconds"`
+	CPUSystemSeconds           float64  `json:"cpuSystemSeconds"`
+	CPUPercent                 float64  `json:"cpuPercent"`
+	PeakRSSBytes               int64    `json:"peakRssBytes"`
+	PeakVMBytes                int64    `json:"peakVmBytes"`
+	BaselineRSSBytes           int64    `json:"baselineRssBytes"`
+	PeakThreads                int64    `json:"peakThreads"`
+	VoluntaryContextSwitches   int64    `json:"voluntaryContextSwitches"`
+	InvoluntaryContextSwitches int64    `json:"involuntaryContextSwitches"`
+	// TaskContextSwitches is null: goroutines share the runtime's threads with
+	// the metrics server, so no thread is the tasks' own.
+	TaskContextSwitches *struct{}    `json:"taskContextSwitches"`
+	Syscalls            *Syscalls    `json:"syscalls"`
+	ThroughputPerSecond float64      `json:"throughputPerSecond"`
+	LatencySeconds      Latency      `json:"latencySeconds"`
+	RSSTimeline         RSSTimeline  `json:"rssTimeline"`
+	CPUs                []int        `json:"cpus"`
+	Runtime             string       `json:"runtime"`
+	Errors              []ErrorCount `json:"errors"`
+}
+
+// Syscalls is the Result's syscalls when they were asked for: this runner
+// does not trace itself, so it says why they are unavailable.
+type Syscalls struct {
+	Unavailable string `json:"unavailable"`
 }
 
 // RSSTimeline is the Result's rssTimeline.

@@ -81,6 +81,7 @@ func Run(c *Config, trial *metrics.Trial) (Result, error) {
 		Model:                      c.Model,
 		Workload:                   c.Workload,
 		Workers:                    c.ResolvedWorkers(),
+		WorkersStarted:             c.ResolvedWorkers(), // a goroutine start cannot be refused
 		GOMAXPROCS:                 &gomaxprocs,
 		Tasks:                      c.Tasks,
 		TasksOK:                    ok,
@@ -90,6 +91,7 @@ func Run(c *Config, trial *metrics.Trial) (Result, error) {
 		CPUSystemSeconds:           used.System.Seconds(),
 		CPUPercent:                 ratio(100*(used.User+used.System).Seconds(), wall),
 		PeakRSSBytes:               max(after.MaxRSSBytes, seen.PeakRSS),
+		PeakVMBytes:                measure.PeakVM(),
 		BaselineRSSBytes:           baseline,
 		PeakThreads:                seen.PeakThreads,
 		VoluntaryContextSwitches:   used.Voluntary,
@@ -103,6 +105,9 @@ func Run(c *Config, trial *metrics.Trial) (Result, error) {
 		CPUs:    cpus,
 		Runtime: runtime.Version(),
 		Errors:  errs.top(maxErrorKinds),
+	}
+	if c.Syscalls {
+		r.Syscalls = &Syscalls{Unavailable: "the Go runner does not count system calls: run it under strace -c -f by hand"}
 	}
 	r.setParameters(c, wall)
 	return r, nil

@@ -13,11 +13,19 @@ from cxlab_runner.config import UsageError, parse_config
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     try:
-        config = parse_config(sys.argv[1:] if argv is None else argv)
+        config = parse_config(argv)
     except UsageError as error:
         print(f"cxlab-runner: {error}", file=sys.stderr)
         return 2
+    syscalls = None
+    if config.syscalls:  # this process only watches: the trial runs again, under strace
+        from cxlab_runner.syscalls import run_traced
+
+        status, syscalls = run_traced([a for a in argv if a != "--syscalls"], config.result_path)
+        if syscalls is None:
+            return status
     if config.model in ("gevent", "locust"):
         from gevent import monkey
 
@@ -27,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     # In a container the runner is PID 1, which the kernel shields from signals that have
     # no handler: without this, SIGTERM (a deleted Pod) would wait for the grace period's KILL.
     signal.signal(signal.SIGTERM, _stop)
-    run_trial(config)
+    run_trial(config, syscalls)
     return 0
 
 

@@ -33,6 +33,8 @@ class RunnerConfig:
     linger: float
     experiment: str
     trial: str
+    pool: str | None = None  # threads and processes: "onDemand" or "prestarted"
+    syscalls: bool = False  # count system calls with strace (slows the trial)
 
     @property
     def one_per_task(self) -> bool:
@@ -49,6 +51,27 @@ def resolve_workers(model: str, workers: int, tasks: int) -> int:
 
 class UsageError(Exception):
     """Bad flags: exit status 2."""
+
+
+POOLS = ("onDemand", "prestarted")
+
+
+def resolve_pool(model: str, pool: str) -> str | None:
+    """The pool a threads or processes trial runs: each model's stdlib executor by default
+    (ThreadPoolExecutor starts threads on demand; ProcessPoolExecutor with fork starts all).
+    None for the other models, which have no pool to choose."""
+    if model == "threads":
+        return pool or "onDemand"
+    if model == "processes":
+        if pool == "onDemand":
+            raise UsageError(
+                "--pool onDemand applies to threads only: processes run a prestarted pool, "
+                "as ProcessPoolExecutor does with fork"
+            )
+        return "prestarted"
+    if pool:
+        raise UsageError(f"--pool applies to threads and processes only, not to {model}")
+    return None
 
 
 def _duration(text: str) -> float:
@@ -114,6 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("--linger", type=_duration, default=0.0, help="serve metrics this long after the tasks")
     add("--experiment", default="")
     add("--trial", default="")
+    add(
+        "--pool", choices=[*POOLS, ""], default="", help="threads: onDemand (default) or prestarted"
+    )
+    add("--syscalls", action="store_true", help="count system calls with strace -c -f")
     return parser
 
 
@@ -147,4 +174,6 @@ def parse_config(argv: list[str]) -> RunnerConfig:
         linger=args.linger,
         experiment=args.experiment,
         trial=args.trial,
+        pool=resolve_pool(args.model, args.pool),
+        syscalls=args.syscalls,
     )

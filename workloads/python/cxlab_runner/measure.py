@@ -3,16 +3,18 @@ threads, read from getrusage and /proc, plus a sampler that keeps a short RSS ti
 
 from __future__ import annotations
 
+import mmap
 import os
 import resource
-import threading
-import time
+import struct
+import subprocess
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from cxlab_runner import sampler_process
+
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
-TIMELINE_SAMPLES = 64
-FIRST_INTERVAL_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,29 @@ def usage() -> Usage:
 
 
 _ZERO = Usage(0.0, 0.0, 0, 0)
+
+
+@dataclass(frozen=True)
+class Switches:
+    """Context switches of one thread (or a sum over threads)."""
+
+    voluntary: int = 0
+    involuntary: int = 0
+
+    def __add__(self, other: Switches) -> Switches:
+        return Switches(self.voluntary + other.voluntary, self.involuntary + other.involuntary)
+
+    def __sub__(self, earlier: Switches) -> Switches:
+        return Switches(self.voluntary - earlier.voluntary, self.involuntary - earlier.involuntary)
+
+
+def thread_switches() -> Switches:
+    """The calling thread's own context switches: what /proc/self/task/TID/status says of it,
+    without the runner's sampler and metrics threads that RUSAGE_SELF also counts."""
+    own = resource.getrusage(resource.RUSAGE_THREAD)
+    return Switches(own.ru_nvcsw, own.ru_nivcsw)
+
+
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -81,6 +106,12 @@ def peak_rss_bytes_of_self() -> int:
     getrusage's ru_maxrss: that survives exec, so a runner started from a bigger parent
     would report the parent's peak."""
     return _status_field(b"VmHWM:") * 1024
+
+
+def peak_vm_bytes(pid: int | str = "self") -> int:
+    """The kernel's high-water mark of the process's virtual memory (VmPeak): address space
+    reserved, thread stacks included, whether or not it was ever touched."""
+    return _status_field(b"VmPeak:", pid) * 1024
 
 
 def _status_field(name: bytes, pid: int | str = "self") -> int:
@@ -129,25 +160,25 @@ def raise_open_files_limit() -> int:
 
 
 class Sampler:
-    """Samples RSS and thread count of this process (plus any child pids it is told about:
-    then the sum is of proportional set sizes, so memory shared after fork counts once).
+    """Resident memory and threads of this process (children summed: proportional sizes
+    then, so memory shared after fork counts once).
 
-    The timeline starts at FIRST_INTERVAL_SECONDS and keeps at most TIMELINE_SAMPLES values:
+    During the task phase a sampler process (sampler_process.py) keeps the peaks and a
+    timeline that starts at FIRST_INTERVAL_SECONDS and keeps at most TIMELINE_SAMPLES values:
     when full, every other sample is dropped and the interval doubles, so the timeline always
-    spans the whole task phase with evenly spaced points, whatever its length.
+    spans the whole task phase with evenly spaced points, whatever its length. sample() is
+    the scrape's own reading, in this process.
     """
 
     def __init__(self, child_pids: Callable[[], Iterable[int]] = tuple) -> None:
         self.child_pids = child_pids
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._started = 0.0
-        self.interval = FIRST_INTERVAL_SECONDS
-        self.timeline: list[int] = []
-        self.peak_rss = 0
-        self.peak_threads = 0
+        self._process: subprocess.Popen[bytes] | None = None
+        self._shared: mmap.mmap | None = None
+        self._values: tuple[int, ...] = (0,) * sampler_process.SLOTS
         self.current_rss = 0
         self.current_threads = 0
+        self._peak_rss = 0
+        self._peak_threads = 0
 
     def sample(self) -> int:
         pids = list(self.child_pids())
@@ -155,9 +186,31 @@ class Sampler:
         threads = thread_count() + sum(thread_count(pid) for pid in pids)
         self.current_rss = rss
         self.current_threads = threads
-        self.peak_rss = max(self.peak_rss, rss)
-        self.peak_threads = max(self.peak_threads, threads)
+        self._peak_rss = max(self._peak_rss, rss)
+        self._peak_threads = max(self._peak_threads, threads)
         return rss
+
+    def _shared_values(self) -> tuple[int, ...]:
+        if self._shared is not None:
+            self._values = struct.unpack(f"{sampler_process.SLOTS}q", self._shared[:])
+        return self._values
+
+    @property
+    def peak_rss(self) -> int:
+        return max(self._peak_rss, self._shared_values()[4])
+
+    @property
+    def peak_threads(self) -> int:
+        return max(self._peak_threads, self._shared_values()[5])
+
+    @property
+    def interval(self) -> float:
+        return self._shared_values()[1] / 1e9 or sampler_process.FIRST_INTERVAL_SECONDS
+
+    @property
+    def timeline(self) -> list[int]:
+        values = self._shared_values()
+        return list(values[6 : 6 + values[0]])
 
     def cpu_usage(self) -> Usage:
         """usage() plus the children still running, for live metrics."""
@@ -167,24 +220,33 @@ class Sampler:
         return total
 
     def start(self) -> None:
-        self._started = time.monotonic()
-        self.timeline.append(self.sample())
-        self._thread = threading.Thread(target=self._run, name="cxlab-sampler", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        # Sample k is due at k x interval from the start, whatever downsampling did before.
-        while not self._stop.wait(self._due() - time.monotonic()):
-            self.timeline.append(self.sample())
-            if len(self.timeline) >= TIMELINE_SAMPLES:
-                del self.timeline[1::2]
-                self.interval *= 2
-
-    def _due(self) -> float:
-        return self._started + len(self.timeline) * self.interval
+        """Start the sampler process; back once it has taken the first sample."""
+        # A memfd: shared with the child by descriptor, no file system needed (a Pod's
+        # root may be read-only).
+        fd = os.memfd_create("cxlab-sampler")
+        try:
+            os.ftruncate(fd, sampler_process.SIZE)
+            self._shared = mmap.mmap(fd, sampler_process.SIZE)
+            self._process = subprocess.Popen(
+                [sys.executable, "-S", sampler_process.__file__, str(os.getpid()), str(fd)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                pass_fds=(fd,),
+            )
+        finally:
+            os.close(fd)
+        assert self._process.stdout is not None
+        if self._process.stdout.read(1) != b"1":
+            raise RuntimeError(f"the sampler process failed (exit {self._process.wait()})")
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self.sample()  # the peaks include the very end of the task phase
+        """The last sample (the peaks include the very end of the task phase), then its
+        values are kept here."""
+        if self._process is None:
+            return
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        self._process.wait()
+        self._shared_values()
+        self._shared = None
+        self._process = None

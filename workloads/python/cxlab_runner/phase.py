@@ -4,6 +4,7 @@ worker and end() once the last one has been joined (children reaped, so their CP
 
 from __future__ import annotations
 
+import threading
 import time
 
 from cxlab_runner import measure
@@ -17,17 +18,41 @@ class TaskPhase:
         self.baseline_rss = 0
         self._usage_at_start = measure.usage()
         self.used = measure.Usage(0.0, 0.0, 0, 0)
+        # Models whose tasks run on threads of their own set this and add each thread's
+        # switches; the others run tasks on the main thread, whose switches begin/end count.
+        self.tasks_off_main_thread = False
+        self._task_switches = measure.Switches()
+        self._task_switches_lock = threading.Lock()
+        self._main_at_start = measure.Switches()
+        self._main_used = measure.Switches()
+        self.children_peak_vm = 0  # VmPeak of child processes, summed (processes)
 
     def begin(self) -> None:
         self.sampler.start()
         self.baseline_rss = self.sampler.timeline[0]
         self._usage_at_start = measure.usage()
+        self._main_at_start = measure.thread_switches()
         self.started = time.monotonic()
 
     def end(self) -> None:
         self.finished = time.monotonic()
         self.used = measure.usage() - self._usage_at_start
+        self._main_used = measure.thread_switches() - self._main_at_start
         self.sampler.stop()
+
+    def add_task_switches(self, switches: measure.Switches) -> None:
+        """From a task thread (or a child process's) at its end."""
+        with self._task_switches_lock:
+            self._task_switches = self._task_switches + switches
+
+    def task_switches(self) -> measure.Switches:
+        """Context switches of the threads that ran tasks, and only those."""
+        return self._task_switches if self.tasks_off_main_thread else self._main_used
+
+    def peak_vm(self) -> int:
+        """VmPeak of this process plus its children's: each one's own high-water mark, so
+        an upper bound of the peak at any one moment."""
+        return measure.peak_vm_bytes() + self.children_peak_vm
 
     def elapsed(self) -> float:
         """Seconds since begin(); frozen at end()."""

@@ -63,13 +63,16 @@ def build_result(
     cpu_seconds = used.user_seconds + used.system_seconds
     sampler = phase.sampler
     ok = recorder.ok_count()
+    task = phase.task_switches()
     return {
         "schema": SCHEMA,
         "experiment": config.experiment,
         "trial": config.trial,
         "model": config.model,
         "workload": config.workload,
-        "workers": max(1, workers),
+        "workers": config.workers,
+        "pool": config.pool,
+        "workersStarted": workers,
         "gomaxprocs": None,
         "tasks": config.tasks,
         "rttSeconds": config.rtt if config.workload in ("sleep", "http") else None,
@@ -84,10 +87,13 @@ def build_result(
         "cpuSystemSeconds": round(used.system_seconds, 4),
         "cpuPercent": round(100 * cpu_seconds / wall, 2) if wall else 0.0,
         "peakRssBytes": max(sampler.peak_rss, measure.peak_rss_bytes_of_self()),
+        "peakVmBytes": phase.peak_vm(),
         "baselineRssBytes": phase.baseline_rss,
         "peakThreads": max(1, sampler.peak_threads),
         "voluntaryContextSwitches": used.voluntary_switches,
         "involuntaryContextSwitches": used.involuntary_switches,
+        "taskContextSwitches": {"voluntary": task.voluntary, "involuntary": task.involuntary},
+        "syscalls": None,  # counted, if asked for, by the strace around this process (syscalls.py)
         "throughputPerSecond": round(ok / wall, 3) if wall else 0.0,
         "latencySeconds": {
             "p50": round(percentile(ordered, 0.50), 6),
@@ -108,14 +114,18 @@ def build_result(
 def encode(result: dict[str, Any]) -> str:
     """Compact JSON whose line, newline included, fits in MAX_BYTES (a termination message).
     The contract's rule, the same in the Go runner: drop errors, least frequent first, then
-    halve the RSS timeline's resolution; only absurd labels can still leave it too long."""
+    the least frequent system calls (futex last), then halve the RSS timeline's resolution;
+    only absurd labels can still leave it too long."""
     while True:
         text = json.dumps(result, separators=(",", ":"))
         if len(text.encode()) + 1 <= MAX_BYTES:
             return text
         timeline = result["rssTimeline"]
+        counts = (result.get("syscalls") or {}).get("counts", {})
         if result["errors"]:
             result["errors"].pop()
+        elif len(counts) > 1:
+            del counts[min(counts, key=lambda name: (name == "futex", counts[name]))]
         elif len(timeline["rssBytes"]) > 1:
             result["rssTimeline"] = {
                 "intervalSeconds": timeline["intervalSeconds"] * 2,

@@ -14,7 +14,8 @@ from cxlab_runner.recorder import TaskRecorder
 from cxlab_runner.result import build_result, encode, runtime_version, write
 
 
-def run_trial(config: RunnerConfig) -> None:
+def run_trial(config: RunnerConfig, syscalls: dict[str, str] | None = None) -> None:
+    """syscalls: why system calls were asked for but cannot be counted, for the Result."""
     measure.raise_open_files_limit()
     run_model = models.load(config.model)
     recorder = TaskRecorder()
@@ -34,7 +35,9 @@ def run_trial(config: RunnerConfig) -> None:
         # A SIGTERM from here on only ends the linger: held back while the Result is written,
         # delivered (if one came) once the linger starts.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-        write(encode(build_result(config, recorder, phase, workers)), config.result_path)
+        result = build_result(config, recorder, phase, workers)
+        result["syscalls"] = syscalls
+        write(encode(result), config.result_path)
         _linger(config.linger)
     finally:
         server.close()

@@ -1,6 +1,12 @@
 """OS processes: W forked workers pulling task numbers from a shared counter. Live counts go
-through shared memory so a scrape sees progress; latencies and errors come back through a
-pipe when each worker ends. The children's CPU, memory and threads are the trial's."""
+through shared memory so a scrape sees progress; latencies, errors, the child's own context
+switches and its VmPeak come back through a pipe when each worker ends. The children's CPU,
+memory and threads are the trial's.
+
+The pool is prestarted, which is what concurrent.futures.ProcessPoolExecutor does on Linux
+with Python 3.11: with the fork start method it starts all max_workers processes at the
+first submit (it spawns on demand only with spawn or forkserver, which re-import the runner
+in every child and would measure start-up, not concurrency)."""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from collections import Counter
 from multiprocessing.connection import Connection
 from typing import Any
 
+from cxlab_runner import measure
 from cxlab_runner.config import RunnerConfig
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import MAX_ERROR_LENGTH, TaskRecorder
@@ -50,6 +57,7 @@ def _worker(
     slot: int, config: RunnerConfig, next_task: Any, counts: SharedCounts, results: Connection
 ) -> None:
     task, clock = blocking_task(config), time.perf_counter
+    before = measure.thread_switches()
     latencies: list[float] = []
     errors: Counter[str] = Counter()
     while True:
@@ -68,7 +76,8 @@ def _worker(
             continue
         latencies.append(clock() - begin)
         counts.ok[slot] += 1
-    results.send((latencies, errors))
+    switches = measure.thread_switches() - before
+    results.send((latencies, errors, switches, measure.peak_vm_bytes()))
     results.close()
 
 
@@ -79,6 +88,7 @@ def run(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
     recorder.live_view = live  # the metrics endpoint reads the children's counters
     workers: list[tuple[Any, Connection]] = []
     phase.sampler.child_pids = lambda: [p.pid for p, _ in workers if p.pid is not None]
+    phase.tasks_off_main_thread = True
     phase.begin()
     for slot in range(config.workers):
         receive, send = _CONTEXT.Pipe(duplex=False)
@@ -95,8 +105,10 @@ def run(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
         workers.append((process, receive))
     for process, receive in workers:
         try:
-            latencies, errors = receive.recv()
+            latencies, errors, switches, peak_vm = receive.recv()
             recorder.merge(latencies, errors)
+            phase.add_task_switches(switches)
+            phase.children_peak_vm += peak_vm
         except EOFError:  # the child died before reporting: its tasks are lost, and said so
             recorder.note(f"worker process {process.pid} died (exit {process.exitcode})")
         process.join()

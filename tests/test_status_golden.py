@@ -41,7 +41,8 @@ FAILING = "001-threads-w2-rtt1ms-r1"  # ends with exit 1 on both backends
 
 def result(trial: Trial) -> dict[str, Any]:
     frozen = json.loads((GOLDEN / "result.json").read_text())
-    return frozen | {"trial": trial.name, "model": trial.model,
+    pool = frozen["pool"] if trial.model == "threads" else None  # a pool is threads' only
+    return frozen | {"trial": trial.name, "model": trial.model, "pool": pool,
                      "cpus": [1]}  # fmt: skip
 
 

@@ -11,7 +11,8 @@ from cxlab.local.backend import local_status
 from cxlab.plan import Trial
 from cxlab.results import classify
 from cxlab.spec import parse_experiment
-from cxlab.summary import TrialOutcome, find_knees, stats, summarize
+from cxlab.stats import stats
+from cxlab.summary import TrialOutcome, find_knees, summarize
 
 
 def result(
@@ -44,10 +45,10 @@ def experiment_status(trials: list[Trial], outcomes: list[TrialOutcome]) -> dict
 
 
 def test_stats() -> None:
-    assert stats([1.0]) == {"mean": 1.0, "stddev": 0.0, "cv": 0.0}
+    assert stats([1.0]) == {"mean": 1.0, "median": 1.0, "stddev": 0.0, "cv": 0.0}
     two = stats([1.0, 3.0])
     assert two["mean"] == 2.0 and two["stddev"] == pytest.approx(1.41421, rel=1e-4)
-    assert two["cv"] == pytest.approx(0.7071, rel=1e-3)
+    assert two["cv"] == pytest.approx(0.7071, rel=1e-3) and "ci95" not in two
 
 
 def test_repetitions_are_aggregated_per_point() -> None:
@@ -177,6 +178,8 @@ def test_one_run_shows_n_1_not_a_spread_of_zero() -> None:
     text = points_table(once)
     assert "n=1" in text and "±" not in text and "0.0%" not in text
     rows = html_points(once["points"], once).split("<tbody>")[1]
-    assert '<td class="num">n=1</td>' in rows and "±" not in rows
+    assert '<td class="num">n=1</td>' in rows and "0.0%" not in rows
     twice = summarize([outcome("threads", 10, 1.0, 1), outcome("threads", 10, 1.2, 2)], 0.1)
-    assert "1.100 ± 0.141" in points_table(twice) and "n=1" not in points_table(twice)
+    row = points_table(twice).splitlines()[2].split()
+    # the median, no interval from two runs (it says how many), and their CV
+    assert row[4:7] == ["1.100", "n=2", "12.9%"] and "n=1" not in points_table(twice)

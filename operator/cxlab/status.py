@@ -15,7 +15,7 @@ from pydantic.alias_generators import to_camel
 
 from cxlab.plan import Trial
 from cxlab.spec import ExperimentSpec
-from cxlab.summary import TrialOutcome, summarize, workers_label
+from cxlab.summary import TrialOutcome, best_line, summarize
 
 
 class _Shape(BaseModel):
@@ -359,10 +359,8 @@ def build_status(
         summary = summarize(outcomes, spec.tolerance, spec.pinning)
         status["summary"] = summary
         status["completionTime"] = old.get("completionTime") or timestamp(now)
-        if summary["recommendations"]:
-            pick = summary["recommendations"][0]
-            workers = workers_label(pick["model"], pick["workers"])
-            status["best"] = f"{pick['variant']}, {workers} ({pick['wallSeconds']:.3g} s)"
+        if summary["recommendations"]:  # saying so when it is noisy or tied
+            status["best"] = best_line(summary["recommendations"][0])
         condition("Progressing", False, "Finished", f"all {len(trials)} trials ended")
         succeeded = f"{len(trials) - failed} of {len(trials)} trials succeeded"
         if failed:

@@ -1,18 +1,28 @@
 """Trial Results → the experiment's answer: repetitions aggregated per point, the knee of each
 model per RTT, and one recommendation per RTT. Pure, shared by the local backend and the
-operator, so both write the same summary into the same status shape."""
+operator, so both write the same summary into the same status shape.
+
+Knees and recommendations go by each point's median (cxlab.stats), so one outlier does not
+move them; a point whose CV exceeds the tolerance is flagged noisy, and a recommendation the
+measurements cannot tell from its runners-up names them as tied."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from cxlab.plan import Trial
+from cxlab.stats import Spread, center, present_stats, separable, stats
 from cxlab_runner.durations import format_duration
 
 Result = dict[str, Any]
+Point = dict[str, Any]
+
+# The quantities an answer depends on, checked for noise: wall time (knees, the tolerance),
+# CPU and memory (the ranking). Context switches and syscalls vary by nature and rank nothing.
+NOISE_CHECKED = {"wallSeconds": "wall", "cpuSeconds": "cpu", "peakRssBytes": "rss"}
 
 
 @dataclass(frozen=True)
@@ -33,38 +43,124 @@ class TrialOutcome:
         return self.succeeded and (self.unpinned is None or pinning == "preferred")
 
 
-def stats(values: list[float]) -> dict[str, float]:
-    """Mean, sample standard deviation and coefficient of variation (0 for one value)."""
-    mean = statistics.fmean(values)
-    stddev = statistics.stdev(values) if len(values) > 1 else 0.0
-    return {
-        "mean": round(mean, 6),
-        "stddev": round(stddev, 6),
-        "cv": round(stddev / mean, 4) if mean else 0.0,
-    }
-
-
 def rtt_label(rtt_seconds: float) -> str:
     return f"RTT {format_duration(rtt_seconds)}"
 
 
 def spread_cells(
-    stat: dict[str, float], repetitions: int, show: Callable[[float], str]
-) -> tuple[str, str]:
-    """A repeated measurement as shown in tables: "mean ± sd" and the CV; with one run there
-    is no spread to show, so "n=1" instead of a reassuring ± 0 and 0 %."""
+    stat: Mapping[str, Any], repetitions: int, show: Callable[[float], str]
+) -> tuple[str, str, str]:
+    """A repeated measurement as tables show it: the median (what knees and recommendations
+    use), its 95 % interval, and the CV. One run has no spread to show, so "n=1" and no CV
+    instead of a reassuring 0 %; two runs have a CV but no interval worth printing."""
+    median = show(center(stat))
     if repetitions == 1:
-        return show(stat["mean"]), "n=1"
-    return f"{show(stat['mean'])} ± {show(stat['stddev'])}", f"{stat['cv']:.1%}"
+        return median, "n=1", "—"
+    interval = stat.get("ci95")
+    shown = f"[{show(interval[0])}, {show(interval[1])}]" if interval else f"n={repetitions}"
+    return median, shown, f"{stat['cv']:.1%}"
 
 
 def workers_label(model: str, workers: int) -> str:
     if model == "sequential":
         return "1 worker"
-    return "one worker per task" if workers == 0 else f"{workers} workers"
+    if workers == 0:
+        return "one worker per task"
+    return f"{workers} worker" + ("" if workers == 1 else "s")
 
 
-def _points(outcomes: Iterable[TrialOutcome], pinning: str) -> list[dict[str, Any]]:
+def variant_text(point: Mapping[str, Any]) -> str:
+    """The variant with the kind of pool its Results report (threads (on-demand pool))."""
+    variant, pool = str(point["variant"]), point.get("pool")
+    if not pool or "pool" in variant:  # none reported, or the variant names it already
+        return variant
+    return f"{variant} ({'on-demand' if pool == 'onDemand' else pool} pool)"
+
+
+def workers_text(point: Mapping[str, Any]) -> str:
+    """workers_label, and how many started when a pool started fewer than it may."""
+    text = workers_label(point["model"], point["workers"])
+    started = point.get("workersStarted")
+    if started is not None and started != point.get("effectiveWorkers"):
+        text += f" ({started} started)"
+    return text
+
+
+def _task_switches(result: Result) -> float | None:
+    """Context switches of the threads that ran tasks; None where the model cannot tell
+    them apart (goroutines) or the Result predates the field."""
+    task = result.get("taskContextSwitches")
+    return None if task is None else float(task["voluntary"] + task["involuntary"])
+
+
+def _syscalls(results: list[Result]) -> dict[str, Any] | None:
+    """Syscall counts over the repetitions that have them: the total and the futex count
+    (the Result keeps futex among its top counts whenever one was made: absent means 0);
+    else the reason they are unavailable, never 0; None when no trial asked for them."""
+    reported = [r.get("syscalls") for r in results]
+    counted = [s for s in reported if s and "total" in s]
+    if counted:
+        futex = [s["counts"].get("futex", 0) for s in counted]
+        return {"total": stats([s["total"] for s in counted]), "futex": stats(futex)}
+    unavailable = [s["unavailable"] for s in reported if s and "unavailable" in s]
+    return {"unavailable": unavailable[0]} if unavailable else None
+
+
+def syscalls_requested(points: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether any trial asked for syscall counts: tables leave their columns out if not."""
+    return any(p.get("syscalls") is not None for p in points)
+
+
+def _workers_started(results: list[Result]) -> int | None:
+    """The median of threads or processes started (an on-demand pool may start fewer than
+    its workers); None for Results written before the field."""
+    started = [r["workersStarted"] for r in results if r.get("workersStarted") is not None]
+    return round(statistics.median(started)) if started else None
+
+
+def _memory_per_worker(result: Result) -> float:
+    # per worker started: an on-demand pool of 10,000 that started 2,000 grew by 2,000 stacks
+    started = int(result.get("workersStarted") or result["workers"])
+    return float(result["peakRssBytes"] - result["baselineRssBytes"]) / max(started, 1)
+
+
+def _noisy(point: Point, tolerance: float) -> list[str]:
+    """The checked quantities whose CV exceeds the tolerance (one repetition has CV 0: it
+    shows "n=1", not noise)."""
+    return [key for key in NOISE_CHECKED if point[key]["cv"] > tolerance]
+
+
+def _measures(results: list[Result]) -> dict[str, Any]:
+    """A point's measurements over its counted repetitions."""
+    return {
+        "effectiveWorkers": results[0]["workers"],
+        "workersStarted": _workers_started(results),
+        "pool": next((r["pool"] for r in results if r.get("pool")), None),
+        "tasksFailed": sum(r["tasksFailed"] for r in results),
+        "wallSeconds": stats([r["wallSeconds"] for r in results]),
+        "cpuSeconds": stats([r["cpuUserSeconds"] + r["cpuSystemSeconds"] for r in results]),
+        "cpuPercent": stats([r["cpuPercent"] for r in results]),
+        "peakRssBytes": stats([r["peakRssBytes"] for r in results]),
+        "peakVmBytes": present_stats([r.get("peakVmBytes") for r in results]),
+        "memoryPerWorkerBytes": round(statistics.fmean(map(_memory_per_worker, results))),
+        "contextSwitches": stats(
+            [r["voluntaryContextSwitches"] + r["involuntaryContextSwitches"] for r in results]
+        ),
+        "taskContextSwitches": present_stats([_task_switches(r) for r in results]),
+        "syscalls": _syscalls(results),
+        "efficiency": _mean_or_none([r["efficiency"] for r in results]),
+        "throughputPerSecond": round(
+            statistics.fmean(r["throughputPerSecond"] for r in results), 3
+        ),
+        "latencyP99Seconds": round(
+            statistics.fmean(r["latencySeconds"]["p99"] for r in results), 6
+        ),
+    }
+
+
+def _points(
+    outcomes: Iterable[TrialOutcome], pinning: str, tolerance: float
+) -> list[dict[str, Any]]:
     groups: dict[tuple[str, int, float | None], list[TrialOutcome]] = {}
     for outcome in outcomes:
         trial = outcome.trial
@@ -86,30 +182,9 @@ def _points(outcomes: Iterable[TrialOutcome], pinning: str) -> list[dict[str, An
         if unpinned:
             point["unpinnedTrials"] = unpinned  # measured, but not on the cores it asked for
         if results:
-            cpu = [r["cpuUserSeconds"] + r["cpuSystemSeconds"] for r in results]
-            growth = [(r["peakRssBytes"] - r["baselineRssBytes"]) / r["workers"] for r in results]
-            point |= {
-                "effectiveWorkers": results[0]["workers"],
-                "tasksFailed": sum(r["tasksFailed"] for r in results),
-                "wallSeconds": stats([r["wallSeconds"] for r in results]),
-                "cpuSeconds": stats(cpu),
-                "cpuPercent": stats([r["cpuPercent"] for r in results]),
-                "peakRssBytes": stats([r["peakRssBytes"] for r in results]),
-                "memoryPerWorkerBytes": round(statistics.fmean(growth)),
-                "contextSwitches": stats(
-                    [
-                        r["voluntaryContextSwitches"] + r["involuntaryContextSwitches"]
-                        for r in results
-                    ]
-                ),
-                "efficiency": _mean_or_none([r["efficiency"] for r in results]),
-                "throughputPerSecond": round(
-                    statistics.fmean(r["throughputPerSecond"] for r in results), 3
-                ),
-                "latencyP99Seconds": round(
-                    statistics.fmean(r["latencySeconds"]["p99"] for r in results), 6
-                ),
-            }
+            point |= _measures(results)
+            noisy = _noisy(point, tolerance)
+            point |= {"noisy": bool(noisy), "noisyQuantities": noisy}
         points.append(point)
     return points
 
@@ -119,26 +194,35 @@ def _mean_or_none(values: list[float | None]) -> float | None:
     return round(statistics.fmean(present), 4) if present else None
 
 
-def _valid(point: dict[str, Any]) -> bool:
+def _valid(point: Point) -> bool:
     """A point can be an answer only if it ran and none of its tasks failed."""
     return bool(point["repetitions"] > 0 and point["tasksFailed"] == 0)
 
 
-def _wall(point: dict[str, Any]) -> float:
-    mean: float = point["wallSeconds"]["mean"]
-    return mean
+def _wall(point: Point) -> float:
+    return center(point["wallSeconds"])
 
 
-def find_knees(points: list[dict[str, Any]], tolerance: float) -> list[dict[str, Any]]:
-    """Per model variant and RTT: the fewest workers whose mean wall time is within
+def _within(members: list[Point], tolerance: float) -> tuple[Point, list[Point]]:
+    """The fastest point by median wall time, and every point within `tolerance` of it."""
+    fastest = min(members, key=_wall)
+    return fastest, [p for p in members if _wall(p) <= _wall(fastest) * (1 + tolerance)]
+
+
+def _vm(point: Point) -> float | None:
+    vm: Spread | None = point.get("peakVmBytes")
+    return None if vm is None else center(vm)
+
+
+def find_knees(points: list[Point], tolerance: float) -> list[dict[str, Any]]:
+    """Per model variant and RTT: the fewest workers whose median wall time is within
     `tolerance` of that variant's best — where adding workers stops paying."""
-    groups: dict[tuple[str, float | None], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, float | None], list[Point]] = {}
     for point in filter(_valid, points):
         groups.setdefault((point["variant"], point["rttSeconds"]), []).append(point)
     knees = []
     for (variant, rtt), members in groups.items():
-        best = min(members, key=_wall)
-        within = [p for p in members if _wall(p) <= _wall(best) * (1 + tolerance)]
+        best, within = _within(members, tolerance)
         knee = min(within, key=lambda p: (p["effectiveWorkers"], _wall(p)))
         knees.append(
             {
@@ -148,52 +232,135 @@ def find_knees(points: list[dict[str, Any]], tolerance: float) -> list[dict[str,
                 "rttSeconds": rtt,
                 "workers": knee["workers"],
                 "effectiveWorkers": knee["effectiveWorkers"],
+                "workersStarted": knee["workersStarted"],
+                "pool": knee["pool"],
                 "wallSeconds": _wall(knee),
                 "bestWallSeconds": _wall(best),
                 "bestWorkers": best["workers"],
-                "cpuSeconds": knee["cpuSeconds"]["mean"],
-                "cpuPercent": knee["cpuPercent"]["mean"],
-                "peakRssBytes": knee["peakRssBytes"]["mean"],
+                "cpuSeconds": center(knee["cpuSeconds"]),
+                "cpuPercent": center(knee["cpuPercent"]),
+                "peakRssBytes": center(knee["peakRssBytes"]),
+                "peakVmBytes": _vm(knee),
+                "noisy": knee["noisy"],
             }
         )
     return knees
 
 
-def recommend(points: list[dict[str, Any]], tolerance: float) -> list[dict[str, Any]]:
-    """Per RTT: of every configuration within `tolerance` of the fastest, the one that costs
-    least CPU, then least memory, then fewest workers."""
-    by_rtt: dict[float | None, list[dict[str, Any]]] = {}
+# The ranking, cheapest first: CPU, then memory. Where the measurements cannot separate two
+# points on one quantity both go on to the next; where they separate on none, the fewest
+# workers win, then the spec's order: numbers the noise cannot move, so the printed answer
+# does not flip between runs of the same experiment.
+RANKED_BY = ("cpuSeconds", "peakRssBytes")
+
+
+def _rank(candidates: list[Point], tolerance: float) -> tuple[Point, list[Point]]:
+    """The pick among the candidates, and the points the measurements cannot tell from it
+    (not separable from the cheapest on each ranked quantity in turn), in the same order."""
+    group = candidates
+    for key in RANKED_BY:
+        cheapest = min(group, key=lambda p: center(p[key]))
+        group = [p for p in group if not separable(p[key], cheapest[key], tolerance)]
+    pick, *tied = sorted(group, key=lambda p: p["effectiveWorkers"])  # stable: spec order
+    return pick, tied
+
+
+def _cpu(point: Mapping[str, Any]) -> str:
+    return f"{center(point['cpuSeconds']):.3g} s"
+
+
+def _runs(count: int) -> str:
+    return f"{count} repetition" + ("" if count == 1 else "s")
+
+
+def _tie_text(pick: Point, tied: list[Point]) -> str:
+    """The clause "; tied with …", naming up to two of the points the pick cannot be told
+    from, in the order the pick was chosen by."""
+    if not tied:
+        return ""
+    runs = _runs(min(p["repetitions"] for p in [pick, *tied]))
+    if len(tied) == 1:
+        other = tied[0]
+        return (
+            f"; tied with {variant_text(other)} with {workers_text(other)} (CPU {_cpu(pick)} "
+            f"vs {_cpu(other)}, not separable with {runs})"
+        )
+    named = ", ".join(f"{variant_text(p)} with {workers_text(p)} (CPU {_cpu(p)})" for p in tied[:2])
+    more = f" and {len(tied) - 2} more" if len(tied) > 2 else ""
+    return f"; tied with {named}{more} (CPU {_cpu(pick)} here, not separable with {runs})"
+
+
+def _noise_text(point: Point, tolerance: float) -> str:
+    if not point["noisy"]:
+        return ""
+    cvs = ", ".join(f"{NOISE_CHECKED[k]} {point[k]['cv']:.0%}" for k in point["noisyQuantities"])
+    return f"; noisy: cv of {cvs}, over the {tolerance:.0%} tolerance"
+
+
+def _recommendation_text(
+    rtt: float | None, pick: Point, tied: list[Point], fastest: Point, candidates: int,
+    tolerance: float,
+) -> str:  # fmt: skip
+    # Without an RTT (cpu, hold) there is one group: "no RTT:" would read like an error.
+    where = "Overall" if rtt is None else rtt_label(rtt)
+    return (
+        f"{where}: {variant_text(pick)} with {workers_text(pick)} — {_wall(pick):.3g} s wall, "
+        f"CPU {_cpu(pick)}, {center(pick['peakRssBytes']) / 2**20:.0f} MiB peak; the cheapest "
+        f"of {candidates} within {tolerance:.0%} of the fastest ({variant_text(fastest)}, "
+        f"{_wall(fastest):.3g} s){_tie_text(pick, tied)}{_noise_text(pick, tolerance)}"
+    )
+
+
+def _brief(point: Point) -> dict[str, Any]:
+    """A point as a recommendation names it: its configuration and the ranked medians."""
+    return {
+        "variant": point["variant"],
+        "model": point["model"],
+        "gomaxprocs": point["gomaxprocs"],
+        "workers": point["workers"],
+        "effectiveWorkers": point["effectiveWorkers"],
+        "workersStarted": point["workersStarted"],
+        "pool": point["pool"],
+        "repetitions": point["repetitions"],
+        "wallSeconds": _wall(point),
+        "cpuSeconds": center(point["cpuSeconds"]),
+        "peakRssBytes": center(point["peakRssBytes"]),
+    }
+
+
+def recommend(points: list[Point], tolerance: float) -> list[dict[str, Any]]:
+    """Per RTT: of every configuration within `tolerance` of the fastest (median wall), the
+    one that costs least CPU, then least memory, then has the fewest workers (see _rank),
+    with the configurations it is tied with."""
+    by_rtt: dict[float | None, list[Point]] = {}
     for point in filter(_valid, points):
         by_rtt.setdefault(point["rttSeconds"], []).append(point)
     recommendations = []
     for rtt, members in by_rtt.items():
-        fastest = min(members, key=_wall)
-        within = [p for p in members if _wall(p) <= _wall(fastest) * (1 + tolerance)]
-        pick = min(
-            within,
-            key=lambda p: (p["cpuSeconds"]["mean"], p["peakRssBytes"]["mean"], p["workers"]),
-        )
-        # Without an RTT (cpu, hold) there is one group: "no RTT:" would read like an error.
-        text = (
-            f"{'Overall' if rtt is None else rtt_label(rtt)}: {pick['variant']} with "
-            f"{workers_label(pick['model'], pick['workers'])} — {_wall(pick):.3g} s wall, "
-            f"{pick['cpuPercent']['mean']:.0f}% CPU, "
-            f"{pick['peakRssBytes']['mean'] / 2**20:.0f} MiB peak; the cheapest of "
-            f"{len(within)} within {tolerance:.0%} of the fastest "
-            f"({fastest['variant']}, {_wall(fastest):.3g} s)"
-        )
+        fastest, within = _within(members, tolerance)
+        pick, tied = _rank(within, tolerance)
+        text = _recommendation_text(rtt, pick, tied, fastest, len(within), tolerance)
         recommendations.append(
-            {
-                "rttSeconds": rtt,
-                "variant": pick["variant"],
-                "model": pick["model"],
-                "gomaxprocs": pick["gomaxprocs"],
-                "workers": pick["workers"],
-                "wallSeconds": _wall(pick),
+            {"rttSeconds": rtt}
+            | _brief(pick)
+            | {
+                "noisy": pick["noisy"],
+                "tiedWith": [_brief(p) for p in tied],
                 "text": text,
             }
         )
     return recommendations
+
+
+def best_line(recommendation: Mapping[str, Any]) -> str:
+    """status.best: the first recommendation, short, saying when it is noisy or tied."""
+    wall = f"{recommendation['wallSeconds']:.3g} s"
+    if recommendation.get("noisy"):
+        wall += ", noisy"
+    if tied := len(recommendation.get("tiedWith") or []):
+        wall += f", tied with {tied} other" + ("s" if tied > 1 else "")
+    workers = workers_label(recommendation["model"], recommendation["workers"])
+    return f"{variant_text(recommendation)}, {workers} ({wall})"
 
 
 def summarize(
@@ -201,7 +368,7 @@ def summarize(
 ) -> dict[str, Any]:
     """The `status.summary` of an experiment; under pinning "required" an unpinned trial's
     Result stays in its entry but not in the points, knees and recommendations."""
-    points = _points(outcomes, pinning)
+    points = _points(outcomes, pinning, tolerance)
     return {
         "tolerance": tolerance,
         "points": points,

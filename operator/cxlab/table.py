@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from cxlab.summary import spread_cells, workers_label
+from cxlab.stats import center
+from cxlab.summary import NOISE_CHECKED, spread_cells, syscalls_requested, workers_label
 from cxlab_runner.durations import format_duration
 
 
@@ -33,45 +35,82 @@ def _mib(value: float) -> str:
     return f"{value / 2**20:.1f}"
 
 
+def _median(stat: Mapping[str, Any] | None, show: Callable[[float], str]) -> str:
+    """A quantity a Result may lack (written before it existed, or a model that cannot
+    measure it): a dash, never a made-up 0."""
+    return "—" if stat is None else show(center(stat))
+
+
+def _count(value: float) -> str:
+    return f"{value:.0f}"
+
+
+def _workers_cell(point: Mapping[str, Any]) -> str:
+    shown = (
+        str(point["effectiveWorkers"])
+        if point["model"] == "sequential" or point["workers"]
+        else "per task"
+    )
+    started = point.get("workersStarted")
+    if started is not None and started != point["effectiveWorkers"]:
+        shown += f" (started {started})"
+    return shown
+
+
+def _syscall_cells(point: Mapping[str, Any]) -> tuple[str, str]:
+    """The syscalls and futex columns: medians, or "unavailable" where the platform would
+    not count them (never 0)."""
+    syscalls = point.get("syscalls")
+    if syscalls is None:
+        return "—", "—"
+    if "unavailable" in syscalls:
+        return "unavailable", "unavailable"
+    return _count(center(syscalls["total"])), _median(syscalls.get("futex"), _count)
+
+
+def _noisy_cell(point: Mapping[str, Any]) -> str:
+    return " ".join(NOISE_CHECKED[k] for k in point.get("noisyQuantities") or [])
+
+
+def _measured_row(p: Mapping[str, Any], syscalls: bool) -> list[str]:
+    wall, interval, cv = spread_cells(p["wallSeconds"], p["repetitions"], lambda v: f"{v:.3f}")
+    efficiency = "" if p["efficiency"] is None else f"{p['efficiency']:.2f}"
+    return [
+        wall,
+        interval,
+        cv,
+        f"{center(p['cpuSeconds']):.3f}",
+        f"{center(p['cpuPercent']):.0f}",
+        _mib(center(p["peakRssBytes"])),
+        _median(p.get("peakVmBytes"), lambda v: f"{v / 2**20:.0f}"),
+        efficiency,
+        _count(center(p["contextSwitches"])),
+        _median(p.get("taskContextSwitches"), _count),
+        *(_syscall_cells(p) if syscalls else ()),
+        str(p["failedTrials"] + p["tasksFailed"]),
+        _noisy_cell(p),
+    ]
+
+
 def points_table(summary: dict[str, Any]) -> str:
+    """Every point: medians (what knees and the recommendation use), the wall time's 95 %
+    interval and CV, and the columns of what the Results measured."""
+    syscalls = syscalls_requested(summary["points"])
+    headers = [
+        "model", "workers", "rtt", "reps", "wall s", "95% CI", "cv", "cpu s", "cpu %",
+        "peak MiB", "VM MiB", "eff", "ctx sw", "task ctx sw",
+        *(("syscalls", "futex") if syscalls else ()), "failed", "noisy",
+    ]  # fmt: skip
     rows = []
     for p in summary["points"]:
+        reps = str(p["repetitions"])
         if not p["repetitions"]:
-            label = [p["variant"], str(p["workers"]), rtt_cell(p["rttSeconds"]), "0"]
-            rows.append([*label, "failed", *[""] * 5, str(p["failedTrials"])])
+            label = [p["variant"], str(p["workers"]), rtt_cell(p["rttSeconds"]), reps, "failed"]
+            blanks = [""] * (len(headers) - len(label) - 2)
+            rows.append([*label, *blanks, str(p["failedTrials"]), ""])
             continue
-        wall, cv = spread_cells(p["wallSeconds"], p["repetitions"], lambda v: f"{v:.3f}")
-        efficiency = "" if p["efficiency"] is None else f"{p['efficiency']:.2f}"
-        rows.append(
-            [
-                p["variant"],
-                str(p["effectiveWorkers"])
-                if p["model"] == "sequential" or p["workers"]
-                else "per task",
-                rtt_cell(p["rttSeconds"]),
-                str(p["repetitions"]),
-                wall,
-                cv,
-                f"{p['cpuPercent']['mean']:.0f}",
-                _mib(p["peakRssBytes"]["mean"]),
-                efficiency,
-                f"{p['contextSwitches']['mean']:.0f}",
-                str(p["failedTrials"] + p["tasksFailed"]),
-            ]
-        )
-    headers = [
-        "model",
-        "workers",
-        "rtt",
-        "reps",
-        "wall s",
-        "cv",
-        "cpu %",
-        "peak MiB",
-        "eff",
-        "ctx sw",
-        "failed",
-    ]
+        label = [p["variant"], _workers_cell(p), rtt_cell(p["rttSeconds"]), reps]
+        rows.append([*label, *_measured_row(p, syscalls)])
     return render_table(headers, rows)
 
 
@@ -80,7 +119,7 @@ def knees_table(summary: dict[str, Any]) -> str:
         [
             k["variant"],
             rtt_cell(k["rttSeconds"]),
-            workers_label(k["model"], k["workers"]),
+            workers_label(k["model"], k["workers"]) + (" (noisy)" if k.get("noisy") else ""),
             f"{k['wallSeconds']:.3f}",
             f"{k['bestWallSeconds']:.3f}",
             f"{k['cpuPercent']:.0f}",
@@ -105,9 +144,13 @@ def render_summary(document: dict[str, Any]) -> str:
     summary = status.get("summary")
     if summary is None:
         return head
-    parts = [head, "", points_table(summary), ""]
+    tolerance = f"{summary['tolerance']:.0%}"
+    legend = (
+        "Medians of each point's repetitions; 95% CI: of the mean wall time, from 3 "
+        f"repetitions; noisy: CV over the {tolerance} tolerance."
+    )
+    parts = [head, "", points_table(summary), legend, ""]
     if summary["knees"]:
-        tolerance = f"{summary['tolerance']:.0%}"
         parts += [
             f"Knees (fewest workers within {tolerance} of each model's best):",
             knees_table(summary),

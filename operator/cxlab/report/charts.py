@@ -8,6 +8,7 @@ from html import escape
 
 from cxlab.report import svg
 from cxlab.report.data import MIB, Context, Json, Style, by_variant, first_success, floor_unit
+from cxlab.stats import center
 from cxlab.summary import rtt_label
 from cxlab_runner.result import floor_seconds as runner_floor_seconds
 
@@ -34,9 +35,10 @@ def _variant_series(
 
 
 def _stat(point: Json, key: str, scale: float = 1.0) -> svg.Point:
+    """The median, as knees and the recommendation read it, with a ±1 stddev bar."""
     stats = point[key]
     return svg.Point(
-        float(point["effectiveWorkers"]), stats["mean"] / scale, stats["stddev"] / scale
+        float(point["effectiveWorkers"]), center(stats) / scale, stats["stddev"] / scale
     )
 
 
@@ -66,7 +68,7 @@ def _repetitions_note(points: Sequence[Json]) -> str:
     if counts == [1]:
         return "one repetition per point"
     reps = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
-    return f"mean of {reps} repetitions, bars ±1 stddev"
+    return f"median of {reps} repetitions, bars ±1 stddev"
 
 
 def _wall_chart(rtt: float | None, points: Sequence[Json], context: Context) -> str:
@@ -93,7 +95,7 @@ def _cpu_chart(rtt: float | None, points: Sequence[Json], context: Context) -> s
 
 
 def _memory_chart(rtt: float | None, points: Sequence[Json], context: Context) -> str:
-    peaks = [float(p["peakRssBytes"]["mean"]) for p in points]
+    peaks = [center(p["peakRssBytes"]) for p in points]
     log = min(peaks) > 0 and max(peaks) / min(peaks) > LOG_MEMORY_RATIO
     axis = (
         svg.Axis("peak RSS (log scale)", "log", svg.format_mib)

@@ -111,4 +111,17 @@ def answer_section(summary: Json | None, status: Json) -> str:
         note = "No configuration finished without failed tasks, so there is nothing to recommend."
         return f'<section><h2>Recommendation</h2><p class="note">{escape(note)}</p></section>'
     items = "".join(f"<li>{escape(text)}</li>" for text in texts)
-    return f'<section><h2>Recommendation</h2><ul class="recommendations">{items}</ul></section>'
+    return (
+        f'<section><h2>Recommendation</h2><ul class="recommendations">{items}</ul>'
+        f'<p class="note">{escape(_RANKING)}</p></section>'
+    )
+
+
+# How a recommendation is chosen, and what "tied" means (cxlab.summary.recommend).
+_RANKING = (
+    "Of the configurations whose median wall time is within the tolerance of the fastest: "
+    "the least CPU time, then the least peak RSS, then the fewest workers. Two that the "
+    "measurements cannot separate go on to the next criterion and are named as tied: with 3 "
+    "or more repetitions, when their 95% intervals overlap; with fewer, when their medians "
+    "are within the tolerance of each other."
+)

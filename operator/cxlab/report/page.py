@@ -43,6 +43,8 @@ th { background: #f3f4f6; font-weight: 600; white-space: nowrap; }
 .tag { font-size: 10.5px; padding: 0 5px; margin-left: 5px; border-radius: 3px;
   background: #eef2f7; color: #374151; }
 .tag.best { background: #dcf2e3; color: #166534; }
+.tag.tied { background: #e0ecf8; color: #1e40af; }
+.tag.noisy { background: #fdf0d5; color: #92400e; }
 footer { margin-top: 30px; color: #9ca3af; font-size: 12px; }
 @media print {
   body { background: #fff; }

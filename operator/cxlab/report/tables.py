@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
 from cxlab.report import svg
 from cxlab.report.data import MIB, Json, measured
-from cxlab.summary import spread_cells, workers_label
+from cxlab.stats import center
+from cxlab.summary import (
+    NOISE_CHECKED,
+    spread_cells,
+    syscalls_requested,
+    variant_text,
+    workers_label,
+)
 from cxlab_runner.durations import format_duration
 
 
@@ -26,14 +33,20 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: set[i
     return f'<div class="table">{table}</div>'  # scrolls sideways on a narrow screen
 
 
-def _workers_text(model: str, workers: int, effective: int | None) -> str:
+def _workers_text(
+    model: str, workers: int, effective: int | None, started: int | None = None
+) -> str:
     if model == "sequential":
         return "1"
     if workers == 0:
-        return "per task" + (f" ({effective:,})" if effective else "")
-    if effective is not None and effective != workers:
-        return f"{workers:,} (ran {effective:,})"
-    return f"{workers:,}"
+        text = "per task" + (f" ({effective:,})" if effective else "")
+    elif effective is not None and effective != workers:
+        text = f"{workers:,} (ran {effective:,})"  # a Result from before workersStarted
+    else:
+        text = f"{workers:,}"
+    if started is not None and started != (effective or workers):
+        text += f" (started {started:,})"  # an on-demand pool started fewer
+    return text
 
 
 def _rtt_cell(rtt: float | None) -> str:
@@ -55,7 +68,7 @@ def knees_table(knees: Sequence[Json]) -> str:
         [
             escape(_rtt_cell(k.get("rttSeconds"))),
             escape(str(k["variant"])),
-            escape(_workers_text(k["model"], k["workers"], k.get("effectiveWorkers"))),
+            escape(_knee_workers(k)),
             escape(svg.format_seconds(k["wallSeconds"])),
             escape(
                 f"{svg.format_seconds(k['bestWallSeconds'])} with "
@@ -68,7 +81,7 @@ def knees_table(knees: Sequence[Json]) -> str:
     ]
     headers = ["RTT", "Variant", "Knee workers", "Wall", "Best wall", "CPU", "Peak RSS"]
     intro = (
-        "The knee: the fewest workers whose mean wall time is within the tolerance of the "
+        "The knee: the fewest workers whose median wall time is within the tolerance of the "
         "variant's best — where adding workers stops paying."
     )
     return (
@@ -77,19 +90,44 @@ def knees_table(knees: Sequence[Json]) -> str:
     )
 
 
-def _tags(point: Json, summary: Json | None) -> str:
-    def same(entry: Json) -> bool:
-        return (
-            entry.get("variant") == point["variant"]
-            and entry.get("rttSeconds") == point.get("rttSeconds")
-            and entry.get("workers") == point["workers"]
-        )
+def _knee_workers(knee: Json) -> str:
+    text = _workers_text(
+        knee["model"], knee["workers"], knee.get("effectiveWorkers"), knee.get("workersStarted")
+    )
+    return text + (" (noisy)" if knee.get("noisy") else "")
 
+
+def _configured(entry: Json, point: Json) -> bool:
+    return bool(
+        entry.get("variant") == point["variant"] and entry.get("workers") == point["workers"]
+    )
+
+
+def _same(entry: Json, point: Json) -> bool:
+    return _configured(entry, point) and entry.get("rttSeconds") == point.get("rttSeconds")
+
+
+def _tied(point: Json, recommendations: Sequence[Json]) -> bool:
+    """Whether a recommendation of the point's RTT names it as tied with its pick."""
+    return any(
+        r.get("rttSeconds") == point.get("rttSeconds")
+        and any(_configured(t, point) for t in r.get("tiedWith") or [])
+        for r in recommendations
+    )
+
+
+def _tags(point: Json, summary: Json | None) -> str:
+    recommendations = (summary or {}).get("recommendations") or []
     tags = []
-    if any(same(k) for k in (summary or {}).get("knees") or []):
+    if any(_same(k, point) for k in (summary or {}).get("knees") or []):
         tags.append('<span class="tag">knee</span>')
-    if any(same(r) for r in (summary or {}).get("recommendations") or []):
+    if any(_same(r, point) for r in recommendations):
         tags.append('<span class="tag best">recommended</span>')
+    if _tied(point, recommendations):
+        tags.append('<span class="tag tied">tied</span>')
+    if point.get("noisy"):
+        names = ", ".join(NOISE_CHECKED.get(k, k) for k in point.get("noisyQuantities") or [])
+        tags.append(f'<span class="tag noisy">noisy: {escape(names)}</span>')
     return "".join(tags)
 
 
@@ -102,45 +140,89 @@ def _failures(point: Json) -> str:
     return ", ".join(parts) or "—"
 
 
+def _median(stat: Json | None, show: Callable[[float], str]) -> str:
+    """A quantity a Result may lack (older Results, or a model that cannot measure it)."""
+    return "—" if stat is None else show(center(stat))
+
+
+def _count(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def _syscall_cells(point: Json) -> list[str]:
+    """HTML cells: median counts, or "unavailable" with the reason on hover (never 0)."""
+    syscalls = point.get("syscalls")
+    if syscalls is None:
+        return ["—", "—"]
+    if "unavailable" in syscalls:
+        cell = f'<span title="{escape(str(syscalls["unavailable"]))}">unavailable</span>'
+        return [cell, cell]
+    total = _count(center(syscalls["total"]))
+    return [escape(total), escape(_median(syscalls.get("futex"), _count))]
+
+
+def _point_workers(point: Json) -> str:
+    return _workers_text(
+        point["model"], point["workers"], point.get("effectiveWorkers"),
+        point.get("workersStarted"),
+    )  # fmt: skip
+
+
 def _measurements(point: Json) -> list[str]:
     if not measured(point):
-        return ["—"] * 7
-    wall, cv = spread_cells(point["wallSeconds"], point["repetitions"], svg.format_seconds)
+        return ["—"] * 12
+    wall, interval, cv = spread_cells(
+        point["wallSeconds"], point["repetitions"], svg.format_seconds
+    )
     efficiency = point.get("efficiency")
     per_worker = float(point.get("memoryPerWorkerBytes", 0))
     return [
         wall,
+        interval,
         cv,
-        f"{point['cpuPercent']['mean']:.0f}%",
-        _mib(point["peakRssBytes"]["mean"]),
+        svg.format_seconds(center(point["cpuSeconds"])),
+        f"{center(point['cpuPercent']):.0f}%",
+        _mib(center(point["peakRssBytes"])),
+        _median(point.get("peakVmBytes"), _mib),
         f"{per_worker / 1024:,.0f} KiB" if abs(per_worker) < MIB else _mib(per_worker),
         "—" if efficiency is None else f"{efficiency:.0%}",
         svg.format_seconds(point["latencyP99Seconds"]),
+        _median(point.get("contextSwitches"), _count),
+        _median(point.get("taskContextSwitches"), _count),
     ]
 
 
 def points_table(points: Sequence[Json], summary: Json | None) -> str:
     if not points:
         return ""
+    syscalls = syscalls_requested(points)
     rows = [
         [
             escape(_rtt_cell(p.get("rttSeconds"))),
-            escape(str(p["variant"])) + _tags(p, summary),
-            escape(_workers_text(p["model"], p["workers"], p.get("effectiveWorkers"))),
+            escape(variant_text(p)) + _tags(p, summary),
+            escape(_point_workers(p)),
             str(p.get("repetitions", 0)),
             *(escape(cell) for cell in _measurements(p)),
+            *(_syscall_cells(p) if syscalls else ()),
             escape(_failures(p)),
         ]
         for p in points
     ]
     headers = [
-        "RTT", "Variant", "Workers", "Reps", "Wall (mean ± sd)", "CV", "CPU", "Peak RSS",
-        "Per worker", "Efficiency", "p99 latency", "Failed",
+        "RTT", "Variant", "Workers", "Reps", "Wall (median)", "95% CI", "CV", "CPU time",
+        "CPU", "Peak RSS", "Peak VM", "Per worker", "Efficiency", "p99 latency", "Ctx sw",
+        "Task ctx sw", *(("Syscalls", "Futex") if syscalls else ()), "Failed",
     ]  # fmt: skip
-    intro = "Efficiency is the floor over the wall time; per worker is RSS growth per worker."
+    intro = (
+        "Medians of each point's repetitions; the 95% confidence interval is of the mean wall "
+        "time (Student t, from 3 repetitions); CV is the wall time's. Noisy: a CV of wall "
+        "time, CPU or peak RSS over the tolerance. Efficiency is the floor over the wall time; "
+        "per worker is RSS growth per worker started. Task ctx sw counts only the threads "
+        "that ran tasks (— where the model cannot tell them apart)."
+    )
     return (
         f'<section><h2>Points</h2><p class="note">{escape(intro)}</p>'
-        f"{_table(headers, rows, set(range(2, 11)))}</section>"
+        f"{_table(headers, rows, set(range(2, len(headers) - 1)))}</section>"
     )
 
 

@@ -8,60 +8,23 @@ import os
 import resource
 import shutil
 import subprocess
-import threading
-import time
 
 import pytest
 from cxlab_contract import runner_contract
 from helpers import parse_result, run_runner, runner_argv
 
 from cxlab_runner.measure import Sampler, Switches
-from cxlab_runner.models.threads_model import OnDemandPool
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.syscalls import parse_summary
 
 
-def _pool(max_workers: int, release: threading.Event) -> tuple[OnDemandPool, list[int]]:
-    done: list[int] = []
-
-    def one() -> None:
-        release.wait()
-        done.append(1)
-
-    return OnDemandPool(max_workers, one, TaskPhase(Sampler())), done
-
-
-def _wait_for(predicate: object, seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.005)
-
-
-def test_the_on_demand_pool_starts_a_thread_only_when_none_is_idle() -> None:
-    release = threading.Event()
-    pool, done = _pool(10, release)
-    for _ in range(3):  # every thread busy: each submit starts one
-        pool.submit()
-    assert len(pool.threads) == 3
-    release.set()
-    _wait_for(lambda: len(done) == 3)
-    for _ in range(3):  # three idle threads: no submit starts another
-        pool.submit()
-    _wait_for(lambda: len(done) == 6)
-    assert len(pool.threads) == 3
-    pool.shutdown()
-
-
-def test_the_on_demand_pool_stops_at_its_most_workers() -> None:
-    release = threading.Event()
-    pool, done = _pool(4, release)
-    for _ in range(20):
-        pool.submit()
-    assert len(pool.threads) == 4
-    release.set()
-    pool.shutdown()
-    assert len(done) == 20  # the queued tasks all ran on the four
+def test_the_on_demand_pool_never_starts_more_than_w() -> None:
+    # 200 tasks that all sleep at once: every submit finds no idle thread, so it starts one
+    # until W = 50 run; the other 150 wait in the queue.
+    result = run_runner("threads", "--workload", "sleep", "--tasks", "200", "--workers", "50",
+                        "--rtt", "200ms")  # fmt: skip
+    assert result["workersStarted"] == 50 and result["tasksOk"] == 200
+    assert result["wallSeconds"] >= 4 * 0.2
 
 
 def test_threads_default_to_the_on_demand_pool_which_starts_fewer_than_w() -> None:

@@ -21,15 +21,16 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 # Pin like the local backend: the highest core for the program, the rest for this script.
 CORE = {sorted(os.sched_getaffinity(0))[-1]}
+ALL_CORES = os.sched_getaffinity(0)
 
 
-def run_json(argv: list[str]) -> dict[str, Any]:
+def run_json(argv: list[str], cores: set[int] = CORE) -> dict[str, Any]:
     completed = subprocess.run(
         argv,
         capture_output=True,
         text=True,
         check=True,
-        preexec_fn=lambda: os.sched_setaffinity(0, CORE),
+        preexec_fn=lambda: os.sched_setaffinity(0, cores),
     )
     result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
     return result
@@ -85,6 +86,47 @@ def compare(args: argparse.Namespace) -> None:
         )
 
 
+def thread_pools(args: argparse.Namespace) -> None:
+    """Each kind of thread pool beside its bare program, at the sizes where they differ: the
+    on-demand pool against a bare ThreadPoolExecutor, the prestarted against bare threads.
+
+    On all CPUs, not one: thousands of threads waking at once on one core become a GIL convoy
+    whose wall time varied tenfold between identical runs of the bare program (1.1-34 s
+    measured at W = 2,000), which no median of a few runs tames."""
+    rtt_seconds = float(args.rtt.removesuffix("ms")) / 1000
+    print(
+        f"\nThread pools: {args.tasks} sleep tasks at {args.rtt}, median of {args.pool_repeats}, "
+        f"on CPUs {sorted(ALL_CORES)}"
+    )
+    header = (
+        f"{'pool':<12}{'workers':>8}{'bare wall s':>13}{'runner wall s':>15}{'ratio':>8}"
+        f"{'bare threads':>14}{'runner threads':>16}{'bare RSS MiB':>14}{'runner RSS MiB':>16}"
+    )
+    print(header)
+    print("-" * len(header))
+    bare_script = {"onDemand": "bare_threads.py", "prestarted": "bare_threads_prestarted.py"}
+    for workers in (2_000, 10_000):
+        for pool in ("onDemand", "prestarted"):
+            script = [sys.executable, str(HERE / bare_script[pool])]
+            bare_runs, runner_runs = [], []
+            for _ in range(args.pool_repeats):
+                bare_argv = [*script, str(args.tasks), str(rtt_seconds), str(workers)]
+                runner_argv = runner("threads", args.tasks, args.rtt, workers, pool=pool)
+                bare_runs.append(run_json(bare_argv, ALL_CORES))
+                runner_runs.append(run_json(runner_argv, ALL_CORES))
+            bare_wall = statistics.median(r["wallSeconds"] for r in bare_runs)
+            runner_wall = statistics.median(r["wallSeconds"] for r in runner_runs)
+            bare_threads = statistics.median(r["threadsStarted"] for r in bare_runs)
+            runner_threads = statistics.median(r["workersStarted"] for r in runner_runs)
+            bare_rss = statistics.median(r["peakRssBytes"] for r in bare_runs) / 2**20
+            runner_rss = statistics.median(r["peakRssBytes"] for r in runner_runs) / 2**20
+            print(
+                f"{pool:<12}{workers:>8}{bare_wall:>13.3f}{runner_wall:>15.3f}"
+                f"{runner_wall / bare_wall:>8.3f}{bare_threads:>14.0f}{runner_threads:>16.0f}"
+                f"{bare_rss:>14.1f}{runner_rss:>16.1f}"
+            )
+
+
 def scale_checks(thread_workers: int) -> None:
     print("\nScale checks, one run each; efficiency = floor / wall, beside the bare program's")
     checks = [
@@ -114,9 +156,11 @@ def main() -> None:
     parser.add_argument("--rtt", default="100ms", help="in ms, e.g. 100ms")
     parser.add_argument("--thread-workers", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--skip-scale", action="store_true", help="only the side-by-side table")
+    parser.add_argument("--pool-repeats", type=int, default=9)
+    parser.add_argument("--skip-scale", action="store_true", help="only the side-by-side tables")
     args = parser.parse_args()
     compare(args)
+    thread_pools(args)
     if not args.skip_scale:
         scale_checks(args.thread_workers)
 

@@ -1,6 +1,6 @@
 """OS threads, in one of two pools (--pool):
 
-- onDemand (the default): concurrent.futures.ThreadPoolExecutor's way, which nornir and most
+- onDemand (the default): concurrent.futures.ThreadPoolExecutor, which nornir and most
   Python code use. Every task is submitted up front; a submit starts a thread only when no
   thread is idle and fewer than W run, so at large W far fewer than W threads start.
 - prestarted: all W threads start first, then pull tasks from a shared counter; with
@@ -12,9 +12,9 @@ fewer workers, with one thread per task it means a failed task."""
 from __future__ import annotations
 
 import itertools
-import queue
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from cxlab_runner import measure
 from cxlab_runner.config import RunnerConfig
@@ -42,62 +42,44 @@ def _counted(work: Callable[[], None], phase: TaskPhase) -> Callable[[], None]:
     return body
 
 
-class OnDemandPool:
-    """ThreadPoolExecutor's thread start-up without its Futures. As in Lib/concurrent/futures/
-    thread.py: the idle semaphore is released each time a thread finishes a task, and a submit
-    that can take it starts no thread."""
-
-    def __init__(self, max_workers: int, one: Callable[[], None], phase: TaskPhase) -> None:
-        self._max = max_workers
-        self._one = one
-        self._phase = phase
-        self._queue: queue.SimpleQueue[bool | None] = queue.SimpleQueue()
-        self._idle = threading.Semaphore(0)
-        self.threads: list[threading.Thread] = []
-        self.refused: RuntimeError | None = None
-
-    def submit(self) -> None:
-        self._queue.put(True)
-        if self._idle.acquire(timeout=0):
-            return
-        if self.refused is None and len(self.threads) < self._max:
-            thread = threading.Thread(target=_counted(self._work, self._phase), daemon=True)
-            try:
-                thread.start()
-            except RuntimeError as error:  # "can't start new thread": the pool stays this size
-                self.refused = error
-                return
-            self.threads.append(thread)
-
-    def _work(self) -> None:
-        get, one, idle = self._queue.get, self._one, self._idle
-        while get():  # None: shut down
-            one()
-            idle.release()
-
-    def shutdown(self) -> None:
-        for _ in self.threads:
-            self._queue.put(None)
-        for thread in self.threads:
-            thread.join()
-
-
 def _on_demand(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
-    pool = OnDemandPool(config.workers, timed(blocking_task(config), recorder), phase)
+    """concurrent.futures.ThreadPoolExecutor itself, used as nornir and most Python code use
+    it: every task submitted up front, threads started as it decides. Its initializer counts
+    the threads it starts."""
+    one = timed(blocking_task(config), recorder)
+    # Each thread's switches from its start to the end of its latest task, kept per thread
+    # (one writer per key: no lock, which thousands of threads would queue on) and summed.
+    first: dict[int, measure.Switches] = {}
+    latest: dict[int, measure.Switches] = {}
+
+    def start() -> None:
+        first[threading.get_ident()] = measure.thread_switches()
+
+    def task() -> None:
+        one()
+        latest[threading.get_ident()] = measure.thread_switches()
+
+    refused: RuntimeError | None = None
     phase.begin()
+    # Not `with`: its exit would wait for every task even when SIGTERM stops the trial.
+    pool = ThreadPoolExecutor(config.workers, initializer=start)
     for _ in range(config.tasks):
-        pool.submit()
-    if not pool.threads:  # not one thread: nothing will ever take the queued tasks
-        for _ in range(config.tasks):
-            recorder.failed(pool.refused or RuntimeError("no thread started"))
-    pool.shutdown()
+        try:
+            pool.submit(task)
+        except RuntimeError as error:  # "can't start new thread": the task is queued all
+            refused = refused or error  # the same, for the threads there are
+    pool.shutdown(wait=True)
     phase.end()
-    if pool.refused is not None:
+    for ident, switches in latest.items():
+        phase.add_task_switches(switches - first[ident])
+    if refused is not None:
         recorder.note(
-            f"the OS refused thread {len(pool.threads) + 1} of at most {config.workers}: "
-            f"{pool.refused}"
+            f"the OS refused threads beyond {len(first)} of {config.workers}: {refused}"
         )
-    return len(pool.threads)
+    lost = config.tasks - recorder.ok_count() - recorder.failed_count()
+    for _ in range(lost):  # queued with no thread to run them: not one could start
+        recorder.failed(refused or RuntimeError("no thread ran the task"))
+    return len(first)
 
 
 def _prestarted(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:

@@ -31,6 +31,10 @@ demo: deps cluster-up ## Local cluster + CRD + operator, apply an example (EXAMP
 plan: deps ## Print the trials of EXAMPLE=... without running them
 	cxlab plan $(EXAMPLE)
 
+.PHONY: seeds-doc
+seeds-doc: deps ## Run every seed's example, write manifests/examples/seeds.md: their figures beside the seeds' (FROM_RESULTS=1: from out/)
+	python hack/seeds-doc.py $(if $(FROM_RESULTS),--from-results)
+
 ##@ Develop
 
 .PHONY: test

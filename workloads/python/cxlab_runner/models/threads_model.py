@@ -73,9 +73,7 @@ def _on_demand(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -
     for ident, switches in latest.items():
         phase.add_task_switches(switches - first[ident])
     if refused is not None:
-        recorder.note(
-            f"the OS refused threads beyond {len(first)} of {config.workers}: {refused}"
-        )
+        recorder.note(f"the OS refused threads beyond {len(first)} of {config.workers}: {refused}")
     lost = config.tasks - recorder.ok_count() - recorder.failed_count()
     for _ in range(lost):  # queued with no thread to run them: not one could start
         recorder.failed(refused or RuntimeError("no thread ran the task"))

@@ -73,14 +73,15 @@ def fixture_documents() -> dict[str, dict[str, Any]]:
             entry("sequential", 0, 1, result(wallSeconds=1.0)),
             entry("sequential", 0, 2, result(wallSeconds=3.0)),
             entry("sequential", 0, 3, result(wallSeconds=1.5)),
-            entry("threads", 2, 1, result(wallSeconds=2.5)),
+            entry("threads", 2, 1, result(
+                wallSeconds=2.5, taskContextSwitches={"voluntary": 250, "involuntary": 3})),
             entry("threads", 2, 2, None),
             entry("processes", 2, 1, result(), pinned=False, message="not pinned: cpus [0]"),
         ]),
         "gil-count-syscalls": document("gil-count", GIL, [
             entry("sequential", 0, 1, result(syscalls=None, taskContextSwitches=None)),
             entry("threads", 2, 1, result(
-                syscalls=traced, taskContextSwitches={"voluntary": 250, "involuntary": 3})),
+                syscalls=traced, taskContextSwitches={"voluntary": 900, "involuntary": 3})),
             entry("processes", 2, 1, result(syscalls=unavailable)),
         ]) | {"metadata": {"name": "gil-count-syscalls"}},
         "greenlets-sleep-n100": document("greenlets-sleep-n100", GREENLETS, [
@@ -184,22 +185,24 @@ def test_the_floor_and_the_seeds_derived_efficiency() -> None:
 
 def test_missing_measurements_are_never_zero() -> None:
     text = render()
-    rows = table(text, "gil-threading-caveats", "System calls and context switches")
+    rows = table(text, "gil-threading-caveats", "System calls")  # from the traced run
     threads, sequential, processes = (
         rows[label] for label in ("two threads", "sequential", "two processes")
     )
     assert threads["futex calls, here"] == "54,000 (n=1)"
-    assert threads["voluntary switches, task threads, here"] == "250 (n=1)"
     assert sequential["futex calls, here"] == "not traced"
-    assert sequential["voluntary switches, task threads, here"] == "—"  # null: no task threads
     assert processes["futex calls, here"].startswith("unavailable (strace is not installed")
     assert processes["all system calls, here"].startswith("unavailable")
-    assert processes["voluntary switches, task threads, here"] == "—"  # an older runner
+    switches = table(text, "gil-threading-caveats", "Context switches")  # the untraced run
+    assert switches["two threads"]["voluntary switches, task threads, here"] == "250 (n=1)"
+    assert switches["sequential"]["voluntary switches, task threads, here"] == "—"  # older runner
+    assert switches["sequential"]["voluntary switches, process, here"] == "300 (300\N{EN DASH}300, n=3)"
     memory = table(text, "greenlets-vs-threads", "Prog 2: N tasks alive, memory")
     assert memory["threads, N = 1,000"]["VmPeak, here"] == "9.00 GiB (n=1)"
     assert memory["greenlets (gevent), N = 1,000"]["VmPeak, here"] == "—"
     assert memory["greenlets (gevent), N = 1,000"]["peak RSS, here"] == "42.0 MiB (n=1)"
-    for cell in [*threads.values(), *sequential.values(), *processes.values()]:
+    cells = [*threads.values(), *sequential.values(), *processes.values()]
+    for cell in [*cells, *switches["sequential"].values()]:
         assert not cell.startswith("0 ") and cell != "0"
 
 

@@ -196,7 +196,8 @@ def test_missing_measurements_are_never_zero() -> None:
     switches = table(text, "gil-threading-caveats", "Context switches")  # the untraced run
     assert switches["two threads"]["voluntary switches, task threads, here"] == "250 (n=1)"
     assert switches["sequential"]["voluntary switches, task threads, here"] == "—"  # older runner
-    assert switches["sequential"]["voluntary switches, process, here"] == "300 (300\N{EN DASH}300, n=3)"
+    process = switches["sequential"]["voluntary switches, process, here"]
+    assert process == "300 (300\N{EN DASH}300, n=3)"
     memory = table(text, "greenlets-vs-threads", "Prog 2: N tasks alive, memory")
     assert memory["threads, N = 1,000"]["VmPeak, here"] == "9.00 GiB (n=1)"
     assert memory["greenlets (gevent), N = 1,000"]["VmPeak, here"] == "—"

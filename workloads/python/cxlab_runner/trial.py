@@ -4,9 +4,7 @@ model's task phase, write the Result, linger so a scraper sees the final values.
 from __future__ import annotations
 
 import gc
-import os
 import signal
-import sys
 import time
 
 from cxlab_runner import measure, models
@@ -37,11 +35,7 @@ def run_trial(config: RunnerConfig, syscalls: dict[str, str] | None = None) -> N
         # The runner's own objects (its imports, prometheus_client) out of the collector's
         # way: a bare program has none, and a full collection would stop every task thread.
         gc.freeze()
-        try:
-            workers = run_model(config, recorder, phase)
-        except SystemExit as stop:  # SIGTERM in the task phase (__main__.py): end now, as
-            sys.stderr.flush()  # the interpreter's exit would join a ThreadPoolExecutor's
-            os._exit(stop.code if isinstance(stop.code, int) else 1)  # threads, never daemons
+        workers = run_model(config, recorder, phase)
         # A SIGTERM from here on only ends the linger: held back while the Result is written,
         # delivered (if one came) once the linger starts.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})

@@ -12,6 +12,8 @@ fewer workers, with one thread per task it means a failed task."""
 from __future__ import annotations
 
 import itertools
+import os
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -61,14 +63,17 @@ def _on_demand(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -
 
     refused: RuntimeError | None = None
     phase.begin()
-    # Not `with`: its exit would wait for every task even when SIGTERM stops the trial.
     pool = ThreadPoolExecutor(config.workers, initializer=start)
-    for _ in range(config.tasks):
-        try:
-            pool.submit(task)
-        except RuntimeError as error:  # "can't start new thread": the task is queued all
-            refused = refused or error  # the same, for the threads there are
-    pool.shutdown(wait=True)
+    try:
+        for _ in range(config.tasks):
+            try:
+                pool.submit(task)
+            except RuntimeError as error:  # "can't start new thread": the task is queued all
+                refused = refused or error  # the same, for the threads there are
+        pool.shutdown(wait=True)
+    except SystemExit as stop:  # SIGTERM (__main__.py): end now. The pool's threads are never
+        sys.stderr.flush()  # daemons: the interpreter's exit would wait for their tasks.
+        os._exit(stop.code if isinstance(stop.code, int) else 1)
     phase.end()
     for ident, switches in latest.items():
         phase.add_task_switches(switches - first[ident])

@@ -97,8 +97,8 @@ def _structural_problems(node: Any, where: str, in_junctor: bool = False) -> lis
         problems.append(f"{where}: type {kind!r} (nullable: true instead)")
     if "properties" in node and isinstance(node.get("additionalProperties"), dict | bool):
         problems.append(f"{where}: properties and additionalProperties together")
-    if None in node.get("enum", []):
-        problems.append(f"{where}: null in an enum")
+    if node.get("nullable") and "enum" in node:  # the apiserver refuses null then
+        problems.append(f"{where}: an enum on a nullable field")
     for name, child in node.get("properties", {}).items():
         problems += _structural_problems(child, f"{where}.{name}", in_junctor)
     for key in ("items", "additionalProperties"):

@@ -187,8 +187,10 @@ def structural(schema: Schema, definitions: Schema) -> Schema:
             out[key] = structural(value, definitions)
         else:
             out[key] = copy.deepcopy(value)
-    if out.get("nullable") and None in out.get("enum", []):  # null is nullable's to allow
-        out["enum"] = [v for v in out["enum"] if v is not None]
+    if out.get("nullable") and "enum" in out:
+        # The apiserver checks a null against the enum, null listed or not, and refuses it:
+        # such a field (only in the runner's Result) keeps its enum in the Result's schema.
+        del out["enum"]
     if "enum" in out and "type" not in out:  # structural schemas type every field
         kinds = {type(v) for v in out["enum"]}
         out["type"] = "string" if kinds == {str} else "integer" if kinds == {int} else "number"

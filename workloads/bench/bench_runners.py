@@ -15,6 +15,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,7 @@ def thread_pools(args: argparse.Namespace) -> None:
     )
     header = (
         f"{'pool':<12}{'workers':>8}{'bare wall s':>13}{'runner wall s':>15}{'ratio':>8}"
+        f"{'bare range s':>15}{'runner range s':>16}"
         f"{'bare threads':>14}{'runner threads':>16}{'bare RSS MiB':>14}{'runner RSS MiB':>16}"
     )
     print(header)
@@ -120,11 +122,21 @@ def thread_pools(args: argparse.Namespace) -> None:
             runner_threads = statistics.median(r["workersStarted"] for r in runner_runs)
             bare_rss = statistics.median(r["peakRssBytes"] for r in bare_runs) / 2**20
             runner_rss = statistics.median(r["peakRssBytes"] for r in runner_runs) / 2**20
+            # The range too: thousands of threads behind one GIL fall into a convoy now and
+            # then, bare or not, and one such run is several times the others.
+            bare_range = _range(r["wallSeconds"] for r in bare_runs)
+            runner_range = _range(r["wallSeconds"] for r in runner_runs)
             print(
                 f"{pool:<12}{workers:>8}{bare_wall:>13.3f}{runner_wall:>15.3f}"
-                f"{runner_wall / bare_wall:>8.3f}{bare_threads:>14.0f}{runner_threads:>16.0f}"
+                f"{runner_wall / bare_wall:>8.3f}{bare_range:>15}{runner_range:>16}"
+                f"{bare_threads:>14.0f}{runner_threads:>16.0f}"
                 f"{bare_rss:>14.1f}{runner_rss:>16.1f}"
             )
+
+
+def _range(values: Iterable[float]) -> str:
+    ordered = sorted(values)
+    return f"{ordered[0]:.2f}-{ordered[-1]:.2f}"
 
 
 def scale_checks(thread_workers: int) -> None:

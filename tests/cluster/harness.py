@@ -148,9 +148,18 @@ class Lab:
     def running_pod(self, name: str) -> bool:
         return any(p.status.phase == "Running" for p in self.pods(name))
 
-    def events(self, name: str) -> list[Any]:
-        return [
-            e
-            for e in self.core.list_namespaced_event(self.namespace).items
-            if e.involved_object.name == name and e.involved_object.kind == "ConcurrencyExperiment"
-        ]
+    def events(self, name: str, *expected: str, timeout: float = 15) -> list[Any]:
+        """The experiment's Events, once every `expected` reason is among them: kopf posts
+        Events from a queue of its own, so one can land after the status that follows it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [
+                e
+                for e in self.core.list_namespaced_event(self.namespace).items
+                if e.involved_object.name == name
+                and e.involved_object.kind == "ConcurrencyExperiment"
+            ]
+            missing = set(expected) - {e.reason for e in found}
+            if not missing or time.monotonic() > deadline:
+                return found
+            time.sleep(0.5)

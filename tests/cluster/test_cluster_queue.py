@@ -73,7 +73,9 @@ def test_experiments_applied_together_run_one_after_another_in_creation_order(la
     for experiment in done[1:]:
         admitted = condition(experiment, "Queued")
         assert admitted["status"] == "False" and admitted["reason"] == "Admitted", admitted
-        reasons = [e.reason for e in lab.events(experiment["metadata"]["name"])]
+        reasons = [
+            e.reason for e in lab.events(experiment["metadata"]["name"], "Queued", "Started")
+        ]
         assert "Queued" in reasons and "Started" in reasons
 
 

@@ -37,7 +37,7 @@ def test_a_pod_the_apiserver_refuses_fails_the_experiment(lab: Lab) -> None:
     assert "HTTP response" not in failed["message"] and "(422)" not in failed["message"]
     assert [e["phase"] for e in status["trials"]] == ["Failed", "Failed"]
     assert all(e["message"] == failed["message"] for e in status["trials"])
-    events = {e.reason: e.message for e in lab.events("refused")}
+    events = {e.reason: e.message for e in lab.events("refused", "PodRejected")}
     assert "is invalid" in events["PodRejected"]
     assert not lab.pods("refused")
     # finished, it stays so: no more attempts, no more writes of a different status
@@ -66,5 +66,5 @@ def test_an_image_that_cannot_be_pulled_fails_the_experiment(
     assert "ErrImagePull" in failed["message"] or "ImagePullBackOff" in failed["message"]
     assert f"check spec.image ({image})" in failed["message"]
     assert [e["phase"] for e in status["trials"]] == ["Failed", "Failed"]
-    assert "ImagePullFailed" in {e.reason for e in lab.events("unpulled")}
+    assert "ImagePullFailed" in {e.reason for e in lab.events("unpulled", "ImagePullFailed")}
     lab.wait("unpulled", lambda _: not lab.pods("unpulled"), timeout=30)

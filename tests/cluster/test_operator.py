@@ -68,7 +68,7 @@ def test_every_model_reaches_succeeded_pinned(lab: Lab, tmp_path: Path) -> None:
     assert report.returncode == 0, report.stderr
     html = (tmp_path / "sleepers.html").read_text()
     assert html.count("<svg") >= 4 and "Wall time vs workers" in html
-    reasons = [e.reason for e in lab.events("sleepers")]
+    reasons = [e.reason for e in lab.events("sleepers", "Started", "TrialSucceeded", "Completed")]
     assert "Started" in reasons and reasons.count("TrialSucceeded") == 6 and "Completed" in reasons
     assert lab.wait("sleepers", lambda _: not lab.pods("sleepers"), timeout=30) is not None
 
@@ -164,7 +164,7 @@ def test_a_trial_over_its_timeout_fails_with_the_reason(lab: Lab) -> None:
     lab.apply("slow", experiment_spec(ASYNCIO, one_long_task(60), trialTimeout="3s"))
     [entry] = lab.wait_finished("slow", timeout=60)["status"]["trials"]
     assert entry["phase"] == "Failed" and "timed out after trialTimeout 3s" in entry["message"]
-    assert "TrialFailed" in [e.reason for e in lab.events("slow")]
+    assert "TrialFailed" in [e.reason for e in lab.events("slow", "TrialFailed")]
 
 
 def test_a_spec_change_while_running_is_reported(lab: Lab) -> None:

@@ -71,25 +71,22 @@ func RSS() (int64, error) {
 // Not getrusage's ru_maxrss: that survives exec, so a runner started from a
 // larger parent (the Python driver) would report the parent's peak.
 func PeakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	kib, err := statusField(b, "VmHWM:")
-	if err != nil {
-		return 0
-	}
-	return kib * 1024
+	return statusBytes("VmHWM:")
 }
 
 // PeakVM returns the kernel's virtual-memory high-water mark (VmPeak), 0 if
 // unknown: address space reserved, touched or not.
 func PeakVM() int64 {
+	return statusBytes("VmPeak:")
+}
+
+// statusBytes reads a kB line of /proc/self/status in bytes, 0 if unknown.
+func statusBytes(name string) int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
-	kib, err := statusField(b, "VmPeak:")
+	kib, err := statusField(b, name)
 	if err != nil {
 		return 0
 	}

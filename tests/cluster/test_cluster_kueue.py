@@ -10,12 +10,13 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import kubernetes
 import pytest
 from harness import ROOT, Lab
-from test_cluster_queue import assert_ran_one_after_another, condition, short, status
+from test_cluster_queue import assert_ran_one_after_another, condition, moment, short, status
 
 KUEUE = ROOT / "hack" / "kueue.sh"
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta1"
@@ -99,6 +100,14 @@ def gated(lab: Lab, name: str) -> bool:
     return any(p.spec.scheduling_gates for p in lab.pods(name))
 
 
+def _after_its_trial(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Kueue frees the quota when the first trial's Pod terminates, a moment before cxlab
+    records the first experiment's completion, so the second may start before that stamp.
+    It cannot start before the first trial's 3 s of sleep are over (1 s stamps)."""
+    gap = moment(status(after)["startTime"]) - moment(status(before)["startTime"])
+    return gap >= timedelta(seconds=3)
+
+
 def test_kueue_admits_the_trial_pods_and_cxlab_follows(lab: Lab, queue: str) -> None:
     for name in ("ka", "kb"):
         lab.apply(name, {**short(), "queueName": queue})
@@ -113,6 +122,6 @@ def test_kueue_admits_the_trial_pods_and_cxlab_follows(lab: Lab, queue: str) -> 
     queued = condition(waiting, "Queued")
     assert queued["reason"] == "WaitingForKueue" and f"LocalQueue {queue}" in queued["message"]
     assert workloads(lab.namespace), "Kueue made no Workload for the trial Pods"
-    done = assert_ran_one_after_another(lab, [first, second])
+    done = assert_ran_one_after_another(lab, [first, second], follows=_after_its_trial)
     assert status(done[1])["queuedSeconds"] > 0
     assert condition(done[1], "Queued")["reason"] == "Admitted"

@@ -6,6 +6,7 @@ while they wait loses nobody's place and runs no trial twice."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import datetime
 from itertools import pairwise
 from typing import Any
@@ -38,15 +39,22 @@ def queued(lab: Lab, name: str) -> bool:
     return bool(status(lab.get(name)).get("queue"))
 
 
-def assert_ran_one_after_another(lab: Lab, names: list[str]) -> list[dict[str, Any]]:
+def started_after_it_finished(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """cxlab's queue: an admitted experiment holds its slot until it has finished, so the next
+    one's first trial starts once the one before has a completion time (1 s stamps)."""
+    return moment(status(after)["startTime"]) >= moment(status(before)["completionTime"])
+
+
+def assert_ran_one_after_another(
+    lab: Lab, names: list[str], follows: Callable[[Any, Any], bool] = started_after_it_finished
+) -> list[dict[str, Any]]:
     done = [lab.wait_finished(name, timeout=180) for name in names]
     for experiment in done:
         assert status(experiment)["phase"] == "Succeeded", status(experiment)
         [entry] = status(experiment)["trials"]
         assert entry["attempts"] == 1  # no trial ran twice
     for before, after in pairwise(done):
-        # the next one's first trial started once the one before had finished (1 s stamps)
-        assert moment(status(after)["startTime"]) >= moment(status(before)["completionTime"])
+        assert follows(before, after), (status(before), status(after))
     return done
 
 
@@ -56,8 +64,9 @@ def test_experiments_applied_together_run_one_after_another_in_creation_order(la
         lab.apply(name, short())
     lab.wait("qc", lambda e: bool(status(e).get("queue")), timeout=30)
     lab.wait("qa", lambda _: lab.running_pod("qa"), timeout=60)
-    # qa is admitted; the next passes of the others see it (and so move up)
+    # qa is admitted; the next pass of each of the others sees it, and so moves it up
     lab.wait("qb", lambda e: status(e).get("queue", {}).get("position") == 1, timeout=10)
+    lab.wait("qc", lambda e: status(e).get("queue", {}).get("position") == 2, timeout=10)
     waiting_b, waiting_c = status(lab.get("qb")), status(lab.get("qc"))
     assert waiting_b["phase"] == waiting_c["phase"] == "Pending"
     assert (waiting_b["queue"]["position"], waiting_c["queue"]["position"]) == (1, 2)

@@ -202,6 +202,15 @@ QueueName = Annotated[
 Cpu = Annotated[int, _between(1, MAX_CPU)]
 Count = Annotated[int, _between(1, MAX_LIST_ITEMS)]  # repetitions, parallelism
 TtlSeconds = Annotated[int, _between(0, MAX_TTL_SECONDS)]
+# A latency objective: a millisecond is below any RTT worth planning for, an hour past any.
+MIN_LATENCY_OBJECTIVE, MAX_LATENCY_OBJECTIVE = "1ms", "1h"
+LatencyObjective = Annotated[
+    str,
+    _duration_field(MIN_LATENCY_OBJECTIVE, MAX_LATENCY_OBJECTIVE),
+    _duration_check(MIN_LATENCY_OBJECTIVE, MAX_LATENCY_OBJECTIVE),
+]
+# A billion tasks a second is past every service; the bound keeps the arithmetic finite.
+MAX_TARGET_RATE = 1e9
 
 
 def _check_quantity(text: str) -> str:
@@ -444,6 +453,36 @@ class Placement(_Strict):
     """Affinity of trial Pods, as in a Pod spec."""
 
 
+class LatencyTarget(_Strict):
+    """The latency every task must meet, at one of the percentiles the runners report."""
+
+    percentile: Literal["p50", "p90", "p99"] = "p99"
+    """The percentile of task latency the objective is about."""
+    max: LatencyObjective
+    """The most that percentile may be, e.g. 250ms."""
+
+
+class CapacityTarget(_Strict):
+    """The load a capacity plan is for."""
+
+    rate_per_second: Annotated[float, Field(strict=True, gt=0, le=MAX_TARGET_RATE)]
+    """Tasks per second the whole fleet must sustain."""
+    latency: LatencyTarget
+    """The latency objective (e.g. p99 at most 250ms)."""
+    cpu_utilization: Annotated[float, Field(strict=True, gt=0, le=1)] = 0.7
+    """The share of each Pod's CPUs the plan may use: headroom for bursts and noisy
+    neighbours."""
+    rtt: Rtt | None = None
+    """The RTT the plan is for when the workload has several (rtts); unset: the largest."""
+
+
+class Capacity(_Strict):
+    """Turn the measurements into Pods and cores for a target load (status.capacityPlan)."""
+
+    target: CapacityTarget
+    """The load to plan for."""
+
+
 class ExperimentSpec(_Strict):
     workload: WorkloadSpec
     """What each task does."""
@@ -487,6 +526,8 @@ class ExperimentSpec(_Strict):
     """Delete the experiment this long after it finished; kept when unset."""
     keep_pods_on_failure: bool = False
     """Keep the Pods of failed trials for inspection (kubectl logs)."""
+    capacity: Capacity | None = None
+    """A capacity plan for a target load, from this experiment's measured points."""
 
     @model_validator(mode="after")
     def _rules(self) -> ExperimentSpec:
@@ -510,6 +551,12 @@ class ExperimentSpec(_Strict):
                     f"{MAX_THREAD_WORKERS} (the kernel's default vm.max_map_count runs out near "
                     f"32,000)"
                 )
+        target = self.capacity.target if self.capacity else None
+        if target and target.rtt and parse_duration(target.rtt) not in self.workload.rtt_seconds():
+            raise ValueError(
+                f"capacity.target.rtt {target.rtt} is not one of the workload's RTTs: "
+                f"name one of them or leave it out"
+            )
         count = self.trial_count()
         if count > MAX_TRIALS:
             raise ValueError(

@@ -10,32 +10,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
-
 from cxlab.plan import Trial
+from cxlab.shape import Shape, nullable, optional, shaped
 from cxlab.spec import ExperimentSpec
 from cxlab.summary import TrialOutcome, best_line, summarize
-
-
-class _Shape(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",  # a key no model declares is a builder drifting from the schema
-        alias_generator=to_camel,
-        populate_by_name=True,
-        use_attribute_docstrings=True,  # docstrings become the CRD's descriptions
-    )
-
-
-def _optional(schema: dict[str, Any] | None = None) -> Any:
-    """A field that may be left out but is never null: the apiserver rejects a null where the
-    schema does not say nullable. (Typed without None so that validation refuses one.)"""
-    return Field(default=None, json_schema_extra=schema)
-
-
-def _nullable() -> Any:
-    """A field written as JSON null when it does not apply (not merely left out)."""
-    return Field(default=None, json_schema_extra={"nullable": True})
 
 
 class Phase(StrEnum):
@@ -45,102 +23,102 @@ class Phase(StrEnum):
     FAILED = "Failed"
 
 
-class Condition(_Shape):
+class Condition(Shape):
     """A Kubernetes condition (metav1.Condition's fields)."""
 
     type: str
     status: Literal["True", "False", "Unknown"]
-    reason: str = _optional()
-    message: str = _optional()
-    last_transition_time: datetime = _optional()
-    observed_generation: int = _optional()
+    reason: str = optional()
+    message: str = optional()
+    last_transition_time: datetime = optional()
+    observed_generation: int = optional()
 
 
-class RunningTrial(_Shape):
-    trial: str = _optional()
-    pod: str = _optional()
-    tasks_done: int = _optional()
-    tasks: int = _optional()
-    elapsed_seconds: float = _optional()
+class RunningTrial(Shape):
+    trial: str = optional()
+    pod: str = optional()
+    tasks_done: int = optional()
+    tasks: int = optional()
+    elapsed_seconds: float = optional()
 
 
-class Progress(_Shape):
-    trials_total: int = _optional()
-    trials_done: int = _optional()
-    trials_failed: int = _optional()
-    display: str = _optional()
-    running: list[RunningTrial] = _optional()
+class Progress(Shape):
+    trials_total: int = optional()
+    trials_done: int = optional()
+    trials_failed: int = optional()
+    display: str = optional()
+    running: list[RunningTrial] = optional()
 
 
-class PrometheusUsage(_Shape):
+class PrometheusUsage(Shape):
     """The trial container as Prometheus saw it (cAdvisor) over the trial Pod's life, when
     the operator has a Prometheus (CXLAB_PROMETHEUS_URL)."""
 
-    cpu_throttled_ratio: float = _optional()
+    cpu_throttled_ratio: float = optional()
     """CFS periods throttled / CFS periods."""
-    memory_working_set_bytes: int = _optional()
+    memory_working_set_bytes: int = optional()
     """Largest container_memory_working_set_bytes."""
-    window_seconds: int = _optional()
-    missing: list[str] = _optional()
+    window_seconds: int = optional()
+    missing: list[str] = optional()
     """Fields Prometheus had no data for (never reported 0)."""
-    error: str = _optional()
+    error: str = optional()
 
 
-class TrialEntry(_Shape):
+class TrialEntry(Shape):
     name: str
     model: str
-    variant: str = _optional()
+    variant: str = optional()
     workers: int
-    gomaxprocs: int | None = _nullable()
-    rtt_seconds: float | None = _nullable()
+    gomaxprocs: int | None = nullable()
+    rtt_seconds: float | None = nullable()
     repetition: int
     phase: Literal["Succeeded", "Failed"]
-    message: str = _optional()
-    attempts: int = _optional()
-    node: str = _optional()
-    pinned: bool = _optional()
+    message: str = optional()
+    attempts: int = optional()
+    node: str = optional()
+    pinned: bool = optional()
     """Whether the trial ran on exactly the cores it asked for (set once it has a Result)."""
-    metrics_scraped: bool = _optional()
-    prometheus: PrometheusUsage = _optional()
-    result: dict[str, Any] = _optional()
+    metrics_scraped: bool = optional()
+    prometheus: PrometheusUsage = optional()
+    result: dict[str, Any] = optional()
     """The runner's Result (cxlab_contract/result-v1.schema.json)."""
 
 
-class QueuePlace(_Shape):
+class QueuePlace(Shape):
     """Where an experiment waiting for capacity stands (cxlab.controller.queue)."""
 
-    position: int = _optional()
+    position: int = optional()
     """1 = next to be admitted."""
-    length: int = _optional()
+    length: int = optional()
     """Experiments waiting, this one included."""
-    behind: str = _optional()
+    behind: str = optional()
     """namespace/name of the experiment ahead that does not fit yet, if any."""
-    since: datetime = _optional()
-    message: str = _optional()
+    since: datetime = optional()
+    message: str = optional()
 
 
-class ExperimentStatus(_Shape):
+class ExperimentStatus(Shape):
     """Written by the operator: progress as trials end, the summary at the end."""
 
-    phase: Phase = _optional()
-    observed_generation: int = _optional()
-    start_time: datetime = _optional()
-    completion_time: datetime = _optional()
-    best: str = _optional()
+    phase: Phase = optional()
+    observed_generation: int = optional()
+    start_time: datetime = optional()
+    completion_time: datetime = optional()
+    best: str = optional()
     """The first recommendation, short."""
-    progress: Progress = _optional()
-    conditions: list[Condition] = _optional(
+    progress: Progress = optional()
+    conditions: list[Condition] = optional(
         {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
     )
-    attempts: dict[str, int] = _optional()
+    attempts: dict[str, int] = optional()
     """Pods started per unfinished trial (retries after loss)."""
-    started_spec: str = _optional()
+    started_spec: str = optional()
     """The spec the run started with, as JSON: it ends with that spec."""
-    trials: list[TrialEntry] = _optional()
-    summary: dict[str, Any] = _optional()
-    queue: QueuePlace = _optional()
+    trials: list[TrialEntry] = optional()
+    summary: dict[str, Any] = optional()
+    queue: QueuePlace = optional()
     """While it waits for capacity (phase Pending, condition Queued)."""
-    queued_seconds: float = _optional()
+    queued_seconds: float = optional()
     """How long it waited for capacity before its first trial started."""
 
 
@@ -231,16 +209,10 @@ def queue_place(
     position: int | None, length: int | None, behind: str | None, since: datetime, message: str
 ) -> dict[str, Any]:
     """status.queue; position and length None when Kueue keeps the queue."""
-    return _shaped(
+    return shaped(
         QueuePlace, position=position, length=length, behind=behind, since=since,
         message=message,
     )  # fmt: skip
-
-
-def _shaped(model: type[_Shape], **fields: Any) -> dict[str, Any]:
-    """A part of the status as written, by its typed model's names; None means left out."""
-    given = {name: value for name, value in fields.items() if value is not None}
-    return model(**given).model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
 def running_entry(
@@ -248,7 +220,7 @@ def running_entry(
 ) -> dict[str, Any]:
     """progress.running's entry for a trial whose Pod runs."""
     elapsed = None if elapsed_seconds is None else round(elapsed_seconds, 1)
-    return _shaped(
+    return shaped(
         RunningTrial, trial=trial, pod=pod, tasks=tasks, tasks_done=tasks_done,
         elapsed_seconds=elapsed,
     )  # fmt: skip
@@ -261,7 +233,7 @@ def prometheus_usage(
     error: str | None = None,
 ) -> dict[str, Any]:
     """A trial entry's `prometheus`: what Prometheus had (cAdvisor), and what it had not."""
-    return _shaped(
+    return shaped(
         PrometheusUsage, window_seconds=window_seconds,
         cpu_throttled_ratio=found.get("cpuThrottledRatio"),
         memory_working_set_bytes=found.get("memoryWorkingSetBytes"),

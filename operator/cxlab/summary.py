@@ -158,29 +158,56 @@ def _measures(results: list[Result]) -> dict[str, Any]:
     }
 
 
-def _points(
-    outcomes: Iterable[TrialOutcome], pinning: str, tolerance: float
-) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class PointRuns:
+    """One point of the matrix (variant, workers, RTT) and its trials: the Results that count
+    under the experiment's pinning, and how many did not."""
+
+    trial: Trial  # the first repetition's: the point's model, variant, workers, RTT
+    members: list[TrialOutcome]
+    results: list[Result]
+    unpinned: int  # measured, but not on the cores asked for (left out under "required")
+
+    @property
+    def failed(self) -> int:
+        return len(self.members) - len(self.results) - self.unpinned
+
+
+def group_points(outcomes: Iterable[TrialOutcome], pinning: str) -> list[PointRuns]:
+    """The outcomes by point, in the order the points first appear; shared by the summary,
+    the capacity plan and a schedule's history, so all three see the same repetitions."""
     groups: dict[tuple[str, int, float | None], list[TrialOutcome]] = {}
     for outcome in outcomes:
         trial = outcome.trial
         groups.setdefault((trial.variant, trial.workers, trial.rtt_seconds), []).append(outcome)
+    return [
+        PointRuns(
+            trial=members[0].trial,
+            members=members,
+            results=[o.result for o in members if o.counts(pinning) and o.result is not None],
+            unpinned=sum(o.succeeded and not o.counts(pinning) for o in members),
+        )
+        for members in groups.values()
+    ]
+
+
+def _points(
+    outcomes: Iterable[TrialOutcome], pinning: str, tolerance: float
+) -> list[dict[str, Any]]:
     points = []
-    for (variant, workers, rtt), members in groups.items():
-        trial = members[0].trial
-        results = [o.result for o in members if o.counts(pinning) and o.result is not None]
-        unpinned = sum(o.succeeded and not o.counts(pinning) for o in members)
+    for group in group_points(outcomes, pinning):
+        trial, results = group.trial, group.results
         point: dict[str, Any] = {
-            "variant": variant,
+            "variant": trial.variant,
             "model": trial.model,
             "gomaxprocs": trial.gomaxprocs,
-            "workers": workers,
-            "rttSeconds": rtt,
+            "workers": trial.workers,
+            "rttSeconds": trial.rtt_seconds,
             "repetitions": len(results),
-            "failedTrials": len(members) - len(results) - unpinned,
+            "failedTrials": group.failed,
         }
-        if unpinned:
-            point["unpinnedTrials"] = unpinned  # measured, but not on the cores it asked for
+        if group.unpinned:
+            point["unpinnedTrials"] = group.unpinned  # measured, but not on its own cores
         if results:
             point |= _measures(results)
             noisy = _noisy(point, tolerance)

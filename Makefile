@@ -55,7 +55,7 @@ bench: deps ## Runners vs bare programs: wall-time and peak-RSS ratios side by s
 	python workloads/bench/bench_runners.py
 
 .PHONY: crd
-crd: deps ## Regenerate the CRD (manifests/crds/) from the spec models
+crd: deps ## Regenerate the CRDs (manifests/crds/) from the spec models
 	python -m cxlab.crd
 
 .PHONY: placement-schema
@@ -69,7 +69,7 @@ dashboards: deps ## Regenerate the Grafana dashboards (dashboards/*.json) from d
 .PHONY: bench-operator
 bench-operator: deps cluster-up ## Operator costs on the local cluster: time to first Pod, overhead and patches per trial, RSS
 	$(KUBECTL) apply --server-side --force-conflicts -f manifests/crds/
-	$(KUBECTL) wait --for condition=established --timeout=60s crd/concurrencyexperiments.cxlab.dev
+	$(KUBECTL) wait --for condition=established --timeout=60s crd/concurrencyexperiments.cxlab.dev crd/experimentschedules.cxlab.dev
 	python operator/bench/bench_operator.py
 
 .PHONY: helm
@@ -86,8 +86,9 @@ $(BIN)/helm:
 	GOBIN=$(CURDIR)/$(BIN) GOSUMDB=off go install -ldflags '$(HELM_LDFLAGS)' $(HELM_PKG)/cmd/helm@$(HELM_VERSION)
 
 .PHONY: chart-sync
-chart-sync: ## Copy the CRD and the dashboards into the Helm chart (charts/cxlab/); tests fail on drift
-	cp manifests/crds/concurrencyexperiments.cxlab.dev.yaml charts/cxlab/files/crds/
+chart-sync: ## Copy the CRDs and the dashboards into the Helm chart (charts/cxlab/); tests fail on drift
+	rm -f charts/cxlab/files/crds/*.yaml
+	cp manifests/crds/*.yaml charts/cxlab/files/crds/
 	rm -f charts/cxlab/dashboards/*.json
 	shopt -s nullglob; for f in dashboards/*.json; do cp "$$f" charts/cxlab/dashboards/; done
 

@@ -6,11 +6,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dashboards import experiment, models, operator
+from dashboards import capacity, experiment, models, operator
 from dashboards.panels import to_json
 
 FOLDER = Path(__file__).resolve().parent
 DASHBOARDS: dict[str, Any] = {
+    "capacity-planning.json": capacity.dashboard,
     "experiment-overview.json": experiment.dashboard,
     "model-comparison.json": models.dashboard,
     "operator-health.json": operator.dashboard,

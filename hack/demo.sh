@@ -9,7 +9,7 @@ NAME="$(python -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["me
 LOG=build/cluster/logs/operator-demo.log
 
 kubectl apply -f manifests/crds/ -f manifests/rbac/
-kubectl wait --for condition=established --timeout=60s crd/concurrencyexperiments.cxlab.dev
+kubectl wait --for condition=established --timeout=60s crd/concurrencyexperiments.cxlab.dev crd/experimentschedules.cxlab.dev
 
 cxlab operator --health-port 0 >"$LOG" 2>&1 &
 operator=$!

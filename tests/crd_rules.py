@@ -213,6 +213,26 @@ CASES = [
         field="spec.workload.hold",
     ),
     Case(
+        "spec.capacity.target.latency.max",
+        "must be a duration between 1ms and 1h",
+        valid=manifest(capacity={"target": {"ratePerSecond": 1, "latency": {"max": "1ms"}}}),
+        invalid=manifest(capacity={"target": {"ratePerSecond": 1, "latency": {"max": "0.9ms"}}}),
+        field="spec.capacity.target.latency.max",
+    ),
+    Case(
+        "spec.capacity.target.rtt",
+        "must be a duration between 0s and 1h",
+        valid=manifest(
+            workload=workload(rtt="1h"),
+            capacity={"target": {"ratePerSecond": 1, "latency": {"max": "1h"}, "rtt": "60m"}},
+        ),
+        invalid=manifest(
+            workload=workload(rtt="1h"),
+            capacity={"target": {"ratePerSecond": 1, "latency": {"max": "1h"}, "rtt": "2h"}},
+        ),
+        field="spec.capacity.target.rtt",
+    ),
+    Case(
         "spec.resources.memory",
         "must be between 64Mi and 1Ti",
         valid=manifest(resources={"memory": "64Mi"}),

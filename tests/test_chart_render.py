@@ -12,13 +12,12 @@ from typing import Any
 import pytest
 import yaml
 
-from cxlab.crd import CRD_PATH
+from cxlab.crd import GENERATED
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "cxlab"
 HELM = ROOT / "build" / "bin" / "helm"
 RBAC = ROOT / "manifests" / "rbac" / "operator.yaml"
-CHART_CRD = CHART / "files" / "crds" / CRD_PATH.name
 SCENARIOS = sorted(p.name for p in (CHART / "ci").glob("*.yaml"))
 
 
@@ -180,18 +179,26 @@ def test_namespaced_rbac_grants_the_same_only_in_the_listed_namespaces() -> None
     assert pod_monitor["spec"]["namespaceSelector"] == {"matchNames": ["team-a"]}
 
 
-def test_chart_crd_is_the_canonical_crd() -> None:
-    assert filecmp.cmp(CHART_CRD, CRD_PATH, shallow=False), "run `make chart-sync`"
+def test_chart_crds_are_the_canonical_crds() -> None:
+    for path in GENERATED:
+        chart = CHART / "files" / "crds" / path.name
+        assert filecmp.cmp(chart, path, shallow=False), "run `make chart-sync`"
+    assert {p.name for p in (CHART / "files" / "crds").glob("*.yaml")} == {
+        p.name for p in GENERATED
+    }
 
 
-def test_crd_rendered_with_keep_and_only_when_installed() -> None:
-    canonical = yaml.safe_load(CRD_PATH.read_text())
-    crd = only(render(), "CustomResourceDefinition")
-    assert crd["spec"] == canonical["spec"]
-    assert crd["metadata"]["name"] == canonical["metadata"]["name"]
-    assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
-    crd = only(render("crds.keep=false"), "CustomResourceDefinition")
-    assert "annotations" not in crd["metadata"]
+def test_crds_rendered_with_keep_and_only_when_installed() -> None:
+    canonical = {
+        d["metadata"]["name"]: d for d in (yaml.safe_load(p.read_text()) for p in GENERATED)
+    }
+    rendered = of_kind(render(), "CustomResourceDefinition")
+    assert {crd["metadata"]["name"] for crd in rendered} == set(canonical)  # both kinds
+    for crd in rendered:
+        assert crd["spec"] == canonical[crd["metadata"]["name"]]["spec"]
+        assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+    for crd in of_kind(render("crds.keep=false"), "CustomResourceDefinition"):
+        assert "annotations" not in crd["metadata"]
     assert not of_kind(render("crds.install=false"), "CustomResourceDefinition")
 
 

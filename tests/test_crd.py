@@ -13,7 +13,7 @@ import yaml
 from helpers import EXAMPLES
 from test_spec import document
 
-from cxlab.crd import CRD_PATH, RULES, custom_resource_definition, render
+from cxlab.crd import CRD_PATH, GENERATED, RULES, custom_resource_definition, render
 from cxlab.spec import load_experiments
 
 
@@ -33,6 +33,8 @@ def _openapi_to_jsonschema(schema: Any) -> Any:
             out["type"] = [out["type"], "null"]
         if out.pop("exclusiveMinimum", None) is True:
             out["exclusiveMinimum"] = out.pop("minimum")
+        if out.pop("exclusiveMaximum", None) is True:
+            out["exclusiveMaximum"] = out.pop("maximum")
         return out
     if isinstance(schema, list):
         return [_openapi_to_jsonschema(v) for v in schema]
@@ -99,6 +101,9 @@ def _structural_problems(node: Any, where: str, in_junctor: bool = False) -> lis
         problems.append(f"{where}: properties and additionalProperties together")
     if node.get("nullable") and "enum" in node:  # the apiserver refuses null then
         problems.append(f"{where}: an enum on a nullable field")
+    for key in ("exclusiveMinimum", "exclusiveMaximum"):  # booleans in OpenAPI v3.0
+        if key in node and not isinstance(node[key], bool):
+            problems.append(f"{where}: {key} {node[key]!r} is not a boolean")
     for name, child in node.get("properties", {}).items():
         problems += _structural_problems(child, f"{where}.{name}", in_junctor)
     for key in ("items", "additionalProperties"):
@@ -109,6 +114,9 @@ def _structural_problems(node: Any, where: str, in_junctor: bool = False) -> lis
     return problems
 
 
-def test_the_crd_is_structural() -> None:
-    version = custom_resource_definition()["spec"]["versions"][0]
+@pytest.mark.parametrize("path", list(GENERATED), ids=lambda p: p.stem)
+def test_every_crd_is_structural_and_generated(path: Path) -> None:
+    definition = GENERATED[path]()
+    version = definition["spec"]["versions"][0]
     assert _structural_problems(version["schema"]["openAPIV3Schema"], "openAPIV3Schema") == []
+    assert path.read_text() == render(definition), "run `make crd` and commit the result"

@@ -1,5 +1,7 @@
 """The Grafana dashboards, rendered without Grafana: committed JSON matches the sources, and
-every panel says what it shows (title, description, unit) over templated queries."""
+every panel says what it shows (title, description, unit) over templated queries that parse
+(promtool); the capacity dashboard queries only series the operator exports, and marks the
+moment a schedule turns regressed."""
 
 from __future__ import annotations
 
@@ -8,11 +10,17 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import ROOT, program
 
+from cxlab.controller.metrics import OperatorMetrics
+from cxlab.schedules.history import METRICS
 from dashboards.__main__ import DASHBOARDS, FOLDER, rendered
+
+SCRAPE_JOB = "cxlab-operator"
 
 
 def panels(name: str) -> list[dict[str, Any]]:
@@ -76,14 +84,184 @@ def test_every_panel_has_title_description_unit_and_templated_datasource(name: s
                 assert window == "$__rate_interval", (panel["title"], expr)
 
 
+# The variables every panel of a dashboard selects by (the operator's series belong to no
+# experiment; the schedules' are the operator's).
+SELECTED_BY = {
+    "capacity-planning.json": ("namespace", "schedule"),
+    "experiment-overview.json": ("experiment",),
+    "model-comparison.json": ("experiment",),
+    "operator-health.json": (),
+}
+# What Grafana itself sets.
+BUILT_IN = {"__interval", "__rate_interval", "__range"}
+
+
+def annotations(name: str) -> list[dict[str, Any]]:
+    board = json.loads((FOLDER / name).read_text())
+    return list(board["annotations"].get("list", []))
+
+
+def exprs(name: str) -> list[str]:
+    """Every PromQL expression of a dashboard: its panels' queries and its annotations'."""
+    found = [target["expr"] for panel in panels(name) for target in panel["targets"]]
+    return found + [a["expr"] for a in annotations(name) if "expr" in a]
+
+
+def test_every_dashboard_says_what_its_panels_select_by() -> None:
+    assert sorted(SELECTED_BY) == sorted(DASHBOARDS)
+
+
 @pytest.mark.parametrize("name", sorted(DASHBOARDS))
 def test_variables(name: str) -> None:
     board = json.loads((FOLDER / name).read_text())
     variables = {v["name"]: v for v in board["templating"]["list"]}
     assert variables["datasource"]["type"] == "datasource"
     assert variables["datasource"]["query"] == "prometheus"
-    if name != "operator-health.json":  # the operator's series belong to no experiment
-        assert variables["experiment"]["type"] == "query"
+    if "model" in variables:
         assert variables["model"]["multi"] and variables["model"]["includeAll"]
+    for selected in SELECTED_BY[name]:
+        assert variables[selected]["type"] == "query", selected
         for panel in panels(name):
-            assert all("$experiment" in t["expr"] for t in panel["targets"]), panel["title"]
+            assert all(f"${selected}" in t["expr"] for t in panel["targets"]), panel["title"]
+    queries = [v["query"] for v in variables.values() if v["type"] == "query"]
+    used = {found for text in [*exprs(name), *queries] for found in re.findall(r"\$(\w+)", text)}
+    assert used <= set(variables) | BUILT_IN, used - set(variables) - BUILT_IN
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_every_query_is_valid_promql(name: str, tmp_path: Path) -> None:
+    # promtool parses rule files without a Prometheus: one recording rule per expression, with
+    # Grafana's intervals as durations and the other variables as a label value.
+    def substituted(expr: str) -> str:
+        expr = re.sub(r"\$(__interval|__rate_interval|__range)\b", "1m", expr)
+        return re.sub(r"\$\w+", "x", expr)
+
+    rules = [
+        {"record": f"cxlab:query{i}", "expr": substituted(e)} for i, e in enumerate(exprs(name))
+    ]
+    path = tmp_path / "rules.yml"
+    path.write_text(json.dumps({"groups": [{"name": name, "rules": rules}]}))
+    check = subprocess.run([program("promtool"), "check", "rules", str(path)],
+                           capture_output=True, text=True)  # fmt: skip
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+# What the operator writes in a schedule's status (operator/cxlab/schedules/), by hand.
+SCHEDULE_STATUS = {
+    "startedRuns": 3,
+    "skippedRuns": 1,
+    "regressed": True,
+    "capacityPlan": {
+        "choice": "asyncio",
+        "models": [{"variant": "asyncio", "meets": True, "pods": 3, "cores": 3}],
+    },
+    "history": [
+        {
+            "run": "s-1",
+            "phase": "Succeeded",
+            "points": [
+                {
+                    "point": "asyncio w=per-task",
+                    "model": "asyncio",
+                    "n": 1,
+                    "wallSeconds": 0.06,
+                    "throughputPerSecond": 16.0,
+                    "cpuSecondsPerTask": 0.001,
+                    "latencyP99Seconds": 0.05,
+                    "peakRssBytes": 3e7,
+                }
+            ],
+        }
+    ],
+}
+CAPACITY = "capacity-planning.json"
+# A label matcher of a selector: label, operator, value.
+MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"([^"]*)"')
+
+
+def exported_series() -> dict[str, list[dict[str, str]]]:
+    """The label sets of every series the operator exports with one schedule observed."""
+    metrics = OperatorMetrics()
+    metrics.observe_schedule("ns", "s", SCHEDULE_STATUS)
+    series: dict[str, list[dict[str, str]]] = {}
+    for family in metrics.registry.collect():
+        for sample in family.samples:
+            series.setdefault(sample.name, []).append(dict(sample.labels))
+    return series
+
+
+def test_capacity_queries_only_what_the_operator_exports_from_its_scrape_job() -> None:
+    exported = exported_series()
+    board = json.loads((FOLDER / CAPACITY).read_text())
+    queries = [v["query"] for v in board["templating"]["list"] if v["type"] == "query"]
+    # The operator's scrape job, selected as dashboards/operator.py does.
+    assert f"job_name: {SCRAPE_JOB}" in (ROOT / "hack" / "prometheus.sh").read_text()
+    for expr in [*exprs(CAPACITY), *queries]:
+        names = re.findall(r"\bcxlab_\w+", expr)
+        assert names and set(names) <= set(exported), (expr, set(names) - set(exported))
+        selectors = re.findall(r"\b(cxlab_\w+)\{([^}]*)\}", expr)
+        assert len(selectors) == len(names), f"a series without a selector: {expr}"
+        labels = {label for name in names for series in exported[name] for label in series}
+        for name, selector in selectors:
+            assert f'job="{SCRAPE_JOB}"' in selector, expr
+            for label, operator, value in MATCHER.findall(selector):
+                assert label in labels | {"job"}, (label, expr)
+                if operator == "=" and "$" not in value and label != "job":
+                    values = {series.get(label) for series in exported[name]}
+                    assert value in values, f"no {name} series has {label}={value!r}"
+        for grouping in re.findall(r"\bby \(([^)]*)\)", expr):
+            assert {g.strip() for g in grouping.split(",")} <= labels, (grouping, expr)
+
+
+def test_capacity_draws_every_compared_metric_in_a_panel_of_its_own() -> None:
+    drawn = [
+        re.findall(r'metric="(\w+)"', " ".join(t["expr"] for t in panel["targets"]))
+        for panel in panels(CAPACITY)
+    ]
+    assert sorted(m for found in drawn for m in found) == sorted(METRICS)
+    assert all(len(found) <= 1 for found in drawn), drawn
+
+
+def test_capacity_marks_regressions_on_every_panel() -> None:
+    regressions = [a for a in annotations(CAPACITY) if "cxlab_schedule_regressed" in a["expr"]]
+    assert len(regressions) == 1, annotations(CAPACITY)
+    mark = regressions[0]
+    assert mark["enable"] and not mark["hide"], mark
+    assert mark["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
+    assert mark["titleFormat"] and mark["step"], mark
+    assert "$namespace" in mark["expr"] and "$schedule" in mark["expr"], mark["expr"]
+    # Grafana draws an annotation on every time series panel unless filtered to some.
+    assert "filter" not in mark, mark
+
+
+def test_capacity_regression_mark_is_the_step_where_it_turned_regressed(tmp_path: Path) -> None:
+    # The annotation's query over a schedule that regresses, recovers and regresses again, at
+    # one sample per step (Grafana's $__interval): one event per turn to 1, none while it stays.
+    (mark,) = (a for a in annotations(CAPACITY) if "cxlab_schedule_regressed" in a["expr"])
+    expr = mark["expr"].replace("$__interval", "1m").replace("$namespace", "ns")
+    expr = expr.replace("$schedule", "s")
+    regressed = [0, 0, 1, 1, 1, 0, 1, 1, 0]
+    turned = [2, 6]
+    series = 'cxlab_schedule_regressed{job="cxlab-operator",namespace="ns",schedule="s"}'
+    marked = [{"labels": '{namespace="ns",schedule="s"}', "value": 1}]
+    tests = {
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": series, "values": " ".join(map(str, regressed))}],
+                "promql_expr_test": [
+                    {
+                        "expr": expr,
+                        "eval_time": f"{m}m",
+                        "exp_samples": marked if m in turned else [],
+                    }
+                    for m in range(len(regressed))
+                ],
+            }
+        ]
+    }
+    path = tmp_path / "test.yml"
+    path.write_text(json.dumps(tests))
+    check = subprocess.run([program("promtool"), "test", "rules", str(path)],
+                           capture_output=True, text=True)  # fmt: skip
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -19,9 +19,12 @@ from pydantic import ValidationError
 from cxlab.inputs import InputError, load_json_document
 from cxlab.local.backend import LocalBackend
 from cxlab.local.cores import DoesNotFit, check_fits, helper_cores, trial_cores
+from cxlab.local.history import load_history, save_run
 from cxlab.local.progress import Progress
 from cxlab.plan import PYTHON_RUNNER, floor_seconds, plan_trials, runner_command
 from cxlab.report import render_report
+from cxlab.schedules.regression import Policy, flagged, regressions
+from cxlab.schedules.spec import MAX_BASELINE_RUNS
 from cxlab.spec import (
     DEFAULT_RESPONSE_BYTES,
     MAX_TRIAL_TIMEOUT,
@@ -34,6 +37,7 @@ from cxlab.spec import (
 from cxlab.status import ExperimentStatus
 from cxlab.summary import workers_label
 from cxlab.table import render_summary, render_table, rtt_cell
+from cxlab.trend import capacity_text, plan_trend, regressions_text, trend_tables
 from cxlab_runner.durations import format_duration, parse_duration
 
 USAGE_ERROR = 2
@@ -149,8 +153,45 @@ def run_command(args: argparse.Namespace) -> int:
         document = backend.run()
         print(render_summary(document))
         print(f"\nresults: {backend.result_path}\nreport:  {backend.out_dir / 'report.html'}\n")
+        if args.history:
+            print(f"history: {save_run(document, args.history)} (cxlab history {args.history})\n")
         succeeded &= document["status"]["phase"] == "Succeeded"
     return 0 if succeeded else 1
+
+
+def history_command(args: argparse.Namespace) -> int:
+    """The trend of a history folder, the newest run's regressions and its capacity plan."""
+    try:
+        entries, newest = load_history(args.folder)
+    except InputError as error:
+        print(f"cxlab: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    names = [e["run"] for e in entries]
+    if args.acknowledged and args.acknowledged not in names:
+        print(
+            f"cxlab: --acknowledged: {args.acknowledged!r} is not a run in {args.folder}; "
+            f"name one of: {', '.join(names[-5:])}",
+            file=sys.stderr,
+        )
+        return USAGE_ERROR
+    policy = Policy(
+        min_relative_change=args.min_change,
+        significance=args.significance,
+        baseline_runs=args.baseline_runs,
+    )
+    entries = flagged(entries, policy, args.acknowledged)
+    found = regressions(entries, policy, args.acknowledged)
+    succeeded = [e["run"] for e in entries if e["phase"] == "Succeeded"]
+    plan = ((newest or {}).get("status") or {}).get("capacityPlan")
+    newest_name = succeeded[-1] if succeeded else None
+    parts = [
+        trend_tables(entries),
+        plan_trend(entries),
+        regressions_text(found, newest_name),
+        capacity_text(plan),
+    ]
+    print("\n\n".join(p for p in parts if p))
+    return 0
 
 
 def summary_command(args: argparse.Namespace) -> int:
@@ -231,6 +272,22 @@ def _trial_timeout(text: str) -> float:
     return seconds
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
+def _baseline_runs(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= MAX_BASELINE_RUNS:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_BASELINE_RUNS}")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cxlab", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -246,6 +303,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds before a trial is killed and counted as failed (default: spec.trialTimeout)",
     )
     run.set_defaults(handler=run_command)
+    run.add_argument(
+        "--history",
+        type=Path,
+        help="also keep the result in this folder, for `cxlab history` (trend, regressions)",
+    )
+
+    history = commands.add_parser(
+        "history", help="print a history folder's trend, regressions and capacity plan"
+    )
+    history.add_argument("folder", type=Path)
+    history.add_argument("--acknowledged", help="a run accepted as the new normal")
+    history.add_argument("--baseline-runs", type=_baseline_runs, default=Policy.baseline_runs)
+    history.add_argument(
+        "--min-change",
+        type=_fraction,
+        default=Policy.min_relative_change,
+        help="the smallest relative change that counts (default 0.10)",
+    )
+    history.add_argument(
+        "--significance",
+        type=_fraction,
+        default=Policy.significance,
+        help="the largest p-value that counts (default 0.01)",
+    )
+    history.set_defaults(handler=history_command)
+
     sources = "a result.json, - (kubectl get cx NAME -o json), or cx/NAME from the cluster"
     summary = commands.add_parser("summary", help="print an experiment's summary tables")
     summary.add_argument("source", help=sources)

@@ -12,6 +12,8 @@ from typing import Any
 import cxlab_contract
 import yaml
 
+from cxlab.schedules.spec import SCHEDULE_KIND, SCHEDULE_NAME_MAX_LENGTH, ScheduleSpec
+from cxlab.schedules.status import ScheduleStatus
 from cxlab.spec import (
     API_VERSION,
     KIND,
@@ -27,7 +29,10 @@ from cxlab.status import ExperimentStatus
 
 GROUP, VERSION = API_VERSION.split("/")
 PLURAL = "concurrencyexperiments"
-CRD_PATH = Path(__file__).resolve().parents[2] / "manifests" / "crds" / f"{PLURAL}.{GROUP}.yaml"
+SCHEDULE_PLURAL = "experimentschedules"
+CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
+CRD_PATH = CRDS / f"{PLURAL}.{GROUP}.yaml"
+SCHEDULE_CRD_PATH = CRDS / f"{SCHEDULE_PLURAL}.{GROUP}.yaml"
 
 Schema = dict[str, Any]
 
@@ -176,6 +181,8 @@ def structural(schema: Schema, definitions: Schema) -> Schema:
             continue
         if key == "exclusiveMinimum":
             out["minimum"], out["exclusiveMinimum"] = value, True
+        elif key == "exclusiveMaximum":
+            out["maximum"], out["exclusiveMaximum"] = value, True
         elif key == "const":
             out["enum"] = [value]
         elif key == "type" and isinstance(value, list):
@@ -221,6 +228,34 @@ def spec_schema() -> Schema:
     return schema
 
 
+# The schedule's own rules; its template gets every rule of an experiment's spec (RULES).
+SCHEDULE_RULES: dict[str, list[dict[str, str]]] = {
+    "spec": [
+        _rule(
+            "!has(self.experimentTemplate.spec.ttlSecondsAfterFinished)",
+            "experimentTemplate.spec.ttlSecondsAfterFinished: runs are deleted by the history "
+            "limits, after their history entry is written; leave it out",
+        ),
+    ],
+}
+
+
+def schedule_spec_schema() -> Schema:
+    source = ScheduleSpec.model_json_schema(by_alias=True)
+    schema = structural(source, source.get("$defs", {}))
+    root: Schema = {"properties": {"spec": schema}}
+    template = "spec.experimentTemplate."
+    rules = {**{template + path: r for path, r in RULES.items()}, **SCHEDULE_RULES}
+    for path, found in rules.items():
+        _at(root, path).setdefault("x-kubernetes-validations", []).extend(found)
+    return schema
+
+
+def schedule_status_schema() -> Schema:
+    source = ScheduleStatus.model_json_schema(by_alias=True)
+    return structural(source, source.get("$defs", {}))
+
+
 def result_schema() -> Schema:
     source = cxlab_contract.result_schema()
     schema = structural(source, {})
@@ -235,6 +270,91 @@ def status_schema() -> Schema:
     schema = structural(source, source.get("$defs", {}))
     schema["properties"]["trials"]["items"]["properties"]["result"] = result_schema()
     return schema
+
+
+def _name_rules(longest: int, why: str) -> list[Schema]:
+    return [
+        {
+            **_rule(
+                f"size(self.metadata.name) <= {longest}",
+                f"metadata.name may have at most {longest} characters: {why}",
+            ),
+            # Without it the apiserver names no field ("<nil>").
+            "fieldPath": ".metadata.name",
+        },
+        {
+            # Names of custom resources may hold dots; a trial Pod's labels and its
+            # hostname may not.
+            **_rule(
+                f"self.metadata.name.matches('{NAME_PATTERN}')",
+                "metadata.name must be a DNS label: lower-case letters, digits and '-', "
+                "starting and ending with a letter or digit",
+            ),
+            "fieldPath": ".metadata.name",
+        },
+    ]
+
+
+def schedule_resource_definition() -> Schema:
+    column = [
+        ("Schedule", "string", ".spec.schedule"),
+        ("Suspend", "boolean", ".spec.suspend"),
+        ("Last Schedule", "date", ".status.lastScheduleTime"),
+        ("Regressed", "boolean", ".status.regressed"),
+        ("Plan", "string", ".status.capacityPlan.display"),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    ]
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{SCHEDULE_PLURAL}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {
+                "kind": SCHEDULE_KIND,
+                "listKind": f"{SCHEDULE_KIND}List",
+                "plural": SCHEDULE_PLURAL,
+                "singular": SCHEDULE_KIND.lower(),
+                "shortNames": ["cxs"],
+                "categories": ["cxlab"],
+            },
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": [
+                        {"name": n, "type": t, "jsonPath": j} for n, t, j in column
+                    ],
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "description": "A ConcurrencyExperiment re-run on a schedule: "
+                            "its runs' history, regressions across them, a capacity plan.",
+                            "required": ["spec"],
+                            "properties": {
+                                "apiVersion": {"type": "string"},
+                                "kind": {"type": "string"},
+                                "metadata": {
+                                    "type": "object",
+                                    "properties": {"name": {"type": "string"}},
+                                },
+                                "spec": schedule_spec_schema(),
+                                "status": schedule_status_schema(),
+                            },
+                            "x-kubernetes-validations": _name_rules(
+                                SCHEDULE_NAME_MAX_LENGTH,
+                                "a run is named <schedule>-<unix seconds of its slot>, "
+                                "and trial Pods after the run",
+                            ),
+                        }
+                    },
+                }
+            ],
+        },
+    }
 
 
 def custom_resource_definition() -> Schema:
@@ -287,28 +407,9 @@ def custom_resource_definition() -> Schema:
                                 "spec": spec_schema(),
                                 "status": status_schema(),
                             },
-                            "x-kubernetes-validations": [
-                                {
-                                    **_rule(
-                                        f"size(self.metadata.name) <= {NAME_MAX_LENGTH}",
-                                        f"metadata.name may have at most {NAME_MAX_LENGTH} "
-                                        f"characters: trial Pods are named after it",
-                                    ),
-                                    # Without it the apiserver names no field ("<nil>").
-                                    "fieldPath": ".metadata.name",
-                                },
-                                {
-                                    # Names of custom resources may hold dots; a trial Pod's
-                                    # labels and its hostname may not.
-                                    **_rule(
-                                        f"self.metadata.name.matches('{NAME_PATTERN}')",
-                                        "metadata.name must be a DNS label: lower-case "
-                                        "letters, digits and '-', starting and ending with a "
-                                        "letter or digit",
-                                    ),
-                                    "fieldPath": ".metadata.name",
-                                },
-                            ],
+                            "x-kubernetes-validations": _name_rules(
+                                NAME_MAX_LENGTH, "trial Pods are named after it"
+                            ),
                         }
                     },
                 }
@@ -317,14 +418,21 @@ def custom_resource_definition() -> Schema:
     }
 
 
-def render() -> str:
-    header = "# Generated by `make crd` from operator/cxlab/crd.py and spec.py: do not edit.\n"
+def render(definition: Schema | None = None) -> str:
+    """A CRD as its file holds it (the experiment's by default)."""
+    header = (
+        "# Generated by `make crd` from operator/cxlab/crd.py and the typed specs: do not edit.\n"
+    )
     return header + yaml.safe_dump(
-        custom_resource_definition(), sort_keys=False, width=100, allow_unicode=True
+        definition or custom_resource_definition(), sort_keys=False, width=100, allow_unicode=True
     )
 
 
+# Every CRD file and what generates it.
+GENERATED = {CRD_PATH: custom_resource_definition, SCHEDULE_CRD_PATH: schedule_resource_definition}
+
 if __name__ == "__main__":
-    CRD_PATH.parent.mkdir(parents=True, exist_ok=True)
-    CRD_PATH.write_text(render())
-    print(CRD_PATH)
+    CRDS.mkdir(parents=True, exist_ok=True)
+    for path, definition in GENERATED.items():
+        path.write_text(render(definition()))
+        print(path)

@@ -4,9 +4,10 @@ are a table."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 # Repetitions from which a point gets a confidence interval: with two, the t interval is
 # ±12.7 sd wide, which says nothing a reader can use.
@@ -84,3 +85,88 @@ def separable(a: Mapping[str, Any], b: Mapping[str, Any], tolerance: float) -> b
         return bool(a_high < b_low or b_high < a_low)
     low, high = sorted((center(a), center(b)))
     return high > low * (1 + tolerance)
+
+
+def _beta_continued_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function, by the modified Lentz method
+    (Numerical Recipes, betacf); converges fast for x < (a + 1) / (a + b + 2)."""
+    tiny, eps = 1e-300, 1e-15
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 1000):
+        # the two steps of one m: the even coefficient, then the odd one
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1 + numerator * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1) < eps:
+            return h
+    raise ArithmeticError(f"incomplete beta did not converge (a={a}, b={b}, x={x})")
+
+
+def _regularized_beta(a: float, b: float, x: float) -> float:
+    """I_x(a, b), the regularized incomplete beta function."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    front = math.exp(log_front)
+    if x < (a + 1) / (a + b + 2):
+        return front * _beta_continued_fraction(a, b, x) / a
+    # the symmetry I_x(a, b) = 1 - I_{1-x}(b, a) keeps the fraction in its fast range
+    return 1 - front * _beta_continued_fraction(b, a, 1 - x) / b
+
+
+def student_t_sf(t: float, df: float) -> float:
+    """P(T > t) for Student's t with df degrees of freedom (any real df > 0, as Welch's test
+    needs): 1/2 I_x(df/2, 1/2) with x = df / (df + t^2), accurate to about 1e-12."""
+    if not df > 0:
+        raise ValueError(f"degrees of freedom must be positive, not {df}")
+    if math.isinf(t):
+        return 0.0 if t > 0 else 1.0
+    # df / (df + t²) loses t when t² << df; t² / (df + t²) keeps it for the complement
+    tail = 0.5 * (
+        _regularized_beta(df / 2, 0.5, df / (df + t * t))
+        if t * t > df
+        else 1 - _regularized_beta(0.5, df / 2, t * t / (df + t * t))
+    )
+    return tail if t >= 0 else 1 - tail
+
+
+def welch_t_test(
+    new: Sequence[float], base: Sequence[float], bad: Literal["up", "down"]
+) -> tuple[float, float] | None:
+    """One-sided Welch t test that `new` moved in the `bad` direction from `base`: (t, p), t
+    signed so that positive is bad. One new value is tested against the base's prediction
+    interval, t = (x - mean) / (sd * sqrt(1 + 1/n)) on n - 1 degrees of freedom, the chance
+    that one more draw from the base lies that far out. Without any spread on either side, a
+    difference is certain (t infinite, p 0 or 1). None when the test cannot run: fewer than two
+    base values, or all values equal."""
+    if len(new) < 1 or len(base) < 2:
+        return None
+    sign = 1.0 if bad == "up" else -1.0
+    var_base = statistics.variance(base)
+    difference = sign * (statistics.fmean(new) - statistics.fmean(base))
+    if len(new) == 1:
+        scale, df = math.sqrt(var_base * (1 + 1 / len(base))), len(base) - 1.0
+    else:
+        part_new, part_base = statistics.variance(new) / len(new), var_base / len(base)
+        scale = math.sqrt(part_new + part_base)
+        # the Welch-Satterthwaite degrees of freedom
+        denominator = part_new**2 / (len(new) - 1) + part_base**2 / (len(base) - 1)
+        df = (part_new + part_base) ** 2 / denominator if denominator else math.nan
+    if scale == 0:  # no spread anywhere: a difference is certain, equality says nothing
+        if difference == 0:
+            return None
+        return math.copysign(math.inf, difference), float(difference < 0)
+    t = difference / scale
+    return t, student_t_sf(t, df)

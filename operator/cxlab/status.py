@@ -10,6 +10,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
+from cxlab.capacity_plan import CapacityPlan, capacity_plan
 from cxlab.plan import Trial
 from cxlab.shape import Shape, nullable, optional, shaped
 from cxlab.spec import ExperimentSpec
@@ -120,6 +121,8 @@ class ExperimentStatus(Shape):
     """While it waits for capacity (phase Pending, condition Queued)."""
     queued_seconds: float = optional()
     """How long it waited for capacity before its first trial started."""
+    capacity_plan: CapacityPlan = optional()
+    """Pods and cores for spec.capacity.target, from the measured points (once finished)."""
 
 
 def checked(status: dict[str, Any]) -> dict[str, Any]:
@@ -330,6 +333,9 @@ def build_status(
         outcomes = [outcome_of(by_name[e["name"]], e) for e in entries]
         summary = summarize(outcomes, spec.tolerance, spec.pinning)
         status["summary"] = summary
+        plan = capacity_plan(spec, outcomes)
+        if plan:
+            status["capacityPlan"] = plan
         status["completionTime"] = old.get("completionTime") or timestamp(now)
         if summary["recommendations"]:  # saying so when it is noisy or tied
             status["best"] = best_line(summary["recommendations"][0])

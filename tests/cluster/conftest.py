@@ -17,7 +17,7 @@ import pytest
 from harness import KUBECONFIG, ROOT, Lab, Operator
 from kubernetes.client.exceptions import ApiException
 
-from cxlab.crd import CRD_PATH, GROUP, PLURAL, VERSION
+from cxlab.crd import GENERATED, GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -73,25 +73,28 @@ def cluster() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def crd(cluster: None) -> None:
+    """Both CRDs (experiments, schedules) as generated, Established."""
     import yaml
 
     api = kubernetes.client.ApiextensionsV1Api()
-    body = yaml.safe_load(CRD_PATH.read_text())
-    name = body["metadata"]["name"]
-    try:
-        current = api.read_custom_resource_definition(name)
-        body["metadata"]["resourceVersion"] = current.metadata.resource_version
-        api.replace_custom_resource_definition(name, body)
-    except ApiException as error:
-        if error.status != 404:
-            raise
-        api.create_custom_resource_definition(body)
-    for _ in range(100):
-        conditions = api.read_custom_resource_definition(name).status.conditions or []
-        if any(c.type == "Established" and c.status == "True" for c in conditions):
-            return
-        time.sleep(0.1)
-    raise AssertionError("the CRD never became Established")
+    for path in GENERATED:
+        body = yaml.safe_load(path.read_text())
+        name = body["metadata"]["name"]
+        try:
+            current = api.read_custom_resource_definition(name)
+            body["metadata"]["resourceVersion"] = current.metadata.resource_version
+            api.replace_custom_resource_definition(name, body)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            api.create_custom_resource_definition(body)
+        for _ in range(100):
+            conditions = api.read_custom_resource_definition(name).status.conditions or []
+            if any(c.type == "Established" and c.status == "True" for c in conditions):
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"the CRD {name} never became Established")
 
 
 @pytest.fixture(scope="session")
@@ -108,22 +111,28 @@ def lab(operator: Operator) -> Iterator[Lab]:
     core = kubernetes.client.CoreV1Api()
     core.create_namespace({"metadata": {"name": namespace}})
     yield Lab(namespace)
-    # Delete the experiments while the operator still runs (it removes its finalizer), then
-    # strip what is left: a namespace must never be held by an experiment nobody serves.
+    # Delete the schedules (no new runs), then the experiments, while the operator still runs
+    # (it removes its finalizers), then strip what is left: a namespace must never be held by
+    # an object nobody serves.
+    for plural in (SCHEDULE_PLURAL, PLURAL):
+        _delete_all(namespace, plural)
+    core.delete_namespace(namespace)
+
+
+def _delete_all(namespace: str, plural: str) -> None:
     custom = kubernetes.client.CustomObjectsApi()
-    custom.delete_collection_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
+    custom.delete_collection_namespaced_custom_object(GROUP, VERSION, namespace, plural)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        items = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"]
+        items = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]
         if not items:
             break
         time.sleep(0.5)
     for item in items:
         custom.patch_namespaced_custom_object(
-            GROUP, VERSION, namespace, PLURAL, item["metadata"]["name"],
+            GROUP, VERSION, namespace, plural, item["metadata"]["name"],
             {"metadata": {"finalizers": None}},
         )  # fmt: skip
-    core.delete_namespace(namespace)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from cxlab.crd import GROUP, PLURAL, VERSION
+from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBECONFIG = ROOT / "build" / "cluster" / "kubeconfig"
@@ -148,16 +148,58 @@ class Lab:
     def running_pod(self, name: str) -> bool:
         return any(p.status.phase == "Running" for p in self.pods(name))
 
-    def events(self, name: str, *expected: str, timeout: float = 15) -> list[Any]:
-        """The experiment's Events, once every `expected` reason is among them: kopf posts
+    # ExperimentSchedules: the same, for the other kind.
+    def apply_schedule(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ExperimentSchedule",
+                "metadata": {"name": name}, "spec": spec}  # fmt: skip
+        created: dict[str, Any] = self.custom.create_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, SCHEDULE_PLURAL, body
+        )
+        return created
+
+    def get_schedule(self, name: str) -> dict[str, Any]:
+        found: dict[str, Any] = self.custom.get_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, SCHEDULE_PLURAL, name
+        )
+        return found
+
+    def wait_schedule(
+        self, name: str, until: Callable[[dict[str, Any]], bool], timeout: float = 180
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            schedule = self.get_schedule(name)
+            if until(schedule):
+                return schedule
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{name} did not get there in {timeout} s: {schedule.get('status')}"
+                )
+            time.sleep(0.5)
+
+    def patch_schedule_spec(self, name: str, spec: dict[str, Any]) -> None:
+        self.custom.patch_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, SCHEDULE_PLURAL, name, {"spec": spec}
+        )
+
+    def runs(self, schedule: str) -> list[dict[str, Any]]:
+        """The experiments a schedule owns, by name."""
+        found = self.custom.list_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL, label_selector=f"{GROUP}/schedule={schedule}"
+        )["items"]
+        return sorted(found, key=lambda e: e["metadata"]["name"])
+
+    def events(
+        self, name: str, *expected: str, timeout: float = 15, kind: str = "ConcurrencyExperiment"
+    ) -> list[Any]:
+        """The object's Events, once every `expected` reason is among them: kopf posts
         Events from a queue of its own, so one can land after the status that follows it."""
         deadline = time.monotonic() + timeout
         while True:
             found = [
                 e
                 for e in self.core.list_namespaced_event(self.namespace).items
-                if e.involved_object.name == name
-                and e.involved_object.kind == "ConcurrencyExperiment"
+                if e.involved_object.name == name and e.involved_object.kind == kind
             ]
             missing = set(expected) - {e.reason for e in found}
             if not missing or time.monotonic() > deadline:

@@ -12,6 +12,7 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -151,8 +152,41 @@ def test_runner_series_are_stored_with_experiment_and_trial_labels(
     assert interval["cxlab-trials"] == "1s"
 
 
-def substitute(expr: str, name: str, window: str) -> str:
+@dataclass(frozen=True)
+class Scheduled:
+    namespace: str
+    name: str
+    began: float
+
+
+@pytest.fixture(scope="module")
+def scheduled(operator_with_prometheus: Operator) -> Iterator[Scheduled]:
+    """An ExperimentSchedule with one run recorded and a capacity plan, then suspended, and
+    its gauges in Prometheus: what the capacity dashboard reads."""
+    namespace = f"cxlab-test-obs-{uuid.uuid4().hex[:6]}"
+    core = kubernetes.client.CoreV1Api()
+    core.create_namespace({"metadata": {"name": namespace}})
+    lab, name, began = Lab(namespace), "plan", time.time()
+    target = {"ratePerSecond": 100, "latency": {"max": "1s"}}
+    template = experiment_spec([{"model": "asyncio", "workers": [5]}],
+                               {"type": "sleep", "tasks": 10, "rtt": "50ms"},
+                               capacity={"target": target})  # fmt: skip
+    lab.apply_schedule(name, {"schedule": "@every 10s", "experimentTemplate": {"spec": template}})
+    lab.wait_schedule(name, lambda s: bool((s.get("status") or {}).get("capacityPlan")), 120)
+    lab.patch_schedule_spec(name, {"suspend": True})
+    selector = f'namespace="{namespace}",schedule="{name}"'
+    deadline = time.monotonic() + 30
+    while not instant(f'cxlab_schedule_capacity_pods{{{selector},chosen="true"}}', time.time()):
+        assert time.monotonic() < deadline, "Prometheus never saw the schedule's plan"
+        time.sleep(1)
+    yield Scheduled(namespace, name, began)
+    core.delete_namespace(namespace)
+
+
+def substitute(expr: str, name: str, window: str, scheduled: Scheduled | None = None) -> str:
     values = {
+        "$namespace": scheduled.namespace if scheduled else "",
+        "$schedule": scheduled.name if scheduled else "",
         "$experiment": name,
         "$model": "|".join(m["model"] for m in MODELS),
         "$rtt": "100ms",
@@ -167,15 +201,20 @@ def substitute(expr: str, name: str, window: str) -> str:
 
 @pytest.mark.parametrize("board", sorted(p.name for p in DASHBOARDS.glob("*.json")))
 def test_every_dashboard_panel_returns_data(
-    finished: tuple[str, dict[str, Any], float], board: str
+    finished: tuple[str, dict[str, Any], float], board: str, request: pytest.FixtureRequest
 ) -> None:
     name, _, began = finished
+    # The capacity dashboard reads a schedule's gauges, the others an experiment's series.
+    plan: Scheduled | None = None
+    if board == "capacity-planning.json":
+        plan = request.getfixturevalue("scheduled")
+        began = plan.began
     now = time.time()
     window = f"{int(now - began) + 5}s"
     empty = []
     for panel in json.loads((DASHBOARDS / board).read_text())["panels"]:
         for target in panel["targets"]:
-            expr = substitute(target["expr"], name, window)
+            expr = substitute(target["expr"], name, window, plan)
             if target.get("instant"):
                 result = instant(expr, now)
             else:

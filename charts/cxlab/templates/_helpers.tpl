@@ -80,6 +80,16 @@ differ). Cluster-scoped reads: kopf discovers the resources it serves and namesp
 - apiGroups: [cxlab.dev]
   resources: [concurrencyexperiments/status]
   verbs: [get, patch, update]
+# the schedules: their runs are experiments it creates; status holds their history
+- apiGroups: [cxlab.dev]
+  resources: [concurrencyexperiments]
+  verbs: [create]
+- apiGroups: [cxlab.dev]
+  resources: [experimentschedules]
+  verbs: [get, list, watch, patch, update]
+- apiGroups: [cxlab.dev]
+  resources: [experimentschedules/status]
+  verbs: [get, patch, update]
 # trial Pods and delay targets
 - apiGroups: [""]
   resources: [pods]

@@ -18,7 +18,9 @@ from cxlab.controller.observe import PodView, now, view_pod
 from cxlab.controller.pods import COMPONENT_TRIAL, LABEL_EXPERIMENT
 from cxlab.controller.queue import Candidate, candidate_of, with_nodes
 from cxlab.controller.reconciler import Reconciler
-from cxlab.crd import GROUP, PLURAL, VERSION
+from cxlab.controller.schedules import LABEL_SCHEDULE, ScheduleReconciler, view_run
+from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
+from cxlab.schedules.decide import RunView
 
 RECONCILE_ID = "reconcile"
 QUEUE = "all"
@@ -47,6 +49,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     if CONFIG.operator_metrics_port:
         metrics.serve(CONFIG.operator_metrics_port)
     memo.reconciler = Reconciler(Kube(), CONFIG, metrics)
+    memo.schedules = ScheduleReconciler(metrics, now)
 
 
 @kopf.index("pods", labels={LABEL_EXPERIMENT: kopf.PRESENT})
@@ -99,6 +102,32 @@ def stop(namespace: str | None, name: str, memo: Any, **_: Any) -> None:
     """Stop the trials now rather than when the garbage collector gets to them."""
     memo.reconciler.kube.delete_pods(namespace or "default", f"{LABEL_EXPERIMENT}={name}")
     memo.reconciler.forget(namespace or "default", name)
+
+
+@kopf.index(GROUP, VERSION, PLURAL, labels={LABEL_SCHEDULE: kopf.PRESENT})
+def schedule_runs(
+    namespace: str | None, labels: Mapping[str, str], body: kopf.Body, **_: Any
+) -> dict[tuple[str, str], RunView]:
+    """Every run by its schedule: a pass needs no list call to find them."""
+    return {(namespace or "", labels[LABEL_SCHEDULE]): view_run(body)}
+
+
+@kopf.timer(
+    GROUP, VERSION, SCHEDULE_PLURAL, id="schedule", interval=CONFIG.reconcile_interval_seconds
+)
+def schedule(body: kopf.Body, namespace: str | None, name: str, memo: Any, **kwargs: Any) -> None:
+    def event(kind: str, reason: str, message: str) -> None:
+        kopf.event(body, type=kind, reason=reason, message=message)
+
+    index: kopf.Index[tuple[str, str], RunView] = kwargs["schedule_runs"]
+    runs = list(index.get((namespace or "", name), []))
+    memo.schedules.reconcile(dict(body), runs, event)
+
+
+@kopf.on.delete(GROUP, VERSION, SCHEDULE_PLURAL, optional=True)
+def unschedule(namespace: str | None, name: str, memo: Any, **_: Any) -> None:
+    """Its runs go with it (they are owned); its metrics go now."""
+    memo.reconciler.metrics.schedules.pop((namespace or "default", name), None)
 
 
 @kopf.on.probe(id="experiments")

@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections import Counter as Tally
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from cxlab.schedules.history import METRICS
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed")
 
@@ -54,6 +57,56 @@ class _QueueCollector(Collector):
         )
 
 
+class _ScheduleCollector(Collector):
+    """Every schedule as its last pass wrote it: the runs it started, skipped and missed, its
+    capacity plan, whether it regressed, and its newest run's medians per point (the capacity
+    dashboard draws them over time). Bounded: points and metrics come from the template."""
+
+    def __init__(self, schedules: dict[tuple[str, str], dict[str, Any]]) -> None:
+        self._schedules = schedules
+
+    def collect(self) -> Iterator[Metric]:
+        key = ["namespace", "schedule"]
+        runs = GaugeMetricFamily(
+            "cxlab_schedule_runs", "Runs by what became of their slot.", labels=[*key, "outcome"]
+        )
+        regressed = GaugeMetricFamily(
+            "cxlab_schedule_regressed", "1 while the newest run regressed.", labels=key
+        )
+        pods = GaugeMetricFamily(
+            "cxlab_schedule_capacity_pods",
+            "Pods the capacity plan needs, per model that meets the objective.",
+            labels=[*key, "variant", "chosen"],
+        )
+        cores = GaugeMetricFamily(
+            "cxlab_schedule_capacity_cores", "Cores the capacity plan needs, per model.",
+            labels=[*key, "variant", "chosen"],
+        )  # fmt: skip
+        values = GaugeMetricFamily(
+            "cxlab_schedule_point_value",
+            "The newest succeeded run's median of each compared metric, per point.",
+            labels=[*key, "point", "metric"],
+        )
+        for (namespace, name), status in list(self._schedules.items()):
+            for outcome in ("started", "skipped", "missed", "replaced"):
+                runs.add_metric([namespace, name, outcome], status.get(f"{outcome}Runs", 0))
+            regressed.add_metric([namespace, name], float(bool(status.get("regressed"))))
+            plan = status.get("capacityPlan") or {}
+            for model in plan.get("models") or []:
+                if model.get("meets"):
+                    chosen = str(model["variant"] == plan.get("choice")).lower()
+                    labels = [namespace, name, model["variant"], chosen]
+                    pods.add_metric(labels, model["pods"])
+                    cores.add_metric(labels, model["cores"])
+            newest = next((e for e in reversed(status.get("history") or [])
+                           if e["phase"] == "Succeeded"), None)  # fmt: skip
+            for point in (newest or {}).get("points") or []:
+                for metric in METRICS:
+                    if metric in point:
+                        values.add_metric([namespace, name, point["point"], metric], point[metric])
+        yield from (runs, regressed, pods, cores, values)
+
+
 class OperatorMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
@@ -61,6 +114,8 @@ class OperatorMetrics:
         self.registry.register(_PhaseCollector(self.phases))
         self.queued: dict[tuple[str, str], str] = {}  # waiting experiments: since (RFC 3339)
         self.registry.register(_QueueCollector(self.queued))
+        self.schedules: dict[tuple[str, str], dict[str, Any]] = {}
+        self.registry.register(_ScheduleCollector(self.schedules))
         registry = self.registry
         self.trials_started = Counter(
             "cxlab_operator_trials_started", "Trial Pods created.", registry=registry
@@ -105,6 +160,9 @@ class OperatorMetrics:
             self.trials_finished.labels(outcome)
         for outcome in ("ok", "error"):
             self.scrapes.labels(outcome)
+
+    def observe_schedule(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self.schedules[(namespace, name)] = status
 
     def serve(self, port: int) -> None:
         start_http_server(port, addr="0.0.0.0", registry=self.registry)

@@ -1,0 +1,192 @@
+"""One pass over one ExperimentSchedule: read (its runs from the index, finished runs' full
+status once), decide (cxlab.schedules.decide, pure), write the status guarded by the object's
+resourceVersion, then act: stop replaced runs, create the slot's run, delete runs beyond the
+limits. In that order, so a crash or a second operator at any point starts no run twice and
+deletes no run before its history entry is written."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import kubernetes
+from kubernetes.client.exceptions import ApiException
+
+from cxlab.controller.metrics import OperatorMetrics
+from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
+from cxlab.schedules.decide import RunView, decide
+from cxlab.schedules.history import SCHEDULED_TIME_ANNOTATION, entry_of
+from cxlab.schedules.spec import SCHEDULE_KIND, parse_experiment_schedule
+from cxlab.schedules.status import checked
+from cxlab.spec import API_VERSION, KIND, SpecError
+from cxlab.status import set_condition
+
+# The label every run carries: the schedule's name (the index and `kubectl get cx -l` use it).
+LABEL_SCHEDULE = f"{GROUP}/schedule"
+EventSink = Callable[[str, str, str], None]
+log = logging.getLogger(__name__)
+
+
+def view_run(body: Mapping[str, Any]) -> RunView:
+    metadata = body["metadata"]
+    slot = (metadata.get("annotations") or {}).get(SCHEDULED_TIME_ANNOTATION)
+    return RunView(
+        name=metadata["name"],
+        phase=(body.get("status") or {}).get("phase"),
+        scheduled=datetime.fromisoformat(slot.replace("Z", "+00:00")) if slot else None,
+        deleting=bool(metadata.get("deletionTimestamp")),
+    )
+
+
+def run_manifest(schedule: Mapping[str, Any], name: str, slot: str) -> dict[str, Any]:
+    """The run: the template's spec as the user wrote it, owned by the schedule (deleting the
+    schedule deletes its runs), labelled and annotated with its slot."""
+    metadata = schedule["metadata"]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": name,
+            "namespace": metadata["namespace"],
+            "labels": {LABEL_SCHEDULE: metadata["name"]},
+            "annotations": {SCHEDULED_TIME_ANNOTATION: slot},
+            "ownerReferences": [
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": SCHEDULE_KIND,
+                    "name": metadata["name"],
+                    "uid": metadata["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": schedule["spec"]["experimentTemplate"]["spec"],
+    }
+
+
+class ScheduleReconciler:
+    def __init__(self, metrics: OperatorMetrics, clock: Callable[[], datetime]) -> None:
+        self.custom = kubernetes.client.CustomObjectsApi()
+        self.metrics = metrics
+        self.clock = clock
+
+    def reconcile(self, body: Mapping[str, Any], runs: Iterable[RunView], event: EventSink) -> None:
+        metadata, old = body["metadata"], dict(body.get("status") or {})
+        namespace, name = metadata["namespace"], metadata["name"]
+        now, generation = self.clock(), int(metadata.get("generation", 1))
+        try:
+            schedule = parse_experiment_schedule(dict(body))
+        except SpecError as error:
+            self._reject(body, old, error, event, generation, now)
+            return
+        runs = list(runs)
+        fetched: dict[str, dict[str, Any] | None] = {}
+
+        def run(run_name: str) -> dict[str, Any] | None:
+            if run_name not in fetched:
+                fetched[run_name] = self._get_run(namespace, run_name)
+            return fetched[run_name]
+
+        def history_entry(run_name: str) -> dict[str, Any] | None:
+            found = run(run_name)
+            return entry_of(found) if found else None
+
+        def plan(run_name: str) -> dict[str, Any] | None:
+            found = run(run_name)
+            plan_found: dict[str, Any] | None = ((found or {}).get("status") or {}).get(
+                "capacityPlan"
+            )
+            return plan_found
+
+        decided = decide(schedule, old, runs, history_entry, plan, generation=generation, now=now)
+        if decided.status != old and not self._write(body, decided.status):
+            return  # another writer got there first: the next pass decides again
+        for doomed in decided.stop:
+            self._delete_run(namespace, doomed)
+        if decided.create:
+            slot = decided.status["lastScheduleTime"]
+            self._create_run(run_manifest(body, decided.create, slot))
+        for doomed in decided.delete:
+            self._delete_run(namespace, doomed)
+        for kind, reason, message in decided.events:
+            event(kind, reason, message)
+        self.metrics.observe_schedule(namespace, name, decided.status)
+
+    def _reject(
+        self,
+        body: Mapping[str, Any],
+        old: dict[str, Any],
+        error: SpecError,
+        event: EventSink,
+        generation: int,
+        now: datetime,
+    ) -> None:
+        """A spec the schema could not refuse (an unknown time zone): no run starts, and the
+        Ready condition names the field."""
+        message = "; ".join(error.problems)
+        was: dict[str, Any] = next(
+            (c for c in old.get("conditions") or [] if c["type"] == "Ready"), {}
+        )
+        if was.get("reason") == "InvalidSpec" and was.get("message") == message:
+            return
+        conditions = set_condition(
+            list(old.get("conditions") or []), "Ready", False, "InvalidSpec",
+            message[:1000], generation=generation, now=now,
+        )  # fmt: skip
+        status = old | {"observedGeneration": generation, "conditions": conditions}
+        if self._write(body, status):
+            event("Warning", "InvalidSpec", message[:1000])
+
+    def _write(self, body: Mapping[str, Any], status: dict[str, Any]) -> bool:
+        """Replace the status, refused (409) if the object changed since it was read: two
+        operators, or a restarted one and a stale event, never both record a slot."""
+        metadata = body["metadata"]
+        updated = {
+            "apiVersion": body["apiVersion"], "kind": body["kind"],
+            "metadata": {"name": metadata["name"], "namespace": metadata["namespace"],
+                         "resourceVersion": metadata["resourceVersion"]},
+            "status": checked(status),
+        }  # fmt: skip
+        try:
+            self.custom.replace_namespaced_custom_object_status(
+                GROUP, VERSION, metadata["namespace"], SCHEDULE_PLURAL, metadata["name"], updated
+            )
+        except ApiException as error:
+            if error.status == 409:
+                log.info("%s/%s changed since read; next pass", metadata["namespace"],
+                         metadata["name"])  # fmt: skip
+                return False
+            raise
+        return True
+
+    def _get_run(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            found: Any = self.custom.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name
+            )
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return dict(found)
+
+    def _create_run(self, manifest: dict[str, Any]) -> None:
+        metadata = manifest["metadata"]
+        try:
+            self.custom.create_namespaced_custom_object(
+                GROUP, VERSION, metadata["namespace"], PLURAL, manifest
+            )
+        except ApiException as error:
+            if error.status != 409:  # the slot's run exists: a pass before this one made it
+                raise
+
+    def _delete_run(self, namespace: str, name: str) -> None:
+        try:
+            self.custom.delete_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name, propagation_policy="Background"
+            )
+        except ApiException as error:
+            if error.status != 404:
+                raise

@@ -1,0 +1,2 @@
+"""Scheduled runs of an experiment: when they fire, their compact history, regressions across
+them."""

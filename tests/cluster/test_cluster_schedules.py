@@ -1,0 +1,161 @@
+"""ExperimentSchedules on the real local cluster: runs on an @every schedule, exactly one run
+per slot across a kill -9 of the operator, history limits, suspend, Forbid, a regression
+after the template's RTT got slower (and its acknowledgement), and the capacity plan against a
+hand calculation from the run's own Results.
+
+None of it depends on timing: every wait is for a state, and every count is checked against
+the slots the schedule's own status says have passed."""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+import time
+from datetime import datetime
+from typing import Any
+
+from harness import Lab, Operator
+
+EVERY = 10  # seconds between slots: the shortest @every allows
+
+
+def template(
+    rtt: str = "50ms", tasks: int = 1, repetitions: int = 1, **more: Any
+) -> dict[str, Any]:
+    return {
+        "spec": {
+            "workload": {"type": "sleep", "tasks": tasks, "rtt": rtt},
+            "models": [{"model": "asyncio"}],
+            "repetitions": repetitions,
+            **more,
+        }
+    }
+
+
+def status(body: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = body.get("status") or {}
+    return found
+
+
+def moment(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def condition(body: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in status(body).get("conditions") or [] if c["type"] == kind), {})
+
+
+def history(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(status(body).get("history") or [])
+
+
+def test_every_slot_gets_one_run_across_a_kill_9_history_limits_and_suspend(
+    lab: Lab, operator: Operator
+) -> None:
+    spec = {"schedule": f"@every {EVERY}s", "successfulRunsHistoryLimit": 2,
+            "experimentTemplate": template()}  # fmt: skip
+    created = moment(lab.apply_schedule("tick", spec)["metadata"]["creationTimestamp"])
+    lab.wait_schedule("tick", lambda s: len(history(s)) >= 1, timeout=60)
+    # Kill the operator just before the next slot, and start it again after it.
+    upcoming = moment(status(lab.get_schedule("tick"))["nextScheduleTime"])
+    time.sleep(max(0.0, (upcoming - datetime.now(upcoming.tzinfo)).total_seconds() - 0.5))
+    operator.kill()
+    time.sleep(2)
+    operator.start()
+    done = lab.wait_schedule("tick", lambda s: len(history(s)) >= 3, timeout=120)
+    lab.patch_schedule_spec("tick", {"suspend": True})
+    suspended = lab.wait_schedule("tick", lambda s: not status(s).get("active"), timeout=60)
+
+    # Every slot from creation to the last acted on was started, skipped or missed, once.
+    state = status(suspended)
+    slots = round((moment(state["lastScheduleTime"]) - created).total_seconds()) // EVERY
+    accounted = state.get("startedRuns", 0) + state.get("skippedRuns", 0)
+    assert accounted + state.get("missedRuns", 0) == slots, state
+    names = [e["run"] for e in history(suspended)]
+    assert len(names) == len(set(names)) == state["startedRuns"]
+    for entry in history(suspended):  # named after its slot, which is a slot of the schedule
+        slot = moment(entry["scheduledTime"])
+        assert entry["run"] == f"tick-{int(slot.timestamp())}"
+        assert round((slot - created).total_seconds()) % EVERY == 0
+        assert entry["phase"] == "Succeeded" and entry["points"][0]["n"] == 1
+
+    # The history keeps every run; the cluster only the newest two, the oldest deleted.
+    kept = lab.wait_schedule("tick", lambda s: len(lab.runs("tick")) == 2, timeout=30)
+    runs = [r["metadata"]["name"] for r in lab.runs("tick")]
+    assert runs == sorted(e["run"] for e in history(kept))[-2:]
+    assert history(done)[0]["run"] not in runs
+
+    # Suspended: the next slot passes and nothing starts.
+    after = moment(status(kept)["nextScheduleTime"])
+    time.sleep(max(0.0, (after - datetime.now(after.tzinfo)).total_seconds()) + 3)
+    later = lab.get_schedule("tick")
+    assert status(later)["startedRuns"] == state["startedRuns"]
+    assert len(lab.runs("tick")) == 2
+
+
+def test_forbid_skips_a_slot_while_a_run_goes_on_and_counts_it(lab: Lab) -> None:
+    spec = {"schedule": f"@every {EVERY}s", "experimentTemplate": template(rtt="15s")}
+    lab.apply_schedule("slow", spec)
+    skipped = lab.wait_schedule("slow", lambda s: status(s).get("skippedRuns", 0) >= 1, 90)
+    assert len(status(skipped)["active"]) == 1 and len(lab.runs("slow")) == 1
+    reasons = {e.reason for e in lab.events("slow", "RunSkipped", kind="ExperimentSchedule")}
+    assert "RunSkipped" in reasons
+
+
+def _plan_by_hand(run: dict[str, Any], target: dict[str, Any]) -> tuple[int, int]:
+    """Pods and workers per Pod from the run's Results, as the README's worked example."""
+    results = [t["result"] for t in status(run)["trials"]]
+    rate = statistics.median(r["throughputPerSecond"] for r in results)
+    cpu = statistics.median(
+        (r["cpuUserSeconds"] + r["cpuSystemSeconds"]) / r["tasks"] for r in results
+    )
+    per_pod = min(rate, target["cpuUtilization"] * 1 / cpu) if cpu else rate
+    pods = math.ceil(target["ratePerSecond"] / per_pod)
+    p50 = statistics.median(r["latencySeconds"]["p50"] for r in results)
+    return pods, max(1, math.ceil(target["ratePerSecond"] * p50 / pods))
+
+
+def test_a_slower_rtt_regresses_is_acknowledged_and_the_plan_matches_a_hand_calculation(
+    lab: Lab,
+) -> None:
+    target = {"ratePerSecond": 5000, "latency": {"percentile": "p99", "max": "1s"},
+              "cpuUtilization": 0.7}  # fmt: skip
+    fast = template(rtt="50ms", tasks=20, repetitions=2, capacity={"target": target})
+    spec = {"schedule": "@every 20s", "experimentTemplate": fast}
+    lab.apply_schedule("drift", spec)
+    # Three runs: the prediction t-test has 2 degrees of freedom against their medians.
+    baseline = lab.wait_schedule("drift", lambda s: len(history(s)) >= 3, timeout=180)
+    assert condition(baseline, "Regressed").get("status") == "False"
+    # The capacity plan of the newest run, against a hand calculation from its Results.
+    plan = status(baseline)["capacityPlan"]
+    run = lab.get(plan["run"])
+    pods, workers = _plan_by_hand(run, target)
+    [asyncio] = plan["models"]
+    assert (asyncio["pods"], asyncio["workersPerPod"]) == (pods, workers), plan
+    assert (
+        plan["display"]
+        == f"{pods} Pod{'s' if pods > 1 else ''} \N{MULTIPLICATION SIGN} 1 CPU, asyncio"
+    )
+    assert status(run)["capacityPlan"]["pods"] == pods
+
+    slower = template(rtt="400ms", tasks=20, repetitions=2, capacity={"target": target})
+    lab.patch_schedule_spec("drift", {"experimentTemplate": slower})
+    seen = len(history(baseline))
+    regressed = lab.wait_schedule("drift", lambda s: len(history(s)) > seen, timeout=90)
+    found = condition(regressed, "Regressed")
+    assert found["status"] == "True", status(regressed)
+    assert "asyncio w=per-task" in found["message"]  # the point, the same key in both RTTs
+    metrics = {r["metric"] for r in status(regressed)["regression"]["found"]}
+    assert "wallSeconds" in metrics, status(regressed)["regression"]
+    assert any(m in found["message"] for m in metrics) and re.search(
+        r"p [=<] 0\.", found["message"]
+    )
+    lab.events("drift", "Regressed", kind="ExperimentSchedule")
+
+    newest = history(regressed)[-1]["run"]
+    lab.patch_schedule_spec("drift", {"regression": {"acknowledgedRun": newest}, "suspend": True})
+    cleared = lab.wait_schedule(
+        "drift", lambda s: condition(s, "Regressed").get("reason") == "Acknowledged", timeout=30
+    )
+    assert condition(cleared, "Regressed")["status"] == "False"

@@ -1,0 +1,84 @@
+"""The ExperimentSchedule CRD: generated from the typed schedule spec, every example fits it
+and parses, its template carries every rule of an experiment's spec, and what the apiserver
+can refuse it refuses (checked offline here against the schema; on the apiserver in
+tests/cluster/test_bad_input_on_apiserver.py)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from helpers import EXAMPLES
+from test_crd import _openapi_to_jsonschema
+
+from cxlab.crd import RULES, schedule_resource_definition
+from cxlab.schedules.cron import CRON_PATTERN
+from cxlab.schedules.spec import parse_experiment_schedule
+
+SCHEDULES = sorted((EXAMPLES / "schedules").glob("*.yaml"))
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict[str, Any]:
+    version = schedule_resource_definition()["spec"]["versions"][0]
+    converted: dict[str, Any] = _openapi_to_jsonschema(version["schema"]["openAPIV3Schema"])
+    return converted
+
+
+def test_there_is_an_example() -> None:
+    assert SCHEDULES
+
+
+@pytest.mark.parametrize("path", SCHEDULES, ids=lambda p: p.stem)
+def test_every_schedule_example_fits_the_schema_and_parses(
+    path: Path, schema: dict[str, Any]
+) -> None:
+    for document in yaml.safe_load_all(path.read_text()):
+        jsonschema.validate(document, schema)
+        assert parse_experiment_schedule(document).spec.experiment_template.spec.capacity
+
+
+def test_printer_columns_short_name_and_status() -> None:
+    crd = schedule_resource_definition()["spec"]
+    assert crd["names"]["shortNames"] == ["cxs"]
+    columns = [c["name"] for c in crd["versions"][0]["additionalPrinterColumns"]]
+    assert columns == ["Schedule", "Suspend", "Last Schedule", "Regressed", "Plan", "Age"]
+    assert crd["versions"][0]["subresources"] == {"status": {}}
+
+
+def test_the_template_carries_every_rule_of_an_experiment_spec() -> None:
+    spec = schedule_resource_definition()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    template = spec["properties"]["spec"]["properties"]["experimentTemplate"]
+    node = template["properties"]["spec"]
+    declared = {r["message"] for r in node.get("x-kubernetes-validations", [])}
+    assert {r["message"] for r in RULES["spec"]} <= declared
+    assert spec["properties"]["spec"]["properties"]["schedule"]["pattern"] == CRON_PATTERN
+
+
+def base() -> dict[str, Any]:
+    return yaml.safe_load((EXAMPLES / "schedules" / "capacity-nightly.yaml").read_text())
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"schedule": "every 5 minutes"}, "schedule"),
+        ({"concurrencyPolicy": "Allow"}, "concurrencyPolicy"),
+        ({"historyLimit": 0}, "historyLimit"),
+        ({"regression": {"significance": 0.5}}, "significance"),
+        ({"startingDeadlineSeconds": 0}, "startingDeadlineSeconds"),
+    ],
+)
+def test_the_schema_refuses_by_type_and_bound(
+    change: dict[str, Any], field: str, schema: dict[str, Any]
+) -> None:
+    document = base()
+    document["spec"] |= change
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(document))
+    assert any(field in ".".join(map(str, e.path)) for e in errors), errors
+    with pytest.raises(Exception, match=re.escape(field)):
+        parse_experiment_schedule(document)

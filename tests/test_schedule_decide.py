@@ -1,0 +1,165 @@
+"""One pass over an ExperimentSchedule (cxlab.schedules.decide), pure: which slot starts, what
+is counted skipped or missed, what a restart finds, what history keeps and which runs go."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from cxlab.schedules.decide import Pass, RunView, decide, run_name
+from cxlab.schedules.spec import parse_experiment_schedule
+from cxlab.schedules.status import ScheduleStatus
+from cxlab.spec import SpecError
+
+CREATED = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)
+
+
+def schedule(**spec: Any) -> Any:
+    return parse_experiment_schedule({
+        "apiVersion": "cxlab.dev/v1alpha1", "kind": "ExperimentSchedule",
+        "metadata": {"name": "tick", "creationTimestamp": CREATED.isoformat()},
+        "spec": {
+            "schedule": "@every 10s",
+            "experimentTemplate": {"spec": {
+                "workload": {"type": "sleep", "tasks": 1, "rtt": "50ms"},
+                "models": [{"model": "asyncio"}],
+            }},
+            **spec,
+        },
+    })  # fmt: skip
+
+
+def entry(run: str, phase: str = "Succeeded") -> dict[str, Any]:
+    slot = datetime.fromtimestamp(int(run.rsplit("-", 1)[1]), UTC)
+    return {"run": run, "phase": phase, "scheduledTime": slot.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "points": [{"point": "asyncio w=per-task", "model": "asyncio", "n": 1,
+                        "wallSeconds": 0.06}]}  # fmt: skip
+
+
+def one_pass(
+    spec: dict[str, Any] | None = None,
+    old: dict[str, Any] | None = None,
+    runs: list[RunView] | None = None,
+    at: float = 1,
+) -> Pass:
+    decided = decide(
+        schedule(**(spec or {})), old or {}, runs or [], lambda name: entry(name),
+        lambda name: None, generation=1, now=CREATED + timedelta(seconds=at),
+    )  # fmt: skip
+    ScheduleStatus.model_validate(decided.status)  # what is written has the typed shape
+    return decided
+
+
+def slot(seconds: int) -> datetime:
+    return CREATED + timedelta(seconds=seconds)
+
+
+def run(seconds: int, phase: str | None = None) -> RunView:
+    return RunView(run_name("tick", slot(seconds)), phase, slot(seconds))
+
+
+def test_nothing_before_the_first_slot_then_the_slot_named_after_its_time() -> None:
+    assert one_pass(at=9).create is None
+    decided = one_pass(at=10.4)
+    assert decided.create == f"tick-{int(slot(10).timestamp())}"
+    assert decided.status["lastScheduleTime"] == "2026-11-23T12:00:10Z"
+    assert decided.status["startedRuns"] == 1
+    assert decided.status["nextScheduleTime"] == "2026-11-23T12:00:20Z"
+
+
+def test_a_pass_after_the_slot_was_recorded_starts_nothing_again() -> None:
+    first = one_pass(at=10.4)
+    again = one_pass(old=first.status, runs=[run(10)], at=11)
+    assert again.create is None and again.status["startedRuns"] == 1
+
+
+def test_a_restart_that_finds_the_slots_run_records_it_once_and_creates_nothing() -> None:
+    # The pass that created tick-…10 died before writing the status: the status has no slot.
+    decided = one_pass(runs=[run(10)], at=12)
+    assert decided.create is None
+    assert decided.status["startedRuns"] == 1 and "skippedRuns" not in decided.status
+
+
+def test_forbid_skips_a_slot_while_a_run_goes_on_and_counts_it() -> None:
+    old = {"lastScheduleTime": "2026-11-23T12:00:10Z", "startedRuns": 1}
+    decided = one_pass(old=old, runs=[run(10, "Running")], at=20.5)
+    assert decided.create is None and decided.status["skippedRuns"] == 1
+    assert decided.status["lastScheduleTime"] == "2026-11-23T12:00:20Z"
+    assert [e[1] for e in decided.events] == ["RunSkipped"]
+
+
+def test_replace_stops_the_run_going_on_and_starts_the_slot() -> None:
+    old = {"lastScheduleTime": "2026-11-23T12:00:10Z", "startedRuns": 1}
+    decided = one_pass({"concurrencyPolicy": "Replace"}, old, [run(10, "Running")], at=20.5)
+    assert decided.stop == [run(10).name] and decided.create == run(20).name
+    assert decided.status["replacedRuns"] == 1 and decided.status["startedRuns"] == 2
+    assert decided.status["active"] == [run(20).name]
+
+
+def test_after_downtime_only_the_latest_slot_starts_and_the_rest_are_counted_missed() -> None:
+    old = {"lastScheduleTime": "2026-11-23T12:00:10Z", "startedRuns": 1}
+    decided = one_pass(old=old, runs=[run(10, "Succeeded")], at=65)
+    assert decided.create == run(60).name
+    assert decided.status["missedRuns"] == 4  # 20, 30, 40, 50
+    assert "MissedRuns" in [e[1] for e in decided.events]
+
+
+def test_past_the_starting_deadline_the_latest_slot_is_missed_too() -> None:
+    old = {"lastScheduleTime": "2026-11-23T12:00:10Z", "startedRuns": 1}
+    late = one_pass({"startingDeadlineSeconds": 3}, old, [run(10, "Succeeded")], at=65)
+    assert late.create is None and late.status["missedRuns"] == 5
+    in_time = one_pass({"startingDeadlineSeconds": 10}, old, [run(10, "Succeeded")], at=65)
+    assert in_time.create == run(60).name and in_time.status["missedRuns"] == 4
+
+
+def test_suspend_starts_nothing() -> None:
+    assert one_pass({"suspend": True}, at=35).create is None
+
+
+def test_a_finished_run_gets_one_history_entry_and_the_oldest_beyond_the_limit_goes() -> None:
+    runs = [run(10, "Succeeded"), run(20, "Succeeded"), run(30, "Running")]
+    old = {"lastScheduleTime": "2026-11-23T12:00:30Z", "startedRuns": 3,
+           "history": [entry(run(10).name)]}  # fmt: skip
+    decided = one_pass({"successfulRunsHistoryLimit": 1}, old, runs, at=31)
+    assert [e["run"] for e in decided.status["history"]] == [run(10).name, run(20).name]
+    assert decided.record == [run(20).name]
+    assert decided.delete == [run(10).name]  # the running one never, whatever the limits
+    assert decided.status["active"] == [run(30).name]
+    again = one_pass({"successfulRunsHistoryLimit": 1}, decided.status, runs, at=32)
+    assert again.record == [] and len(again.status["history"]) == 2
+
+
+def test_a_run_is_deleted_only_once_its_entry_is_in_the_history() -> None:
+    runs = [run(10, "Succeeded"), run(20, "Succeeded")]
+    decided = decide(
+        schedule(successfulRunsHistoryLimit=0), {"lastScheduleTime": "2026-11-23T12:00:20Z"},
+        runs, lambda name: None if name == run(20).name else entry(name), lambda name: None,
+        generation=1, now=slot(21),
+    )  # fmt: skip
+    assert decided.delete == [run(10).name]  # tick-…20 could not be read: kept for now
+
+
+def test_history_keeps_at_most_its_limit_oldest_dropped() -> None:
+    history = [entry(run(s).name) for s in (10, 20, 30)]
+    old = {"lastScheduleTime": "2026-11-23T12:00:40Z", "history": history}
+    decided = one_pass({"historyLimit": 3}, old, [run(40, "Succeeded")], at=41)
+    assert [e["run"] for e in decided.status["history"]] == [run(s).name for s in (20, 30, 40)]
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"schedule": "61 * * * *"}, "spec.schedule"),
+        ({"schedule": "@every 2s"}, "spec.schedule"),
+        ({"timeZone": "Mars/Olympus"}, "spec.timeZone"),
+        ({"experimentTemplate": {"spec": {"workload": {"type": "sleep", "tasks": 1},
+                                          "models": [{"model": "asyncio"}]}}},
+         "spec.experimentTemplate.spec.workload"),
+    ],
+)  # fmt: skip
+def test_bad_input_names_the_field(spec: dict[str, Any], field: str) -> None:
+    with pytest.raises(SpecError) as raised:
+        schedule(**spec)
+    assert any(p.startswith(field) for p in raised.value.problems), raised.value.problems

@@ -1,5 +1,6 @@
-"""`cxlab plan FILE` and `cxlab run FILE`: the local backend from the command line;
-`cxlab operator`: the Kubernetes operator.
+"""`cxlab plan FILE` and `cxlab run FILE [--history DIR]`: the local backend from the command
+line; `cxlab history DIR`: the trend, regressions and capacity plan of a history folder;
+`cxlab summary` and `cxlab report`; `cxlab operator`: the Kubernetes operator.
 
 Exit status: 0 done (even when trials failed: the table says which), 1 when a trial failed,
 2 for a spec or set-up that cannot run — reported before anything is written.

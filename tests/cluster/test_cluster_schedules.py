@@ -8,6 +8,7 @@ the slots the schedule's own status says have passed."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import statistics
@@ -15,7 +16,11 @@ import time
 from datetime import datetime
 from typing import Any
 
+import pytest
 from harness import Lab, Operator
+from kubernetes.client.exceptions import ApiException
+
+from cxlab.crd import GROUP, SCHEDULE_PLURAL, VERSION
 
 EVERY = 10  # seconds between slots: the shortest @every allows
 
@@ -159,3 +164,49 @@ def test_a_slower_rtt_regresses_is_acknowledged_and_the_plan_matches_a_hand_calc
         "drift", lambda s: condition(s, "Regressed").get("reason") == "Acknowledged", timeout=30
     )
     assert condition(cleared, "Regressed")["status"] == "False"
+
+
+def _refusal(lab: Lab, spec: dict[str, Any]) -> str:
+    """The apiserver's message for a schedule it refuses at create (a dry run: nothing kept)."""
+    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ExperimentSchedule",
+            "metadata": {"name": "bad"}, "spec": spec}  # fmt: skip
+    with pytest.raises(ApiException) as refused:
+        lab.custom.create_namespaced_custom_object(
+            GROUP, VERSION, lab.namespace, SCHEDULE_PLURAL, body, dry_run="All"
+        )
+    assert refused.value.status == 422, refused.value.body
+    return str(json.loads(refused.value.body)["message"])
+
+
+TARGET = "spec.experimentTemplate.spec.capacity.target"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"schedule": "every 5 minutes"}, "spec.schedule"),
+        ({"schedule": "* * * *"}, "spec.schedule"),
+        ({"experimentTemplate": template(capacity={"target": {"ratePerSecond": 0,
+          "latency": {"max": "250ms"}}})}, f"{TARGET}.ratePerSecond"),
+        ({"experimentTemplate": template(capacity={"target": {"ratePerSecond": 10,
+          "latency": {"max": "-250ms"}}})}, f"{TARGET}.latency.max"),
+        ({"experimentTemplate": {"spec": {"workload": {"type": "cpu", "tasks": 1},
+          "models": [{"model": "asyncio"}]}}}, "spec.experimentTemplate.spec.workload"),
+        ({"concurrencyPolicy": "Allow"}, "spec.concurrencyPolicy"),
+    ],
+)  # fmt: skip
+def test_bad_schedules_are_refused_at_apply_naming_the_field(
+    lab: Lab, change: dict[str, Any], field: str
+) -> None:
+    spec = {"schedule": "@hourly", "experimentTemplate": template()} | change
+    assert field in _refusal(lab, spec)
+
+
+def test_an_unknown_time_zone_is_a_condition_naming_the_field(lab: Lab) -> None:
+    # The apiserver cannot look up the time-zone database: the operator says it, no run starts.
+    lab.apply_schedule("zone", {"schedule": "@every 10s", "timeZone": "Mars/Olympus_Mons",
+                                "experimentTemplate": template()})  # fmt: skip
+    refused = lab.wait_schedule("zone", lambda s: condition(s, "Ready").get("status") == "False")
+    ready = condition(refused, "Ready")
+    assert ready["reason"] == "InvalidSpec" and "spec.timeZone" in ready["message"], ready
+    assert "Mars/Olympus_Mons" in ready["message"] and not lab.runs("zone")

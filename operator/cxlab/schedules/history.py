@@ -5,6 +5,7 @@ keeps the entries in the schedule's status, `cxlab history` reads them from a fo
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -19,6 +20,9 @@ from cxlab_runner.durations import format_duration
 
 # Where a run's slot is written on the run itself (the operator sets it when creating it).
 SCHEDULED_TIME_ANNOTATION = "cxlab.dev/scheduled-time"
+# status.history in all: whatever the template's matrix (up to 200 points), the schedule stays
+# far below etcd's 1.5 MiB; a larger matrix keeps fewer entries than historyLimit.
+MAX_HISTORY_BYTES = 512 * 1024
 # Significant digits kept per value: far finer than any run-to-run noise, and it keeps an
 # entry of a 20-point run near 3 KiB (README: status size).
 DIGITS = 5
@@ -157,9 +161,22 @@ def entry_of(document: Mapping[str, Any], scheduled_time: str | None = None) -> 
 def appended(
     history: Sequence[Mapping[str, Any]], entry: Mapping[str, Any], limit: int
 ) -> list[dict[str, Any]]:
-    """The history with the entry in its place (by scheduled time, then name), at most
-    `limit` entries: the oldest go first. An entry for a run already there replaces it, so
-    recording a run twice (a restart between two writes) keeps one entry."""
+    """The history with the entry in its place (by scheduled time, then name): at most
+    `limit` entries and MAX_HISTORY_BYTES, the oldest going first. An entry for a run already
+    there replaces it, so recording a run twice (a restart between two writes) keeps one.
+    Only the newest succeeded entry keeps its repetitions' samples: the regression test reads
+    them for the run it judges, and the baseline by the runs' medians."""
     kept = [dict(e) for e in history if e["run"] != entry["run"]] + [dict(entry)]
     kept.sort(key=lambda e: (e.get("scheduledTime") or "", e["run"]))
-    return kept[-limit:]
+    newest = next((e["run"] for e in reversed(kept) if e["phase"] == "Succeeded"), None)
+    kept = [e if e["run"] == newest else _without_samples(e) for e in kept][-limit:]
+    while len(kept) > 1 and len(json.dumps(kept, separators=(",", ":"))) > MAX_HISTORY_BYTES:
+        kept.pop(0)
+    return kept
+
+
+def _without_samples(entry: dict[str, Any]) -> dict[str, Any]:
+    if not entry.get("points"):
+        return entry
+    points = [{k: v for k, v in p.items() if k != "samples"} for p in entry["points"]]
+    return entry | {"points": points}

@@ -1,0 +1,141 @@
+"""A finished run as one compact history entry, the history's bounds, and `cxlab history` on
+a folder of runs: the same pure code the operator uses for a schedule's status."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cxlab.cli import main
+from cxlab.local.backend import experiment_document, local_status
+from cxlab.local.history import save_run
+from cxlab.plan import plan_trials
+from cxlab.schedules.history import MAX_HISTORY_BYTES, appended, entry_of
+from cxlab.spec import parse_experiment
+from cxlab.summary import TrialOutcome
+
+MIB = 2**20
+START = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
+
+
+def experiment(rtts: list[str], capacity: bool = True) -> Any:
+    spec: dict[str, Any] = {
+        "workload": {"type": "sleep", "tasks": 100, "rtts": rtts},
+        "models": [{"model": "asyncio", "workers": [10, 0]}],
+        "repetitions": 3,
+    }
+    if capacity:
+        spec["capacity"] = {"target": {"ratePerSecond": 500, "latency": {"max": "1s"}}}
+    return parse_experiment({"apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
+                             "metadata": {"name": "trend"}, "spec": spec})  # fmt: skip
+
+
+def result(wall: float, rss: int = 40 * MIB) -> dict[str, Any]:
+    return {
+        "workers": 10, "tasks": 100, "tasksOk": 100, "tasksFailed": 0, "wallSeconds": wall,
+        "cpuUserSeconds": 0.02, "cpuSystemSeconds": 0.01, "cpuPercent": 3.0 / wall,
+        "peakRssBytes": rss, "baselineRssBytes": 20 * MIB, "efficiency": 1.0 / wall,
+        "throughputPerSecond": 100 / wall, "voluntaryContextSwitches": 5,
+        "involuntaryContextSwitches": 1, "cpus": [1],
+        "latencySeconds": {"p50": 0.1, "p90": 0.1, "p99": wall / 10, "max": wall / 10},
+    }  # fmt: skip
+
+
+def document(walls: list[float], when: datetime, rtts: list[str] | None = None) -> dict[str, Any]:
+    """A finished run: every trial's wall time from `walls`, in turn."""
+    made = experiment(rtts or ["100ms"])
+    trials = plan_trials(made.spec)
+    outcomes = [TrialOutcome(t, result(walls[i % len(walls)])) for i, t in enumerate(trials)]
+    status = local_status(made, trials, outcomes, set(), None, when)
+    return experiment_document(made, status)
+
+
+def test_an_entry_holds_each_points_medians_and_samples_and_the_plan() -> None:
+    entry = entry_of(document([1.0, 1.2, 3.0], START))
+    assert entry["run"] == "trend" and entry["phase"] == "Succeeded"
+    assert entry["scheduledTime"] == "2026-11-23T03:00:00Z" and entry["finishedTime"]
+    keys = [p["point"] for p in entry["points"]]
+    assert keys == ["asyncio w=10", "asyncio w=per-task"]  # one RTT: not in the key
+    point = entry["points"][0]
+    walls = point["samples"]["wallSeconds"]
+    assert point["n"] == 3 and point["wallSeconds"] == statistics.median(walls)
+    assert point["cpuSecondsPerTask"] == pytest.approx(0.0003)
+    assert point["peakRssBytes"] == pytest.approx(40 * MIB, rel=1e-4)  # 5 significant digits
+    assert set(point["samples"]) == {
+        "wallSeconds", "throughputPerSecond", "cpuSecondsPerTask", "latencyP99Seconds",
+        "peakRssBytes",
+    }  # fmt: skip
+    assert entry["plan"]["display"].endswith("asyncio") and entry["plan"]["pods"] >= 1
+
+
+def test_several_rtts_put_the_rtt_in_the_point() -> None:
+    entry = entry_of(document([1.0], START, rtts=["50ms", "100ms"]))
+    assert "asyncio w=10 rtt=50ms" in [p["point"] for p in entry["points"]]
+
+
+def test_appending_keeps_one_entry_per_run_in_slot_order_within_the_limit() -> None:
+    entries = [entry_of(document([1.0], START + timedelta(hours=h))) | {"run": f"r-{h}"}
+               for h in range(5)]  # fmt: skip
+    history: list[dict[str, Any]] = []
+    for entry in reversed(entries):  # recorded out of order
+        history = appended(history, entry, limit=3)
+    assert [e["run"] for e in history] == ["r-2", "r-3", "r-4"]
+    assert appended(history, history[-1], limit=3) == history  # recorded twice: one entry
+    # only the newest succeeded run keeps its repetitions: the baseline reads medians
+    assert [bool(e["points"][0].get("samples")) for e in history] == [False, False, True]
+
+
+def test_the_history_stays_under_its_byte_budget_whatever_the_matrix() -> None:
+    big = entry_of(document([1.0], START))
+    big["points"] = [big["points"][0] | {"point": f"asyncio w={w}"} for w in range(1, 201)]
+    history: list[dict[str, Any]] = []
+    for hour in range(100):
+        history = appended(history, big | {"run": f"r-{hour:03}"}, limit=100)
+    size = len(json.dumps(history, separators=(",", ":")))
+    assert size <= MAX_HISTORY_BYTES and history[-1]["run"] == "r-099"
+    assert 5 < len(history) < 100  # fewer entries, never a bigger object
+
+
+def test_cxlab_history_prints_the_trend_the_regression_and_the_plan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "history"
+    for day, walls in enumerate([[1.0, 1.01, 0.99], [1.02, 1.0, 1.01], [0.99, 1.0, 1.02],
+                                 [1.6, 1.62, 1.61]]):  # fmt: skip
+        save_run(document(walls, START + timedelta(days=day)), folder)
+    assert main(["history", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "asyncio w=10" in out and "capacity plan:" in out
+    assert "regressions in trend-" in out and "wallSeconds of asyncio w=10" in out
+    newest = sorted(p.stem for p in folder.glob("*.json"))[-1]
+    assert main(["history", str(folder), "--acknowledged", newest]) == 0
+    assert "regressions: none in" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("what", ["missing", "empty", "not json", "not a result"])
+def test_cxlab_history_refuses_a_bad_folder_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], what: str
+) -> None:
+    folder = tmp_path / "history"
+    if what != "missing":
+        folder.mkdir()
+    if what == "not json":
+        (folder / "a.json").write_text("{")
+    if what == "not a result":
+        (folder / "a.json").write_text('{"kind": "Pod"}')
+    assert main(["history", str(folder)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("cxlab: ") and str(folder) in error
+
+
+def test_cxlab_history_names_an_unknown_acknowledged_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    save_run(document([1.0], START), tmp_path)
+    assert main(["history", str(tmp_path), "--acknowledged", "nope"]) == 2
+    assert "--acknowledged: 'nope' is not a run" in capsys.readouterr().err

@@ -133,6 +133,11 @@ def test_monitors_only_when_enabled() -> None:
     service = only(docs, "Service")
     assert service_monitor["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]
     assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+    # the dashboards select the operator by job="cxlab-operator", the schedule gauges by their
+    # own namespace label: both must survive the Prometheus Operator's relabelling
+    [endpoint] = service_monitor["spec"]["endpoints"]
+    assert endpoint["honorLabels"] is True
+    assert {"targetLabel": "job", "replacement": "cxlab-operator"} in endpoint["relabelings"]
 
 
 def test_cluster_wide_rbac_is_the_rbac_of_manifests() -> None:

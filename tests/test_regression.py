@@ -17,6 +17,7 @@ from cxlab.schedules.regression import (
     Policy,
     Regression,
     baseline_of,
+    flagged,
     regressions,
     summary_line,
 )
@@ -462,3 +463,14 @@ def test_a_25_percent_step_is_detected(runs: int, reps: int, shared: bool, least
     measured = rate(runs, reps, step=0.25, shared=shared)
     print(f"+25 % detected: {runs} runs of {reps} repetitions, shared {shared}: {measured:.1%}")
     assert measured >= least
+
+
+def test_a_lasting_regression_keeps_alarming_until_it_is_acknowledged() -> None:
+    slow = [2.01, 2.03, 1.99]
+    history = flagged(walls(*STABLE, slow, slow, slow))
+    # each slow run is judged against the stable ones: a flagged run joins no baseline
+    assert [bool(e.get("regressed")) for e in history] == [False] * 5 + [True] * 3
+    assert all("run-5" not in r.baseline for r in regressions(history))
+    # accepted as the new normal: later slow runs compare with it, and are not regressions
+    assert regressions(flagged(walls(*STABLE, slow, slow, slow), acknowledged="run-5"),
+                       acknowledged="run-5") == []  # fmt: skip

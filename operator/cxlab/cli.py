@@ -37,8 +37,8 @@ from cxlab.spec import (
 )
 from cxlab.status import ExperimentStatus
 from cxlab.summary import workers_label
-from cxlab.table import render_summary, render_table, rtt_cell
-from cxlab.trend import capacity_text, plan_trend, regressions_text, trend_tables
+from cxlab.table import capacity_text, render_summary, render_table, rtt_cell
+from cxlab.trend import plan_trend, regressions_text, trend_tables
 from cxlab_runner.durations import format_duration, parse_duration
 
 USAGE_ERROR = 2

@@ -387,6 +387,12 @@ def custom_resource_definition() -> Schema:
                             "jsonPath": ".status.progress.display",
                         },
                         {"name": "Best", "type": "string", "jsonPath": ".status.best"},
+                        {
+                            "name": "Plan",
+                            "type": "string",
+                            "jsonPath": ".status.capacityPlan.display",
+                            "priority": 1,  # kubectl get -o wide: set only with capacity
+                        },
                         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
                     ],
                     "schema": {

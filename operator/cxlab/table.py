@@ -130,6 +130,26 @@ def knees_table(summary: dict[str, Any]) -> str:
     return render_table(["model", "rtt", "knee", "wall s", "best s", "cpu %", "peak MiB"], rows)
 
 
+def capacity_text(plan: Mapping[str, Any] | None) -> str:
+    """A capacity plan (status.capacityPlan), model by model."""
+    if not plan:
+        return "capacity plan: none (set spec.capacity.target)"
+    rows = []
+    for model in plan.get("models") or []:
+        if not model.get("meets"):
+            rows.append([model["variant"], "no", "—", "—", "—", "—", "—", model.get("reason", "")])
+            continue
+        latency = model.get("expectedLatencySeconds")
+        rows.append([
+            model["variant"], "yes", str(model["pods"]), str(model.get("workersPerPod", "—")),
+            str(model["cores"]), _mib(model["memoryBytes"]) if "memoryBytes" in model else "—",
+            "—" if latency is None else format_duration(latency),
+            f"{model.get('basis', '')}: {model.get('note', '')}".strip(": "),
+        ])  # fmt: skip
+    headers = ["model", "meets", "Pods", "workers/Pod", "cores", "memory", "expected", "basis"]
+    return f"capacity plan: {plan['display']}\n{render_table(headers, rows)}"
+
+
 def render_summary(document: dict[str, Any]) -> str:
     status = document["status"]
     progress = status["progress"]
@@ -157,6 +177,8 @@ def render_summary(document: dict[str, Any]) -> str:
             "",
         ]
     parts += ["Recommendation:"] + [f"  {r['text']}" for r in summary["recommendations"]]
+    if status.get("capacityPlan"):
+        parts += ["", capacity_text(status["capacityPlan"])]
     failed = [t for t in status["trials"] if t["phase"] == "Failed"]
     if failed:
         parts += ["", "Failed trials:"] + [f"  {t['name']}: {t.get('message', '')}" for t in failed]

@@ -73,22 +73,3 @@ def regressions_text(found: Sequence[Regression], newest: str | None) -> str:
         return f"regressions: none in {newest} against the runs before it"
     lines = [f"regressions in {newest}:"] + [f"  {r.message()}" for r in found]
     return "\n".join(lines)
-
-
-def capacity_text(plan: Mapping[str, Any] | None) -> str:
-    """The newest run's capacity plan, model by model."""
-    if not plan:
-        return "capacity plan: none (set spec.capacity.target)"
-    rows = []
-    for model in plan.get("models") or []:
-        if not model.get("meets"):
-            rows.append([model["variant"], "no", "—", "—", "—", "—", "—", model.get("reason", "")])
-            continue
-        rows.append([
-            model["variant"], "yes", str(model["pods"]), str(model.get("workersPerPod", "—")),
-            str(model["cores"]), _number(model.get("memoryBytes"), "B"),
-            _number(model.get("expectedLatencySeconds"), "s"),
-            f"{model.get('basis', '')}: {model.get('note', '')}".strip(": "),
-        ])  # fmt: skip
-    headers = ["model", "meets", "Pods", "workers/Pod", "cores", "memory", "expected", "basis"]
-    return f"capacity plan: {plan['display']}\n{render_table(headers, rows)}"

@@ -67,6 +67,8 @@ CONTEXT: dict[str, dict[str, Any]] = {
     "spec.workload.rtt": {"workload": {"type": "sleep", "tasks": 10, "rtt": "10ms"}},
     "spec.models[].gomaxprocs": {"models": [{"model": "goroutines", "gomaxprocs": [1]}]},
     "spec.models[].pool": {"models": [{"model": "threads", "pool": "prestarted"}]},
+    # the apiserver checks a field's rules only once the required ones beside it are there
+    "spec.capacity": {"capacity": {"target": {"ratePerSecond": 10, "latency": {"max": "1s"}}}},
 }
 
 

@@ -133,7 +133,10 @@ def test_helm_test_runs_an_experiment_to_succeeded(release: Release) -> None:
         ("get", "secrets", "release", False),
         ("create", "deployments.apps", "release", False),
         ("create", "pods", "default", False),  # only the watched namespace
-        ("create", "concurrencyexperiments.cxlab.dev", "release", False),
+        ("create", "concurrencyexperiments.cxlab.dev", "release", True),  # schedules' runs
+        ("watch", "experimentschedules.cxlab.dev", "release", True),
+        ("update", "experimentschedules.cxlab.dev --subresource=status", "release", True),
+        ("create", "experimentschedules.cxlab.dev", "release", False),
         ("list", "nodes", "release", True),  # the queue: what the nodes can hold
         ("patch", "nodes", "release", False),
     ],

@@ -174,12 +174,20 @@ def scheduled(operator_with_prometheus: Operator) -> Iterator[Scheduled]:
     lab.apply_schedule(name, {"schedule": "@every 10s", "experimentTemplate": {"spec": template}})
     lab.wait_schedule(name, lambda s: bool((s.get("status") or {}).get("capacityPlan")), 120)
     lab.patch_schedule_spec(name, {"suspend": True})
-    selector = f'namespace="{namespace}",schedule="{name}"'
-    deadline = time.monotonic() + 30
-    while not instant(f'cxlab_schedule_capacity_pods{{{selector},chosen="true"}}', time.time()):
-        assert time.monotonic() < deadline, "Prometheus never saw the schedule's plan"
+    scheduled = Scheduled(namespace, name, began)
+    # Until every capacity panel answers over the range the test asks for: the operator is
+    # scraped every 5 s, and a range query's steps (from its start, 1 s apart) can all fall
+    # before the first sample when it is only a moment old.
+    deadline = time.monotonic() + 60
+    while empty := empty_panels("capacity-planning.json", "", scheduled):
+        if time.monotonic() > deadline:
+            seen = instant(
+                f'{{__name__=~"cxlab_schedule_.*",namespace="{namespace}"}}', time.time()
+            )
+            status = lab.get_schedule(name).get("status")
+            raise AssertionError(f"no answer from {empty}; Prometheus has {seen}; status {status}")
         time.sleep(1)
-    yield Scheduled(namespace, name, began)
+    yield scheduled
     core.delete_namespace(namespace)
 
 
@@ -199,16 +207,12 @@ def substitute(expr: str, name: str, window: str, scheduled: Scheduled | None = 
     return expr
 
 
-@pytest.mark.parametrize("board", sorted(p.name for p in DASHBOARDS.glob("*.json")))
-def test_every_dashboard_panel_returns_data(
-    finished: tuple[str, dict[str, Any], float], board: str, request: pytest.FixtureRequest
-) -> None:
-    name, _, began = finished
-    # The capacity dashboard reads a schedule's gauges, the others an experiment's series.
-    plan: Scheduled | None = None
-    if board == "capacity-planning.json":
-        plan = request.getfixturevalue("scheduled")
-        began = plan.began
+def empty_panels(
+    board: str, name: str, plan: Scheduled | None = None, began: float | None = None
+) -> list[str]:
+    """The panels of a dashboard whose queries Prometheus answers with nothing."""
+    began = plan.began if plan else began
+    assert began is not None
     now = time.time()
     window = f"{int(now - began) + 5}s"
     empty = []
@@ -222,6 +226,19 @@ def test_every_dashboard_panel_returns_data(
                              step="1")["result"]  # fmt: skip
             if not result:
                 empty.append(f"{panel['title']}: {expr}")
+    return empty
+
+
+@pytest.mark.parametrize("board", sorted(p.name for p in DASHBOARDS.glob("*.json")))
+def test_every_dashboard_panel_returns_data(
+    finished: tuple[str, dict[str, Any], float], board: str, request: pytest.FixtureRequest
+) -> None:
+    name, _, began = finished
+    # The capacity dashboard reads a schedule's gauges, the others an experiment's series.
+    plan: Scheduled | None = None
+    if board == "capacity-planning.json":
+        plan = request.getfixturevalue("scheduled")
+    empty = empty_panels(board, name, plan, began)
     assert not empty, "\n".join(empty)
 
 

@@ -210,3 +210,21 @@ def test_an_unknown_time_zone_is_a_condition_naming_the_field(lab: Lab) -> None:
     ready = condition(refused, "Ready")
     assert ready["reason"] == "InvalidSpec" and "spec.timeZone" in ready["message"], ready
     assert "Mars/Olympus_Mons" in ready["message"] and not lab.runs("zone")
+
+
+def test_a_run_the_apiserver_refuses_is_a_missed_slot_that_says_why(lab: Lab) -> None:
+    # A quota of no experiments in the namespace: every run's create is refused (403).
+    quota = {"metadata": {"name": "no-runs"},
+             "spec": {"hard": {f"count/concurrencyexperiments.{GROUP}": "0"}}}  # fmt: skip
+    lab.core.create_namespaced_resource_quota(lab.namespace, quota)
+    lab.apply_schedule("quota", {"schedule": f"@every {EVERY}s", "experimentTemplate": template()})
+    refused = lab.wait_schedule(
+        "quota", lambda s: condition(s, "RunRefused").get("status") == "True", timeout=60
+    )
+    message = condition(refused, "RunRefused")["message"]
+    # "exceeded quota: no-runs", or "status unknown for quota: no-runs" before the quota
+    # controller has counted: refused (403) either way, and the message says by what
+    assert "is forbidden" in message and "quota: no-runs" in message, message
+    state = status(refused)
+    assert state.get("startedRuns", 0) == 0 and state["missedRuns"] >= 1 and not lab.runs("quota")
+    lab.events("quota", "RunRefused", kind="ExperimentSchedule")

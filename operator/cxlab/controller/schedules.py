@@ -6,6 +6,7 @@ deletes no run before its history entry is written."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -26,6 +27,10 @@ from cxlab.status import set_condition
 # The label every run carries: the schedule's name (the index and `kubectl get cx -l` use it).
 LABEL_SCHEDULE = f"{GROUP}/schedule"
 EventSink = Callable[[str, str, str], None]
+# What the apiserver answers a run it will not take as it is, here and now (invalid, an
+# admission policy, a quota): the slot is missed, and the schedule says why. Throttling and
+# server errors are retried by the next pass.
+REFUSED_RUN = frozenset({400, 403, 422})
 log = logging.getLogger(__name__)
 
 
@@ -66,6 +71,17 @@ def run_manifest(schedule: Mapping[str, Any], name: str, slot: str) -> dict[str,
     }
 
 
+def _message(error: ApiException) -> str:
+    """The message of the apiserver's Status body, not the exception's repr."""
+    try:
+        body = json.loads(error.body or "")
+    except (TypeError, ValueError):
+        body = None
+    if isinstance(body, dict) and body.get("message"):
+        return str(body["message"])
+    return f"{error.status} {error.reason}"
+
+
 class ScheduleReconciler:
     def __init__(self, metrics: OperatorMetrics, clock: Callable[[], datetime]) -> None:
         self.custom = kubernetes.client.CustomObjectsApi()
@@ -101,18 +117,61 @@ class ScheduleReconciler:
             return plan_found
 
         decided = decide(schedule, old, runs, history_entry, plan, generation=generation, now=now)
-        if decided.status != old and not self._write(body, decided.status):
-            return  # another writer got there first: the next pass decides again
+        version: str | None = metadata["resourceVersion"]
+        if decided.status != old:
+            version = self._write(body, version, decided.status)
+            if version is None:
+                return  # another writer got there first: the next pass decides again
         for doomed in decided.stop:
             self._delete_run(namespace, doomed)
+        status = decided.status
         if decided.create:
-            slot = decided.status["lastScheduleTime"]
-            self._create_run(run_manifest(body, decided.create, slot))
+            slot = status["lastScheduleTime"]
+            refused = self._create_run(run_manifest(body, decided.create, slot))
+            status = self._after_create(body, version, status, decided.create, refused, now, event)
         for doomed in decided.delete:
             self._delete_run(namespace, doomed)
         for kind, reason, message in decided.events:
             event(kind, reason, message)
-        self.metrics.observe_schedule(namespace, name, decided.status)
+        self.metrics.observe_schedule(namespace, name, status)
+
+    def _after_create(
+        self,
+        body: Mapping[str, Any],
+        version: str | None,
+        status: dict[str, Any],
+        run: str,
+        refused: str | None,
+        now: datetime,
+        event: EventSink,
+    ) -> dict[str, Any]:
+        """A run the apiserver refused (an admission policy, a quota) is a slot missed, with
+        the RunRefused condition and event saying why; the next run it takes clears it."""
+        was: dict[str, Any] = next(
+            (c for c in status.get("conditions") or [] if c["type"] == "RunRefused"), {}
+        )
+        if refused is None and was.get("status") != "True":
+            return status
+        generation = int(body["metadata"].get("generation", 1))
+        if refused is None:
+            conditions = set_condition(
+                status["conditions"], "RunRefused", False, "RunCreated", f"run {run} created",
+                generation=generation, now=now,
+            )  # fmt: skip
+            changed = status | {"conditions": conditions}
+        else:
+            message = f"run {run} was refused by the apiserver: {refused}"[:1000]
+            conditions = set_condition(status["conditions"], "RunRefused", True, "RunRefused",
+                                       message, generation=generation, now=now)  # fmt: skip
+            changed = status | {
+                "conditions": conditions,
+                "startedRuns": status["startedRuns"] - 1,
+                "missedRuns": int(status.get("missedRuns", 0)) + 1,
+                "active": [a for a in status.get("active") or [] if a != run],
+            }
+            event("Warning", "RunRefused", message)
+        # Lost to a 409, the condition is written when the next slot's run is created or not.
+        return changed if self._write(body, version, changed) else status
 
     def _reject(
         self,
@@ -136,30 +195,33 @@ class ScheduleReconciler:
             message[:1000], generation=generation, now=now,
         )  # fmt: skip
         status = old | {"observedGeneration": generation, "conditions": conditions}
-        if self._write(body, status):
+        if self._write(body, body["metadata"]["resourceVersion"], status):
             event("Warning", "InvalidSpec", message[:1000])
 
-    def _write(self, body: Mapping[str, Any], status: dict[str, Any]) -> bool:
-        """Replace the status, refused (409) if the object changed since it was read: two
-        operators, or a restarted one and a stale event, never both record a slot."""
+    def _write(
+        self, body: Mapping[str, Any], version: str | None, status: dict[str, Any]
+    ) -> str | None:
+        """Replace the status, refused (409) if the object changed since `version` was read:
+        two operators, or a restarted one and a stale event, never both record a slot. The
+        object's new resourceVersion, or None when refused."""
         metadata = body["metadata"]
         updated = {
             "apiVersion": body["apiVersion"], "kind": body["kind"],
             "metadata": {"name": metadata["name"], "namespace": metadata["namespace"],
-                         "resourceVersion": metadata["resourceVersion"]},
+                         "resourceVersion": version},
             "status": checked(status),
         }  # fmt: skip
         try:
-            self.custom.replace_namespaced_custom_object_status(
+            written: Any = self.custom.replace_namespaced_custom_object_status(
                 GROUP, VERSION, metadata["namespace"], SCHEDULE_PLURAL, metadata["name"], updated
             )
         except ApiException as error:
             if error.status == 409:
                 log.info("%s/%s changed since read; next pass", metadata["namespace"],
                          metadata["name"])  # fmt: skip
-                return False
+                return None
             raise
-        return True
+        return str(written["metadata"]["resourceVersion"])
 
     def _get_run(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
@@ -172,15 +234,22 @@ class ScheduleReconciler:
             raise
         return dict(found)
 
-    def _create_run(self, manifest: dict[str, Any]) -> None:
+    def _create_run(self, manifest: dict[str, Any]) -> str | None:
+        """None once the run exists (a 409: a pass before this one made it); the apiserver's
+        message when it refuses the run for what it is or where it goes (400, 403, 422: an
+        admission policy, a quota); throttling and server errors raise (the next pass)."""
         metadata = manifest["metadata"]
         try:
             self.custom.create_namespaced_custom_object(
                 GROUP, VERSION, metadata["namespace"], PLURAL, manifest
             )
         except ApiException as error:
-            if error.status != 409:  # the slot's run exists: a pass before this one made it
+            if error.status == 409:
+                return None
+            if error.status not in REFUSED_RUN:
                 raise
+            return _message(error)
+        return None
 
     def _delete_run(self, namespace: str, name: str) -> None:
         try:

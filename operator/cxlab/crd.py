@@ -295,28 +295,32 @@ def _name_rules(longest: int, why: str) -> list[Schema]:
     ]
 
 
-def schedule_resource_definition() -> Schema:
-    column = [
-        ("Schedule", "string", ".spec.schedule"),
-        ("Suspend", "boolean", ".spec.suspend"),
-        ("Last Schedule", "date", ".status.lastScheduleTime"),
-        ("Regressed", "boolean", ".status.regressed"),
-        ("Plan", "string", ".status.capacityPlan.display"),
-        ("Age", "date", ".metadata.creationTimestamp"),
-    ]
+def _definition(
+    *,
+    kind: str,
+    plural: str,
+    short: str,
+    columns: list[Schema],
+    description: str,
+    spec: Schema,
+    status: Schema,
+    name_rules: list[Schema],
+) -> Schema:
+    """A namespaced CRD of the cxlab.dev group, one served and stored version, with a status
+    subresource: what both kinds share."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{SCHEDULE_PLURAL}.{GROUP}"},
+        "metadata": {"name": f"{plural}.{GROUP}"},
         "spec": {
             "group": GROUP,
             "scope": "Namespaced",
             "names": {
-                "kind": SCHEDULE_KIND,
-                "listKind": f"{SCHEDULE_KIND}List",
-                "plural": SCHEDULE_PLURAL,
-                "singular": SCHEDULE_KIND.lower(),
-                "shortNames": ["cxs"],
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                "shortNames": [short],
                 "categories": ["cxlab"],
             },
             "versions": [
@@ -325,103 +329,83 @@ def schedule_resource_definition() -> Schema:
                     "served": True,
                     "storage": True,
                     "subresources": {"status": {}},
-                    "additionalPrinterColumns": [
-                        {"name": n, "type": t, "jsonPath": j} for n, t, j in column
-                    ],
+                    "additionalPrinterColumns": columns,
                     "schema": {
                         "openAPIV3Schema": {
                             "type": "object",
-                            "description": "A ConcurrencyExperiment re-run on a schedule: "
-                            "its runs' history, regressions across them, a capacity plan.",
+                            "description": description,
                             "required": ["spec"],
                             "properties": {
                                 "apiVersion": {"type": "string"},
                                 "kind": {"type": "string"},
+                                # Declared only so the name rules can point at metadata.name
+                                # (fieldPath must exist in the schema).
                                 "metadata": {
                                     "type": "object",
                                     "properties": {"name": {"type": "string"}},
                                 },
-                                "spec": schedule_spec_schema(),
-                                "status": schedule_status_schema(),
+                                "spec": spec,
+                                "status": status,
                             },
-                            "x-kubernetes-validations": _name_rules(
-                                SCHEDULE_NAME_MAX_LENGTH,
-                                "a run is named <schedule>-<unix seconds of its slot>, "
-                                "and trial Pods after the run",
-                            ),
+                            "x-kubernetes-validations": name_rules,
                         }
                     },
                 }
             ],
         },
     }
+
+
+def _column(name: str, kind: str, path: str, priority: int = 0) -> Schema:
+    column: Schema = {"name": name, "type": kind, "jsonPath": path}
+    return column | {"priority": priority} if priority else column
+
+
+AGE = _column("Age", "date", ".metadata.creationTimestamp")
+
+
+def schedule_resource_definition() -> Schema:
+    return _definition(
+        kind=SCHEDULE_KIND,
+        plural=SCHEDULE_PLURAL,
+        short="cxs",
+        columns=[
+            _column("Schedule", "string", ".spec.schedule"),
+            _column("Suspend", "boolean", ".spec.suspend"),
+            _column("Last Schedule", "date", ".status.lastScheduleTime"),
+            _column("Regressed", "boolean", ".status.regressed"),
+            _column("Plan", "string", ".status.capacityPlan.display"),
+            AGE,
+        ],
+        description="A ConcurrencyExperiment re-run on a schedule: its runs' history, "
+        "regressions across them, a capacity plan.",
+        spec=schedule_spec_schema(),
+        status=schedule_status_schema(),
+        name_rules=_name_rules(
+            SCHEDULE_NAME_MAX_LENGTH,
+            "a run is named <schedule>-<unix seconds of its slot>, and trial Pods after the run",
+        ),
+    )
 
 
 def custom_resource_definition() -> Schema:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {
-                "kind": KIND,
-                "listKind": f"{KIND}List",
-                "plural": PLURAL,
-                "singular": KIND.lower(),
-                "shortNames": ["cx"],
-                "categories": ["cxlab"],
-            },
-            "versions": [
-                {
-                    "name": VERSION,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "additionalPrinterColumns": [
-                        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-                        {
-                            "name": "Progress",
-                            "type": "string",
-                            "jsonPath": ".status.progress.display",
-                        },
-                        {"name": "Best", "type": "string", "jsonPath": ".status.best"},
-                        {
-                            "name": "Plan",
-                            "type": "string",
-                            "jsonPath": ".status.capacityPlan.display",
-                            "priority": 1,  # kubectl get -o wide: set only with capacity
-                        },
-                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-                    ],
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "description": "A concurrency experiment: models x workers x RTTs, "
-                            "measured on pinned cores.",
-                            "required": ["spec"],
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                # Declared only so the name rule below can point at
-                                # metadata.name (fieldPath must exist in the schema).
-                                "metadata": {
-                                    "type": "object",
-                                    "properties": {"name": {"type": "string"}},
-                                },
-                                "spec": spec_schema(),
-                                "status": status_schema(),
-                            },
-                            "x-kubernetes-validations": _name_rules(
-                                NAME_MAX_LENGTH, "trial Pods are named after it"
-                            ),
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    return _definition(
+        kind=KIND,
+        plural=PLURAL,
+        short="cx",
+        columns=[
+            _column("Phase", "string", ".status.phase"),
+            _column("Progress", "string", ".status.progress.display"),
+            _column("Best", "string", ".status.best"),
+            # kubectl get -o wide: set only with spec.capacity
+            _column("Plan", "string", ".status.capacityPlan.display", priority=1),
+            AGE,
+        ],
+        description="A concurrency experiment: models x workers x RTTs, measured on pinned cores.",
+        spec=spec_schema(),
+        status=status_schema(),
+        name_rules=_name_rules(NAME_MAX_LENGTH, "trial Pods are named after it"),
+    )
 
 
 def render(definition: Schema | None = None) -> str:

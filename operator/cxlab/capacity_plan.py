@@ -159,12 +159,6 @@ class _Point:
     memory: int  # m, bytes
 
 
-def _model_plan(**fields: Any) -> dict[str, Any]:
-    # Not shape.shaped: its first parameter is named model, as is a ModelPlan field.
-    given = {name: value for name, value in fields.items() if value is not None}
-    return ModelPlan(**given).model_dump(by_alias=True, exclude_none=True, mode="json")
-
-
 def _median(values: list[float]) -> float:
     return float(statistics.median(values))
 
@@ -257,7 +251,7 @@ class _Planner:
         points = [_measured(g.results, self.percentile) for g in usable]
         if not points:
             reason = self.unmeasured(groups, where)
-            return _model_plan(variant=variant, model=model, meets=False, reason=reason)
+            return shaped(ModelPlan, variant=variant, model=model, meets=False, reason=reason)
         meeting = [p for p in points if p.latency <= self.objective]
         if not meeting:
             best = min(points, key=lambda p: (p.latency, p.workers))
@@ -265,7 +259,7 @@ class _Planner:
                 f"best {self.percentile} {format_duration(best.latency)} at "
                 f"{workers_label(model, best.workers)} > {format_duration(self.objective)}"
             )
-            return _model_plan(variant=variant, model=model, meets=False, reason=reason)
+            return shaped(ModelPlan, variant=variant, model=model, meets=False, reason=reason)
         point = max(meeting, key=lambda p: (self.usable_rate(p), -p.workers))
         rate_per_pod = self.usable_rate(point)
         # A throughput rounded to 0 (a day-long task) is a plan of no end of Pods.
@@ -274,14 +268,14 @@ class _Planner:
                 f"needs more than {MAX_PODS:,} Pods ({_rate_text(rate_per_pod)} tasks/s each), "
                 f"the most Kubernetes supports in one cluster"
             )
-            return _model_plan(variant=variant, model=model, meets=False, reason=reason)
+            return shaped(ModelPlan, variant=variant, model=model, meets=False, reason=reason)
         pods = _ceil(self.rate / rate_per_pod)
         workers_per_pod = (
             1 if model == "sequential" else max(1, _ceil(self.rate * _holding_time(point) / pods))
         )
         basis, note = self.basis(model, pods, point, rate_per_pod)
-        return _model_plan(
-            variant=variant, model=model, meets=True, workers=point.workers,
+        return shaped(
+            ModelPlan, variant=variant, model=model, meets=True, workers=point.workers,
             workers_per_pod=workers_per_pod, pods=pods, cores_per_pod=self.cores_per_pod,
             cores=pods * self.cores_per_pod, memory_bytes=pods * point.memory,
             rate_per_pod=round(rate_per_pod, 3),

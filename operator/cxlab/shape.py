@@ -29,7 +29,7 @@ def nullable() -> Any:
     return Field(default=None, json_schema_extra={"nullable": True})
 
 
-def shaped(model: type[Shape], **fields: Any) -> dict[str, Any]:
+def shaped(model: type[Shape], /, **fields: Any) -> dict[str, Any]:
     """A part of the status as written, by its typed model's names; None means left out."""
     given = {name: value for name, value in fields.items() if value is not None}
     return model(**given).model_dump(by_alias=True, exclude_none=True, mode="json")

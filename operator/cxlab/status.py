@@ -5,6 +5,7 @@ backend writes to result.json is checked against it), and the builder shared by 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -253,6 +254,15 @@ def outcome_of(trial: Trial, entry: dict[str, Any]) -> TrialOutcome:
     )
 
 
+def outcomes_of(
+    trials: Iterable[Trial], entries: Iterable[Mapping[str, Any]]
+) -> list[TrialOutcome]:
+    """The recorded entries of the planned trials back as the summary's input (entries of
+    trials the plan no longer has are left out)."""
+    planned = {t.name: t for t in trials}
+    return [outcome_of(planned[e["name"]], dict(e)) for e in entries if e["name"] in planned]
+
+
 def _pinned(spec: ExperimentSpec, entries: list[dict[str, Any]]) -> tuple[bool | None, str]:
     results = [e for e in entries if e.get("result")]
     if not results:
@@ -329,8 +339,7 @@ def build_status(
         )
 
     if done:
-        by_name = {t.name: t for t in trials}
-        outcomes = [outcome_of(by_name[e["name"]], e) for e in entries]
+        outcomes = outcomes_of(trials, entries)
         summary = summarize(outcomes, spec.tolerance, spec.pinning)
         status["summary"] = summary
         plan = capacity_plan(spec, outcomes)

@@ -10,7 +10,7 @@ from typing import Any
 from cxlab.plan import plan_trials
 from cxlab.report import svg
 from cxlab.spec import ExperimentSpec
-from cxlab.status import outcome_of
+from cxlab.status import outcomes_of
 from cxlab.summary import summarize
 from cxlab_runner.durations import parse_duration
 
@@ -40,8 +40,7 @@ def report_points(summary: Json | None, trials: Sequence[Json], spec: Experiment
     a running experiment already shows its curves."""
     if summary is not None:
         return list(summary.get("points") or [])
-    planned = {t.name: t for t in plan_trials(spec)}
-    outcomes = [outcome_of(planned[t["name"]], dict(t)) for t in trials if t["name"] in planned]
+    outcomes = outcomes_of(plan_trials(spec), trials)
     if not outcomes:
         return []
     points: list[Json] = summarize(outcomes, spec.tolerance, spec.pinning)["points"]

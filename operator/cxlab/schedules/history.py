@@ -14,7 +14,7 @@ from typing import Any
 from cxlab.plan import plan_trials
 from cxlab.shape import Shape, optional
 from cxlab.spec import parse_experiment
-from cxlab.status import outcome_of
+from cxlab.status import outcomes_of
 from cxlab.summary import Result, group_points
 from cxlab_runner.durations import format_duration
 
@@ -102,12 +102,7 @@ def point_key(variant: str, workers: int, rtt_seconds: float | None, rtt_axis: b
 def _points(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     experiment = parse_experiment(dict(document))
     status = document.get("status") or {}
-    by_name = {t.name: t for t in plan_trials(experiment.spec)}
-    outcomes = [
-        outcome_of(by_name[e["name"]], e)
-        for e in status.get("trials") or []
-        if e["name"] in by_name
-    ]
+    outcomes = outcomes_of(plan_trials(experiment.spec), status.get("trials") or [])
     rtt_axis = len(experiment.spec.workload.rtt_seconds()) > 1
     points = []
     for group in group_points(outcomes, experiment.spec.pinning):

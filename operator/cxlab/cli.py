@@ -182,9 +182,8 @@ def history_command(args: argparse.Namespace) -> int:
     )
     entries = flagged(entries, policy, args.acknowledged)
     found = regressions(entries, policy, args.acknowledged)
-    succeeded = [e["run"] for e in entries if e["phase"] == "Succeeded"]
     plan = ((newest or {}).get("status") or {}).get("capacityPlan")
-    newest_name = succeeded[-1] if succeeded else None
+    newest_name = newest["metadata"]["name"] if newest else None
     parts = [
         trend_tables(entries),
         plan_trend(entries),

@@ -155,6 +155,11 @@ def trial_entry(outcome: TrialOutcome) -> dict[str, Any]:
     return entry
 
 
+def condition_of(conditions: Iterable[Mapping[str, Any]], type_: str) -> dict[str, Any]:
+    """The condition of that type, or {} when there is none."""
+    return dict(next((c for c in conditions if c.get("type") == type_), {}))
+
+
 def set_condition(
     conditions: list[dict[str, Any]],
     type_: str,
@@ -167,9 +172,9 @@ def set_condition(
 ) -> list[dict[str, Any]]:
     """The conditions with one set; its transition time moves only when its status does."""
     value = "Unknown" if status is None else str(status)
-    previous = next((c for c in conditions if c.get("type") == type_), None)
+    previous = condition_of(conditions, type_)
     since: str | None
-    if previous is None or previous.get("status") != value:
+    if not previous or previous.get("status") != value:
         since = timestamp(now)
     else:
         since = previous.get("lastTransitionTime")

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from cxlab.schedules.history import METRICS
+from cxlab.schedules.history import METRICS, newest_succeeded
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed")
 
@@ -98,8 +98,7 @@ class _ScheduleCollector(Collector):
                     labels = [namespace, name, model["variant"], chosen]
                     pods.add_metric(labels, model["pods"])
                     cores.add_metric(labels, model["cores"])
-            newest = next((e for e in reversed(status.get("history") or [])
-                           if e["phase"] == "Succeeded"), None)  # fmt: skip
+            newest = newest_succeeded(status.get("history") or [])
             for point in (newest or {}).get("points") or []:
                 for metric in METRICS:
                     if metric in point:

@@ -17,12 +17,12 @@ from kubernetes.client.exceptions import ApiException
 
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
-from cxlab.schedules.decide import RunView, decide
+from cxlab.schedules.decide import RunView, add_count, decide
 from cxlab.schedules.history import SCHEDULED_TIME_ANNOTATION, entry_of
 from cxlab.schedules.spec import SCHEDULE_KIND, parse_experiment_schedule
 from cxlab.schedules.status import checked
 from cxlab.spec import API_VERSION, KIND, SpecError
-from cxlab.status import set_condition
+from cxlab.status import condition_of, set_condition
 
 # The label every run carries: the schedule's name (the index and `kubectl get cx -l` use it).
 LABEL_SCHEDULE = f"{GROUP}/schedule"
@@ -147,9 +147,7 @@ class ScheduleReconciler:
     ) -> dict[str, Any]:
         """A run the apiserver refused (an admission policy, a quota) is a slot missed, with
         the RunRefused condition and event saying why; the next run it takes clears it."""
-        was: dict[str, Any] = next(
-            (c for c in status.get("conditions") or [] if c["type"] == "RunRefused"), {}
-        )
+        was = condition_of(status.get("conditions") or [], "RunRefused")
         if refused is None and was.get("status") != "True":
             return status
         generation = int(body["metadata"].get("generation", 1))
@@ -166,9 +164,9 @@ class ScheduleReconciler:
             changed = status | {
                 "conditions": conditions,
                 "startedRuns": status["startedRuns"] - 1,
-                "missedRuns": int(status.get("missedRuns", 0)) + 1,
                 "active": [a for a in status.get("active") or [] if a != run],
             }
+            add_count(changed, "missedRuns")
             event("Warning", "RunRefused", message)
         # Lost to a 409, the condition is written when the next slot's run is created or not.
         return changed if self._write(body, version, changed) else status
@@ -185,9 +183,7 @@ class ScheduleReconciler:
         """A spec the schema could not refuse (an unknown time zone): no run starts, and the
         Ready condition names the field."""
         message = "; ".join(error.problems)
-        was: dict[str, Any] = next(
-            (c for c in old.get("conditions") or [] if c["type"] == "Ready"), {}
-        )
+        was = condition_of(old.get("conditions") or [], "Ready")
         if was.get("reason") == "InvalidSpec" and was.get("message") == message:
             return
         conditions = set_condition(

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cxlab.inputs import InputError, load_json_document
-from cxlab.schedules.history import entry_of
+from cxlab.schedules.history import entry_of, newest_succeeded
 
 
 def save_run(document: dict[str, Any], folder: Path) -> Path:
@@ -46,5 +46,5 @@ def load_history(folder: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | N
         (entry_of(d) for d in documents), key=lambda e: (e.get("scheduledTime", ""), e["run"])
     )
     by_name = {d["metadata"]["name"]: d for d in documents}
-    newest = next((by_name[e["run"]] for e in reversed(entries) if e["phase"] == "Succeeded"), None)
-    return entries, newest
+    newest = newest_succeeded(entries)
+    return entries, by_name[newest["run"]] if newest else None

@@ -16,11 +16,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
-from cxlab.schedules.history import appended
+from cxlab.schedules.cron import Schedule
+from cxlab.schedules.history import appended, newest_succeeded
 from cxlab.schedules.regression import Policy, Regression, regressions, summary_line
 from cxlab.schedules.spec import ExperimentSchedule
-from cxlab.status import set_condition, timestamp
+from cxlab.status import condition_of, set_condition, timestamp
 
 FINISHED = ("Succeeded", "Failed")
 # Regressions listed in status (the condition names the worst; the rest are for `kubectl get
@@ -94,8 +96,9 @@ def decide(
     status: dict[str, Any] = {k: v for k, v in old.items() if k != "observedGeneration"}
     status["observedGeneration"] = generation
     decided = Pass(status)
+    timing, zone = spec.timing()
     _record_finished(schedule, status, runs, entry_of, plan_of, decided)
-    _fire(schedule, status, runs, now, decided)
+    _fire(schedule, (timing, zone), status, runs, now, decided)
     _check_regressions(schedule, status, decided, generation=generation, now=now)
     recorded = {e["run"] for e in status.get("history") or []}
     decided.delete = _beyond_limits(spec.successful_runs_history_limit,
@@ -109,9 +112,7 @@ def decide(
         _ready_message(schedule), generation=generation, now=now,
     )  # fmt: skip
     status["conditions"] = conditions
-    timing, zone = spec.timing()
-    anchor = _anchor(schedule)
-    status["nextScheduleTime"] = timestamp(timing.next_after(now, zone, anchor))
+    status["nextScheduleTime"] = timestamp(timing.next_after(now, zone, _anchor(schedule)))
     return decided
 
 
@@ -162,6 +163,7 @@ def _record_finished(
 
 def _fire(
     schedule: ExperimentSchedule,
+    when: tuple[Schedule, ZoneInfo],
     status: dict[str, Any],
     runs: Sequence[RunView],
     now: datetime,
@@ -173,7 +175,7 @@ def _fire(
     spec = schedule.spec
     if spec.suspend:
         return
-    timing, zone = spec.timing()
+    timing, zone = when
     anchor = _anchor(schedule)
     since = _moment(status.get("lastScheduleTime")) or anchor
     slots = timing.slots(since, now, zone, anchor)
@@ -191,7 +193,7 @@ def _fire(
     name = run_name(schedule.metadata.name, latest)
     if any(r.name == name for r in runs):
         # A pass that created it died before writing the status: the run is this slot's.
-        status["startedRuns"] = int(status.get("startedRuns", 0)) + 1
+        add_count(status, "startedRuns")
     elif deadline is not None and now - latest > timedelta(seconds=deadline):
         missed += 1
         late = (now - latest).total_seconds()
@@ -199,7 +201,7 @@ def _fire(
                       f"past startingDeadlineSeconds ({deadline}): not started")  # fmt: skip
     else:
         _start(schedule, status, runs, latest, decided)
-    _add_missed(status, missed)
+    add_count(status, "missedRuns", missed)
 
 
 def _start(
@@ -212,23 +214,24 @@ def _start(
     """The slot's run, unless another is going: Forbid skips the slot, Replace stops it."""
     active = [r.name for r in runs if r.active]
     if active and schedule.spec.concurrency_policy == "Forbid":
-        status["skippedRuns"] = int(status.get("skippedRuns", 0)) + 1
+        add_count(status, "skippedRuns")
         decided.event("Normal", "RunSkipped", f"slot {timestamp(slot)} skipped: "
                       f"{', '.join(active)} still runs (concurrencyPolicy Forbid)")  # fmt: skip
         return
     if active:
         decided.stop = active
-        status["replacedRuns"] = int(status.get("replacedRuns", 0)) + len(active)
+        add_count(status, "replacedRuns", len(active))
         decided.event("Normal", "RunReplaced", f"stopping {', '.join(active)} for the run of "
                       f"{timestamp(slot)} (concurrencyPolicy Replace)")  # fmt: skip
     decided.create = run_name(schedule.metadata.name, slot)
-    status["startedRuns"] = int(status.get("startedRuns", 0)) + 1
+    add_count(status, "startedRuns")
     decided.event("Normal", "RunStarted", f"run {decided.create} for {timestamp(slot)}")
 
 
-def _add_missed(status: dict[str, Any], missed: int) -> None:
-    if missed:
-        status["missedRuns"] = int(status.get("missedRuns", 0)) + missed
+def add_count(status: dict[str, Any], key: str, more: int = 1) -> None:
+    """One of status' run counters (startedRuns, skippedRuns, ...) grown; never written 0."""
+    if more:
+        status[key] = int(status.get(key, 0)) + more
 
 
 def _check_regressions(
@@ -243,7 +246,7 @@ def _check_regressions(
     recorded, or the acknowledged run or the policy was edited)."""
     history = status.get("history") or []
     policy, acknowledged = _policy(schedule), schedule.spec.regression.acknowledged_run
-    newest = next((e["run"] for e in reversed(history) if e["phase"] == "Succeeded"), None)
+    newest = (newest_succeeded(history) or {}).get("run")
     key = f"{newest}|{acknowledged}|{policy}"
     previous = status.get("regression") or {}
     if newest is None or previous.get("checked") == key:
@@ -264,8 +267,10 @@ def _check_regressions(
     conditions = list(status.get("conditions") or [])
     if found:
         message = summary_line(found)
-        was: dict[str, Any] = next((c for c in conditions if c["type"] == "Regressed"), {})
-        if was.get("status") != "True" or previous.get("run") != newest:
+        if (
+            condition_of(conditions, "Regressed").get("status") != "True"
+            or previous.get("run") != newest
+        ):
             decided.event("Warning", "Regressed", message)
         conditions = set_condition(conditions, "Regressed", True, "Regressed", message,
                                    generation=generation, now=now)  # fmt: skip

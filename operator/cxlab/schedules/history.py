@@ -153,6 +153,11 @@ def entry_of(document: Mapping[str, Any], scheduled_time: str | None = None) -> 
     )
 
 
+def newest_succeeded(history: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The newest entry of a succeeded run: what is compared, planned from and shown."""
+    return next((e for e in reversed(history) if e["phase"] == "Succeeded"), None)
+
+
 def appended(
     history: Sequence[Mapping[str, Any]], entry: Mapping[str, Any], limit: int
 ) -> list[dict[str, Any]]:
@@ -163,7 +168,7 @@ def appended(
     them for the run it judges, and the baseline by the runs' medians."""
     kept = [dict(e) for e in history if e["run"] != entry["run"]] + [dict(entry)]
     kept.sort(key=lambda e: (e.get("scheduledTime") or "", e["run"]))
-    newest = next((e["run"] for e in reversed(kept) if e["phase"] == "Succeeded"), None)
+    newest = (newest_succeeded(kept) or {}).get("run")
     kept = [e if e["run"] == newest else _without_samples(e) for e in kept][-limit:]
     while len(kept) > 1 and len(json.dumps(kept, separators=(",", ":"))) > MAX_HISTORY_BYTES:
         kept.pop(0)

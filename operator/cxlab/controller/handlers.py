@@ -49,7 +49,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     if CONFIG.operator_metrics_port:
         metrics.serve(CONFIG.operator_metrics_port)
     memo.reconciler = Reconciler(Kube(), CONFIG, metrics)
-    memo.schedules = ScheduleReconciler(metrics, now)
+    memo.schedules = ScheduleReconciler(memo.reconciler.kube, metrics, now)
 
 
 @kopf.index("pods", labels={LABEL_EXPERIMENT: kopf.PRESENT})

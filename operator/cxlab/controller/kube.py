@@ -1,5 +1,6 @@
 """Everything the operator does to the cluster, in one place: Pods, status, the experiment
-itself, and reading a trial's /metrics. Idempotent where Kubernetes allows it."""
+itself (and a schedule's runs and status), and reading a trial's /metrics. Idempotent where
+Kubernetes allows it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from cxlab.crd import GROUP, PLURAL, VERSION
+from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
+from cxlab.schedules.spec import SCHEDULE_KIND
+from cxlab.schedules.status import checked as checked_schedule_status
 from cxlab.status import checked
 
 # What the apiserver answers a Pod it refuses for what it is (Invalid, BadRequest): sending
@@ -29,11 +32,8 @@ class PodRefused(Exception):
         self.pod, self.code, self.reason, self.message = pod, code, reason, message
 
 
-def refusal(pod: str, error: ApiException) -> PodRefused | None:
-    """The refusal in an ApiException — the message of its Status body, not its repr —
-    or None if it is no refusal."""
-    if error.status not in (*REFUSED, 403):
-        return None
+def status_reason(error: ApiException) -> tuple[str, str]:
+    """(reason, message) of the apiserver's Status body, not the exception's repr."""
     reason, message = str(error.reason or ""), str(error.body or "")
     try:
         body = json.loads(error.body or "")
@@ -42,6 +42,15 @@ def refusal(pod: str, error: ApiException) -> PodRefused | None:
     if isinstance(body, dict):
         reason = str(body.get("reason") or reason)
         message = str(body.get("message") or message)
+    return reason, message
+
+
+def refusal(pod: str, error: ApiException) -> PodRefused | None:
+    """The refusal in an ApiException — the message of its Status body, not its repr —
+    or None if it is no refusal."""
+    if error.status not in (*REFUSED, 403):
+        return None
+    reason, message = status_reason(error)
     if error.status == 403 and any(words in message for words in NOT_NOW_FORBIDDEN):
         return None
     return PodRefused(pod, int(error.status), reason, message or "no message")
@@ -105,6 +114,53 @@ class Kube:
             raise
         serialized: dict[str, Any] = kubernetes.client.ApiClient().sanitize_for_serialization(pod)
         return serialized
+
+    def get_experiment(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            found: Any = self.custom.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name
+            )
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return dict(found)
+
+    def create_experiment(self, manifest: dict[str, Any]) -> str | None:
+        """None once it exists (409 too: a pass before this one made it); the apiserver's
+        message when it refuses it for what it is or where it goes (400, 403, 422: an
+        admission policy, a quota); throttling and server errors raise."""
+        try:
+            namespace = manifest["metadata"]["namespace"]
+            self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, manifest)
+        except ApiException as error:
+            if error.status == 409:
+                return None
+            if error.status not in (*REFUSED, 403):
+                raise
+            return status_reason(error)[1] or f"{error.status} {error.reason}"
+        return None
+
+    def replace_schedule_status(
+        self, namespace: str, name: str, version: str | None, status: dict[str, Any]
+    ) -> str | None:
+        """Replace a schedule's status, refused (409: None) if the object changed since
+        `version` was read; else the object's new resourceVersion."""
+        updated = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": SCHEDULE_KIND,
+            "metadata": {"name": name, "namespace": namespace, "resourceVersion": version},
+            "status": checked_schedule_status(status),
+        }
+        try:
+            written: Any = self.custom.replace_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, SCHEDULE_PLURAL, name, updated
+            )
+        except ApiException as error:
+            if error.status == 409:
+                return None
+            raise
+        return str(written["metadata"]["resourceVersion"])
 
     def delete_experiment(self, namespace: str, name: str) -> None:
         try:

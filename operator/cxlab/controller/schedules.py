@@ -6,31 +6,23 @@ deletes no run before its history entry is written."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-import kubernetes
-from kubernetes.client.exceptions import ApiException
-
+from cxlab.controller.kube import Kube
 from cxlab.controller.metrics import OperatorMetrics
-from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
+from cxlab.crd import GROUP
 from cxlab.schedules.decide import RunView, add_count, decide
 from cxlab.schedules.history import SCHEDULED_TIME_ANNOTATION, entry_of
 from cxlab.schedules.spec import SCHEDULE_KIND, parse_experiment_schedule
-from cxlab.schedules.status import checked
 from cxlab.spec import API_VERSION, KIND, SpecError
 from cxlab.status import condition_of, set_condition
 
 # The label every run carries: the schedule's name (the index and `kubectl get cx -l` use it).
 LABEL_SCHEDULE = f"{GROUP}/schedule"
 EventSink = Callable[[str, str, str], None]
-# What the apiserver answers a run it will not take as it is, here and now (invalid, an
-# admission policy, a quota): the slot is missed, and the schedule says why. Throttling and
-# server errors are retried by the next pass.
-REFUSED_RUN = frozenset({400, 403, 422})
 log = logging.getLogger(__name__)
 
 
@@ -71,20 +63,9 @@ def run_manifest(schedule: Mapping[str, Any], name: str, slot: str) -> dict[str,
     }
 
 
-def _message(error: ApiException) -> str:
-    """The message of the apiserver's Status body, not the exception's repr."""
-    try:
-        body = json.loads(error.body or "")
-    except (TypeError, ValueError):
-        body = None
-    if isinstance(body, dict) and body.get("message"):
-        return str(body["message"])
-    return f"{error.status} {error.reason}"
-
-
 class ScheduleReconciler:
-    def __init__(self, metrics: OperatorMetrics, clock: Callable[[], datetime]) -> None:
-        self.custom = kubernetes.client.CustomObjectsApi()
+    def __init__(self, kube: Kube, metrics: OperatorMetrics, clock: Callable[[], datetime]) -> None:
+        self.kube = kube
         self.metrics = metrics
         self.clock = clock
 
@@ -102,7 +83,7 @@ class ScheduleReconciler:
 
         def run(run_name: str) -> dict[str, Any] | None:
             if run_name not in fetched:
-                fetched[run_name] = self._get_run(namespace, run_name)
+                fetched[run_name] = self.kube.get_experiment(namespace, run_name)
             return fetched[run_name]
 
         def history_entry(run_name: str) -> dict[str, Any] | None:
@@ -123,14 +104,14 @@ class ScheduleReconciler:
             if version is None:
                 return  # another writer got there first: the next pass decides again
         for doomed in decided.stop:
-            self._delete_run(namespace, doomed)
+            self.kube.delete_experiment(namespace, doomed)
         status = decided.status
         if decided.create:
             slot = status["lastScheduleTime"]
-            refused = self._create_run(run_manifest(body, decided.create, slot))
+            refused = self.kube.create_experiment(run_manifest(body, decided.create, slot))
             status = self._after_create(body, version, status, decided.create, refused, now, event)
         for doomed in decided.delete:
-            self._delete_run(namespace, doomed)
+            self.kube.delete_experiment(namespace, doomed)
         for kind, reason, message in decided.events:
             event(kind, reason, message)
         self.metrics.observe_schedule(namespace, name, status)
@@ -197,61 +178,12 @@ class ScheduleReconciler:
     def _write(
         self, body: Mapping[str, Any], version: str | None, status: dict[str, Any]
     ) -> str | None:
-        """Replace the status, refused (409) if the object changed since `version` was read:
-        two operators, or a restarted one and a stale event, never both record a slot. The
+        """The status written, refused if the object changed since `version` was read: two
+        operators, or a restarted one and a stale event, never both record a slot. The
         object's new resourceVersion, or None when refused."""
         metadata = body["metadata"]
-        updated = {
-            "apiVersion": body["apiVersion"], "kind": body["kind"],
-            "metadata": {"name": metadata["name"], "namespace": metadata["namespace"],
-                         "resourceVersion": version},
-            "status": checked(status),
-        }  # fmt: skip
-        try:
-            written: Any = self.custom.replace_namespaced_custom_object_status(
-                GROUP, VERSION, metadata["namespace"], SCHEDULE_PLURAL, metadata["name"], updated
-            )
-        except ApiException as error:
-            if error.status == 409:
-                log.info("%s/%s changed since read; next pass", metadata["namespace"],
-                         metadata["name"])  # fmt: skip
-                return None
-            raise
-        return str(written["metadata"]["resourceVersion"])
-
-    def _get_run(self, namespace: str, name: str) -> dict[str, Any] | None:
-        try:
-            found: Any = self.custom.get_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, name
-            )
-        except ApiException as error:
-            if error.status == 404:
-                return None
-            raise
-        return dict(found)
-
-    def _create_run(self, manifest: dict[str, Any]) -> str | None:
-        """None once the run exists (a 409: a pass before this one made it); the apiserver's
-        message when it refuses the run for what it is or where it goes (400, 403, 422: an
-        admission policy, a quota); throttling and server errors raise (the next pass)."""
-        metadata = manifest["metadata"]
-        try:
-            self.custom.create_namespaced_custom_object(
-                GROUP, VERSION, metadata["namespace"], PLURAL, manifest
-            )
-        except ApiException as error:
-            if error.status == 409:
-                return None
-            if error.status not in REFUSED_RUN:
-                raise
-            return _message(error)
-        return None
-
-    def _delete_run(self, namespace: str, name: str) -> None:
-        try:
-            self.custom.delete_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, name, propagation_policy="Background"
-            )
-        except ApiException as error:
-            if error.status != 404:
-                raise
+        namespace, name = metadata["namespace"], metadata["name"]
+        written = self.kube.replace_schedule_status(namespace, name, version, status)
+        if written is None:
+            log.info("%s/%s changed since read; next pass", namespace, name)
+        return written

@@ -9,6 +9,7 @@ import pytest
 from cxlab_contract import runner_contract
 from helpers import ROOT
 
+from cxlab_runner import histogram
 from cxlab_runner.config import UsageError, build_parser, parse_config
 from cxlab_runner.durations import format_duration, parse_duration
 from cxlab_runner.result import encode, floor_seconds
@@ -24,6 +25,25 @@ def test_an_oversized_result_is_cut_by_the_contracts_rule() -> None:
     assert json.loads(line) == json.loads((TESTDATA / "truncated-result.json").read_text())
 
 
+def test_the_latency_histogram_is_the_contracts() -> None:
+    # the Go runner's half: TestSharedHistogramCases (shared_cases_test.go)
+    for case in json.loads((TESTDATA / "histograms.json").read_text())["cases"]:
+        built = histogram.build(case["latenciesSeconds"])
+        want = case["histogram"]
+        assert {k: built[k] for k in ("schema", "zeroCount", "offset", "counts")} == {
+            k: want[k] for k in ("schema", "zeroCount", "offset", "counts")
+        }, case["name"]
+        for k in ("sum", "min", "max"):
+            assert built[k] == pytest.approx(want[k], abs=1e-9), case["name"]
+
+
+def test_a_barrier_needs_the_metrics_port() -> None:
+    with pytest.raises(UsageError, match="--metrics-port"):
+        parse_config(
+            ["--model", "asyncio", "--workload", "sleep", "--tasks", "1", "--barrier-timeout", "5s"]
+        )
+
+
 def test_the_floor_is_the_contracts_formula() -> None:
     cases = json.loads((TESTDATA / "floors.json").read_text())["cases"]
     for case in cases:
@@ -36,7 +56,7 @@ def test_the_floor_is_the_contracts_formula() -> None:
 
 def test_the_python_runner_takes_the_contracts_flags() -> None:
     # the Go runner's half: TestTheGoRunnerTakesTheContractsFlags
-    durations = {"rtt", "hold", "linger"}
+    durations = {"rtt", "hold", "linger", "barrier-timeout"}
     taken: dict[str, str | None] = {}
     for action in build_parser()._actions:
         if action.option_strings == ["-h", "--help"]:
@@ -61,11 +81,13 @@ def _past(bound: object, step: int) -> str:
     return str(bound + step)
 
 
-@pytest.mark.parametrize("flag", ["tasks", "workers", "iterations", "rtt", "hold"])
+@pytest.mark.parametrize(
+    "flag", ["tasks", "workers", "iterations", "rtt", "hold", "pod", "barrier-timeout"]
+)
 def test_the_python_runner_keeps_the_contracts_limits(flag: str) -> None:
     # The spec promises exactly these numbers: the runner must take all it lets through.
     limit = runner_contract().limits[flag]
-    base = ["--model", "asyncio", "--workload", "sleep", "--tasks", "1"]
+    base = ["--model", "asyncio", "--workload", "sleep", "--tasks", "1", "--metrics-port", "9"]
     for value, accepted in (
         (_past(limit.min, 0), True),
         (_past(limit.max, 0), True),
@@ -80,6 +102,7 @@ def test_the_python_runner_keeps_the_contracts_limits(flag: str) -> None:
                 parse_config(argv)
 
 
-def test_every_limit_is_a_flag_or_the_delay_targets() -> None:
+def test_every_limit_is_a_flag_or_a_spec_fields() -> None:
+    # responseBytes: the delay target's; pods: a trial's Pods (spec.models[].pods)
     flags = set(runner_contract().flags)
-    assert set(runner_contract().limits) - flags == {"responseBytes"}
+    assert set(runner_contract().limits) - flags == {"responseBytes", "pods"}

@@ -47,6 +47,7 @@ class RunnerContract:
     exit_status: dict[str, int]
     result_max_bytes: int
     latency_buckets_seconds: tuple[float, ...]
+    latency_histogram: dict[str, int]  # the Result's: initialSchema, minSchema, maxBuckets
     metrics: dict[str, str]  # name: Prometheus type
     limits: dict[str, Limit]  # flag (or spec field) name: inclusive bounds
 
@@ -70,6 +71,9 @@ def runner_contract() -> RunnerContract:
         exit_status=dict(document["exitStatus"]),
         result_max_bytes=int(document["resultMaxBytes"]),
         latency_buckets_seconds=tuple(float(b) for b in document["latencyBucketsSeconds"]),
+        latency_histogram={
+            k: int(v) for k, v in document["latencyHistogram"].items() if k != "description"
+        },
         metrics=dict(document["metrics"]),
         limits={
             name: Limit(bounds["min"], bounds["max"])

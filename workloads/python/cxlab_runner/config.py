@@ -35,6 +35,8 @@ class RunnerConfig:
     trial: str
     pool: str | None = None  # threads and processes: "onDemand" or "prestarted"
     syscalls: bool = False  # count system calls with strace (slows the trial)
+    pod: int = 0  # this runner's index among its trial's Pods
+    barrier_timeout: float = 0.0  # wait this long at the start barrier; 0 = no barrier
 
     @property
     def one_per_task(self) -> bool:
@@ -137,6 +139,13 @@ def build_parser() -> argparse.ArgumentParser:
     add("--linger", type=_duration, default=0.0, help="serve metrics this long after the tasks")
     add("--experiment", default="")
     add("--trial", default="")
+    add("--pod", type=_within("pod"), default=0, help="index among the trial's Pods")
+    add(
+        "--barrier-timeout",
+        type=_within("barrier-timeout"),
+        default=0.0,
+        help="wait at the start barrier this long (POST /start releases it); 0s = none",
+    )
     add(
         "--pool", choices=[*POOLS, ""], default="", help="threads: onDemand (default) or prestarted"
     )
@@ -159,6 +168,10 @@ def parse_config(argv: list[str]) -> RunnerConfig:
             )
     if args.model == "locust" and args.workload != "http":
         raise UsageError("locust runs HTTP users: it needs --workload http")
+    if args.barrier_timeout and not args.metrics_port:
+        raise UsageError(
+            "--barrier-timeout needs --metrics-port: the barrier is released over HTTP"
+        )
     return RunnerConfig(
         model=args.model,
         workload=args.workload,
@@ -176,4 +189,6 @@ def parse_config(argv: list[str]) -> RunnerConfig:
         trial=args.trial,
         pool=resolve_pool(args.model, args.pool),
         syscalls=args.syscalls,
+        pod=args.pod,
+        barrier_timeout=args.barrier_timeout,
     )

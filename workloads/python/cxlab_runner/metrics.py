@@ -7,10 +7,11 @@ import bisect
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 from cxlab_contract import runner_contract
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -21,6 +22,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from cxlab_runner import measure
+from cxlab_runner.barrier import StartBarrier
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
 
@@ -125,16 +127,54 @@ class TrialCollector(Collector):
         )
 
 
-class MetricsServer:
-    """Serves the collector on 0.0.0.0:port/metrics from a daemon thread (a greenlet under
-    gevent), on a registry of its own so nothing but cxlab_ metrics is exposed."""
+class _Handler(BaseHTTPRequestHandler):
+    """/metrics, and the start barrier's /ready and /start (CONTRACT.md)."""
 
-    def __init__(self, port: int, collector: TrialCollector) -> None:
+    registry: CollectorRegistry
+    barrier: StartBarrier
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        if path == "/metrics":
+            self._answer(200, generate_latest(self.registry), CONTENT_TYPE_LATEST)
+        elif path == "/ready":
+            ready = self.barrier.arrived
+            self._answer(200 if ready else 503, b"ready\n" if ready else b"not ready\n")
+        else:
+            self._answer(404, b"not found\n")
+
+    def do_POST(self) -> None:
+        if urlsplit(self.path).path == "/start":
+            self.barrier.release()
+            self._answer(200, b"released\n")
+        else:
+            self._answer(405 if urlsplit(self.path).path in ("/metrics", "/ready") else 404, b"")
+
+    def _answer(self, status: int, body: bytes, content_type: str = "text/plain") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        """Quiet: stdout and stderr belong to the Result and the runner's own messages."""
+
+
+class MetricsServer:
+    """Serves the collector on 0.0.0.0:port/metrics (and the barrier's /ready, /start) from a
+    daemon thread (a greenlet under gevent), on a registry of its own so nothing but cxlab_
+    metrics is exposed."""
+
+    def __init__(self, port: int, collector: TrialCollector, barrier: StartBarrier) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(collector)
-        self._server: Any = None
+        self._server: ThreadingHTTPServer | None = None
         if port:
-            self._server, _ = start_http_server(port, addr="0.0.0.0", registry=self.registry)
+            handler = type("Handler", (_Handler,), {"registry": self.registry, "barrier": barrier})
+            self._server = ThreadingHTTPServer(("0.0.0.0", port), handler)
+            self._server.daemon_threads = True
+            threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
         if self._server is not None:

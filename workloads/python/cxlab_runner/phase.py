@@ -1,6 +1,7 @@
 """The task phase: the only span a trial measures. Imports, start-up and the lingering
 metrics endpoint stay outside it. Each model calls begin() right before it starts its first
-worker and end() once the last one has been joined (children reaped, so their CPU counts)."""
+worker and end() once the last one has been joined (children reaped, so their CPU counts).
+begin() is also where a runner waits at the start barrier."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ import threading
 import time
 
 from cxlab_runner import measure
+from cxlab_runner.barrier import StartBarrier
 
 
 class TaskPhase:
-    def __init__(self, sampler: measure.Sampler) -> None:
+    def __init__(self, sampler: measure.Sampler, barrier: StartBarrier | None = None) -> None:
         self.sampler = sampler
+        self.barrier = barrier or StartBarrier(0.0)
+        self.started_at_unix = 0.0  # wall clock, comparable across a trial's Pods
         self.started: float | None = None
         self.finished: float | None = None
         self.baseline_rss = 0
@@ -28,6 +32,9 @@ class TaskPhase:
         self.children_peak_vm = 0  # VmPeak of child processes, summed (processes)
 
     def begin(self) -> None:
+        """Wait at the start barrier (if any): everything before it is set-up, not measured."""
+        self.barrier.wait()
+        self.started_at_unix = time.time()
         self.sampler.start()
         self.baseline_rss = self.sampler.timeline[0]
         self._usage_at_start = measure.usage()

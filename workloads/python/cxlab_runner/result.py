@@ -11,7 +11,7 @@ from typing import Any
 
 from cxlab_contract import runner_contract
 
-from cxlab_runner import measure
+from cxlab_runner import histogram, measure
 from cxlab_runner.config import RunnerConfig
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
@@ -64,10 +64,13 @@ def build_result(
     sampler = phase.sampler
     ok = recorder.ok_count()
     task = phase.task_switches()
+    waited = phase.barrier.waited
     return {
         "schema": SCHEMA,
         "experiment": config.experiment,
         "trial": config.trial,
+        "pods": 1,
+        "podIndex": config.pod,
         "model": config.model,
         "workload": config.workload,
         "workers": config.workers,
@@ -81,6 +84,9 @@ def build_result(
         "tasksOk": ok,
         "tasksFailed": recorder.failed_count(),
         "wallSeconds": round(wall, 6),
+        "startedAtUnixSeconds": round(phase.started_at_unix, 6),
+        "barrierWaitSeconds": None if waited is None else round(waited, 6),
+        "startSkewSeconds": None,  # a merged Result's (operator/cxlab/merge.py)
         "floorSeconds": None if floor is None else round(floor, 6),
         "efficiency": None if floor is None or wall == 0 else round(floor / wall, 4),
         "cpuUserSeconds": round(used.user_seconds, 4),
@@ -101,6 +107,7 @@ def build_result(
             "p99": round(percentile(ordered, 0.99), 6),
             "max": round(ordered[-1] if ordered else 0.0, 6),
         },
+        "latencyHistogram": histogram.build(ordered),
         "rssTimeline": {"intervalSeconds": sampler.interval, "rssBytes": list(sampler.timeline)},
         "cpus": sorted(os.sched_getaffinity(0)),
         "runtime": runtime_version(config.model),

@@ -8,6 +8,7 @@ import signal
 import time
 
 from cxlab_runner import measure, models
+from cxlab_runner.barrier import StartBarrier
 from cxlab_runner.config import RunnerConfig
 from cxlab_runner.metrics import MetricsServer, TrialCollector
 from cxlab_runner.phase import TaskPhase
@@ -20,17 +21,20 @@ def run_trial(config: RunnerConfig, syscalls: dict[str, str] | None = None) -> N
     measure.raise_open_files_limit()
     run_model = models.load(config.model)
     recorder = TaskRecorder()
-    phase = TaskPhase(measure.Sampler())
+    barrier = StartBarrier(config.barrier_timeout)
+    phase = TaskPhase(measure.Sampler(), barrier)
     info = {
         "experiment": config.experiment,
         "trial": config.trial,
+        "pod_index": str(config.pod),
         "model": config.model,
         "workload": config.workload,
         "workers": str(config.workers),
         "gomaxprocs": "",
         "runtime": runtime_version(config.model),
     }
-    server = MetricsServer(config.metrics_port, TrialCollector(info, config.tasks, recorder, phase))
+    collector = TrialCollector(info, config.tasks, recorder, phase)
+    server = MetricsServer(config.metrics_port, collector, barrier)
     try:
         # The runner's own objects (its imports, prometheus_client) out of the collector's
         # way: a bare program has none, and a full collection would stop every task thread.

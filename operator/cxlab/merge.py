@@ -1,0 +1,161 @@
+"""A trial of N Pods: its Pods' own Results merged into the trial's one (workloads/CONTRACT.md).
+
+Counts, CPU and memory add up; the wall time runs from the first Pod's start to the last
+Pod's end. Percentiles do not add up: an average of the Pods' p99s is not the trial's p99
+(k6-operator declined to merge p95 for that reason). So they come from the merged latency
+histogram, which is bucket for bucket the histogram of all the Pods' latencies together:
+exact to the bucket (1.1 % at schema 5, more where a wide spread lowered the schema).
+Pure: no I/O."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from cxlab_runner import histogram
+from cxlab_runner.result import MAX_ERRORS
+from cxlab_runner.syscalls import MAX_COUNTS
+
+Result = dict[str, Any]
+TIMELINE_SAMPLES = 64  # the schema's rssTimeline maxItems
+
+# Copied from the first Pod: the trial's labels and settings, the same in every Pod.
+SHARED = (
+    "schema", "experiment", "trial", "model", "workload", "gomaxprocs", "rttSeconds",
+    "iterations", "holdSeconds", "pool", "runtime",
+)  # fmt: skip
+# Summed: each Pod's share. Peaks too: the trial's memory is its Pods' together (each Pod's
+# own peak stays in its own Result, which the caller keeps).
+SUMMED = (
+    "tasks", "tasksOk", "tasksFailed", "voluntaryContextSwitches",
+    "involuntaryContextSwitches", "peakRssBytes", "peakVmBytes", "baselineRssBytes",
+    "peakThreads", "workersStarted",
+)  # fmt: skip
+
+
+def merge_results(results: list[Result]) -> Result:
+    """The trial's Result from its Pods' own, given in Pod order."""
+    if not results:
+        raise ValueError("no Results to merge: a trial has at least one Pod")
+    trials = sorted({r["trial"] for r in results})
+    if len(trials) > 1:
+        raise ValueError(f"Results of different trials cannot be merged: {trials}")
+    first = results[0]
+    start = min(r["startedAtUnixSeconds"] for r in results)
+    wall = max(r["startedAtUnixSeconds"] + r["wallSeconds"] for r in results) - start
+    user = sum(r["cpuUserSeconds"] for r in results)
+    system = sum(r["cpuSystemSeconds"] for r in results)
+    ok = sum(r["tasksOk"] for r in results)
+    floors = [r["floorSeconds"] for r in results]
+    # The trial is done when its slowest Pod is: Pod 0's, the largest share.
+    floor = None if None in floors else max(floors)
+    waits = [r["barrierWaitSeconds"] for r in results if r["barrierWaitSeconds"] is not None]
+    merged_histogram = histogram.merge([r["latencyHistogram"] for r in results])
+    merged: Result = {key: first[key] for key in SHARED}
+    merged.update({key: sum(r[key] for r in results) for key in SUMMED})
+    merged.update(
+        {
+            "pods": len(results),
+            "podIndex": None,
+            # Per Pod, as the spec has it (a trial of N Pods runs N x workers). Resolved
+            # against each Pod's share, so a later Pod, one task short, can have one fewer:
+            # the most, which is Pod 0's.
+            "workers": max(r["workers"] for r in results),
+            "wallSeconds": round(wall, 6),
+            "startedAtUnixSeconds": round(start, 6),
+            "startSkewSeconds": skew_seconds(results),
+            "barrierWaitSeconds": round(max(waits), 6) if waits else None,
+            "floorSeconds": None if floor is None else round(floor, 6),
+            "efficiency": None if floor is None or wall == 0 else round(floor / wall, 4),
+            "cpuUserSeconds": round(user, 4),
+            "cpuSystemSeconds": round(system, 4),
+            "cpuPercent": round(100 * (user + system) / wall, 2) if wall else 0.0,
+            "throughputPerSecond": round(ok / wall, 3) if wall else 0.0,
+            "taskContextSwitches": _task_switches(results),
+            "syscalls": _syscalls(results),
+            "latencySeconds": {
+                "p50": round(histogram.quantile(merged_histogram, 0.50), 6),
+                "p90": round(histogram.quantile(merged_histogram, 0.90), 6),
+                "p99": round(histogram.quantile(merged_histogram, 0.99), 6),
+                "max": max(r["latencySeconds"]["max"] for r in results),
+            },
+            "latencyHistogram": merged_histogram,
+            "rssTimeline": _timeline([r["rssTimeline"] for r in results]),
+            "cpus": sorted({cpu for r in results for cpu in r["cpus"]}),
+            "errors": _errors(results),
+        }
+    )
+    return merged
+
+
+def skew_seconds(results: list[Result]) -> float:
+    """How far apart the Pods' task phases began (max - min of startedAtUnixSeconds)."""
+    starts = [r["startedAtUnixSeconds"] for r in results]
+    return float(round(max(starts) - min(starts), 6))
+
+
+def _task_switches(results: list[Result]) -> dict[str, int] | None:
+    """Summed per kind; null if any Pod cannot tell its task threads apart (goroutines)."""
+    switches = [r["taskContextSwitches"] for r in results]
+    if None in switches:
+        return None
+    return {kind: sum(s[kind] for s in switches) for kind in ("voluntary", "involuntary")}
+
+
+def _syscalls(results: list[Result]) -> dict[str, Any] | None:
+    """Counted in every Pod: totals and counts summed. A count is then a lower bound where a
+    Pod had dropped that call from its own most frequent MAX_COUNTS; the total is exact."""
+    counted = [r["syscalls"] for r in results]
+    if all(c is None for c in counted):
+        return None
+    unavailable = next((c for c in counted if c is not None and "unavailable" in c), None)
+    if unavailable is not None:
+        return dict(unavailable)
+    if None in counted:  # the Pods run with the same flags: never, but not a partial sum
+        return {"unavailable": "not every Pod of the trial counted its system calls"}
+    calls: Counter[str] = Counter()
+    for c in counted:
+        calls.update(c["counts"])
+    # As a runner keeps them (cxlab_runner.syscalls): the most frequent, futex always.
+    top = sorted(calls, key=lambda name: (-calls[name], name))[:MAX_COUNTS]
+    if "futex" in calls and "futex" not in top:
+        top[-1] = "futex"
+    top.sort(key=lambda name: (-calls[name], name))
+    return {"total": sum(c["total"] for c in counted), "counts": {n: calls[n] for n in top}}
+
+
+def _timeline(timelines: list[dict[str, Any]]) -> dict[str, Any]:
+    """The trial's resident memory over time: the Pods' timelines summed sample by sample,
+    aligned by index (the Pods start together, within the start skew). Each is first brought
+    to the coarsest interval among them as its runner would have if it had run that long:
+    keeping the samples at every (coarsest / own interval)-th slot, a power of two.
+
+    A Pod counts 0 after its timeline ends, not its last value held: its timeline ends with
+    its task phase, its share of the trial done; what it holds afterwards (lingering for a
+    scrape, exiting) was never sampled, and holding would invent samples. So the sum after a
+    Pod's end is the memory of the Pods still running tasks."""
+    interval = max(t["intervalSeconds"] for t in timelines)
+    total: list[int] = []
+    for timeline in timelines:
+        # 2^k exactly: both runners start at 0.05 s and double it (and their floats round-trip
+        # through JSON). Rounded all the same, so a ratio off in its last bit picks its slot.
+        step = interval / timeline["intervalSeconds"]
+        samples = timeline["rssBytes"]
+        kept = [samples[i] for m in range(len(samples)) if (i := round(m * step)) < len(samples)]
+        total += [0] * (len(kept) - len(total))
+        for index, value in enumerate(kept):
+            total[index] += value
+    while len(total) > TIMELINE_SAMPLES:  # cannot happen from valid Results; cut as runners do
+        total, interval = total[::2], interval * 2
+    return {"intervalSeconds": interval, "rssBytes": total}
+
+
+def _errors(results: list[Result]) -> list[dict[str, Any]]:
+    """Counts summed per message; the most frequent MAX_ERRORS, as a runner keeps them, ties
+    by message. A count is a lower bound where a Pod had dropped that message itself."""
+    counts: Counter[str] = Counter()
+    for result in results:
+        for error in result["errors"]:
+            counts[error["message"]] += error["count"]
+    top = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:MAX_ERRORS]
+    return [{"message": message, "count": count} for message, count in top]

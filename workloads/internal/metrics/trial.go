@@ -18,11 +18,11 @@ var Buckets = [...]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
 
 // Info labels cxlab_trial_info.
 type Info struct {
-	Experiment, Trial, Model, Workload string
-	Workers                            int
-	GOMAXPROCS                         string // "" when not applicable
-	Runtime                            string
-	Tasks                              int
+	Experiment, Trial, Pod, Model, Workload string
+	Workers                                 int
+	GOMAXPROCS                              string // "" when not applicable
+	Runtime                                 string
+	Tasks                                   int
 }
 
 // Trial is the live state of one trial. Tasks update sharded atomics only;
@@ -45,6 +45,7 @@ func NewTrial(reg prometheus.Registerer, info Info) (*Trial, error) {
 		ConstLabels: prometheus.Labels{
 			"experiment": info.Experiment,
 			"trial":      info.Trial,
+			"pod_index":  info.Pod,
 			"model":      info.Model,
 			"workload":   info.Workload,
 			"workers":    strconv.Itoa(info.Workers),

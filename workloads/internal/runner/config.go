@@ -14,23 +14,27 @@ import (
 
 // Config is a trial as given on the command line.
 type Config struct {
-	Model       string
-	Workload    string
-	Tasks       int
-	Workers     int // 0 = one worker per task
-	RTT         time.Duration
-	Iterations  int
-	Hold        time.Duration
-	GOMAXPROCS  int // 0 = the Go default
-	TargetURL   string
-	Connection  string
-	MetricsPort int
-	ResultPath  string
-	Linger      time.Duration
-	Experiment  string
-	Trial       string
-	Pool        string // threads and processes only: must stay empty here
-	Syscalls    bool
+	Model          string
+	Workload       string
+	Tasks          int
+	Workers        int // 0 = one worker per task
+	RTT            time.Duration
+	Iterations     int
+	Hold           time.Duration
+	GOMAXPROCS     int // 0 = the Go default
+	TargetURL      string
+	Connection     string
+	MetricsPort    int
+	ResultPath     string
+	Linger         time.Duration
+	Experiment     string
+	Trial          string
+	Pool           string // threads and processes only: must stay empty here
+	Syscalls       bool
+	Pod            int           // index among the trial's Pods
+	BarrierTimeout time.Duration // wait this long at the start barrier; 0 = none
+	LocustMaster   string        // locust only: must stay empty here
+	ExpectWorkers  int           // locust only: must stay 0 here
 }
 
 // Workloads and connection modes the contract defines.
@@ -50,6 +54,9 @@ const (
 	maxGOMAXPROCS = 1024
 	maxRTT        = time.Hour
 	maxHold       = time.Hour
+	maxPod        = 64
+	maxBarrier    = time.Hour
+	maxExpected   = 64
 )
 
 // UsageError is a bad command line: exit status 2.
@@ -99,6 +106,10 @@ func newFlagSet(c *Config, output io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Trial, "trial", "", "trial label")
 	fs.StringVar(&c.Pool, "pool", "", "threads and processes only; empty here")
 	fs.BoolVar(&c.Syscalls, "syscalls", false, "count system calls (the Result says they are unavailable here)")
+	fs.IntVar(&c.Pod, "pod", 0, "index among the trial's Pods")
+	fs.DurationVar(&c.BarrierTimeout, "barrier-timeout", 0, "wait at the start barrier this long (POST /start releases it); 0 = none")
+	fs.StringVar(&c.LocustMaster, "locust-master", "", "locust only; empty here")
+	fs.IntVar(&c.ExpectWorkers, "expect-workers", 0, "locust only; 0 here")
 	return fs
 }
 
@@ -134,6 +145,16 @@ func (c *Config) validate() error {
 		return usageErrorf("--pool applies to threads and processes only, not to goroutines")
 	case c.Linger < 0:
 		return usageErrorf("--linger must not be negative, got %v", c.Linger)
+	case c.Pod < 0 || c.Pod > maxPod:
+		return usageErrorf("--pod must be 0..%d, got %d", maxPod, c.Pod)
+	case c.BarrierTimeout < 0 || c.BarrierTimeout > maxBarrier:
+		return usageErrorf("--barrier-timeout must be 0s..%v, got %v", maxBarrier, c.BarrierTimeout)
+	case c.BarrierTimeout > 0 && c.MetricsPort == 0:
+		return usageErrorf("--barrier-timeout needs --metrics-port: the barrier is released over HTTP")
+	case c.ExpectWorkers < 0 || c.ExpectWorkers > maxExpected:
+		return usageErrorf("--expect-workers must be 0..%d, got %d", maxExpected, c.ExpectWorkers)
+	case c.LocustMaster != "" || c.ExpectWorkers != 0:
+		return usageErrorf("--locust-master and --expect-workers apply to locust only, not to goroutines")
 	case c.Workload == "http" && c.TargetURL == "":
 		return usageErrorf("--workload http needs --target-url")
 	}

@@ -73,7 +73,7 @@ func TestSleepTrialEndToEnd(t *testing.T) {
 		`cxlab_task_duration_seconds_count 50`,
 		`cxlab_tasks_in_flight 0`,
 		`cxlab_trial_tasks 50`,
-		fmt.Sprintf(`cxlab_trial_info{experiment="e2e",gomaxprocs="%d",model="goroutines",runtime="%s",trial="t1",workers="10",workload="sleep"} 1`,
+		fmt.Sprintf(`cxlab_trial_info{experiment="e2e",gomaxprocs="%d",model="goroutines",pod_index="0",runtime="%s",trial="t1",workers="10",workload="sleep"} 1`,
 			runtime.GOMAXPROCS(0), runtime.Version()),
 	} {
 		if !strings.Contains(scraped, line+"\n") {

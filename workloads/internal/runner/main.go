@@ -61,6 +61,7 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 	trial, err := metrics.NewTrial(reg, metrics.Info{
 		Experiment: c.Experiment,
 		Trial:      c.Trial,
+		Pod:        strconv.Itoa(c.Pod),
 		Model:      c.Model,
 		Workload:   c.Workload,
 		Workers:    c.ResolvedWorkers(),
@@ -72,8 +73,9 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 		logger.Printf("registering metrics: %v", err)
 		return ExitCrash
 	}
+	barrier := newStartBarrier(c.BarrierTimeout)
 	if c.MetricsPort != 0 {
-		srv, err := serveMetrics(reg, c.MetricsPort, logger)
+		srv, err := serveMetrics(reg, barrier, c.MetricsPort, logger)
 		if err != nil {
 			logger.Print(err)
 			return ExitCrash
@@ -84,12 +86,16 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 	logger.Printf("running %d %s tasks with %d workers, GOMAXPROCS %d",
 		c.Tasks, c.Workload, c.ResolvedWorkers(), runtime.GOMAXPROCS(0))
 	stopOnSIGTERM := exitOnSIGTERM(logger)
-	result, err := Run(&c, trial)
+	result, err := Run(&c, trial, barrier)
 	// From here a SIGTERM only ends the linger: registered before the task-phase handler is
 	// let go, so no signal between the two meets the default action (death by signal).
 	done, stopDone := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopDone()
 	stopOnSIGTERM()
+	if errors.Is(err, errNotReleased) {
+		logger.Print(err)
+		return ExitNotReleased
+	}
 	if err != nil {
 		logger.Print(err)
 		return ExitCrash
@@ -106,13 +112,14 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 	return ExitOK
 }
 
-func serveMetrics(reg *prometheus.Registry, port int, logger *log.Logger) (*http.Server, error) {
+func serveMetrics(reg *prometheus.Registry, barrier *startBarrier, port int, logger *log.Logger) (*http.Server, error) {
 	ln, err := net.Listen("tcp", fmt.Sprintf("0.0.0.0:%d", port))
 	if err != nil {
 		return nil, fmt.Errorf("metrics endpoint: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: logger}))
+	barrier.handle(mux)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

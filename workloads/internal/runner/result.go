@@ -18,6 +18,8 @@ type Result struct {
 	Schema                     string   `json:"schema"`
 	Experiment                 string   `json:"experiment"`
 	Trial                      string   `json:"trial"`
+	Pods                       int      `json:"pods"`     // 1: a runner's own Result
+	PodIndex                   *int     `json:"podIndex"` // --pod
 	Model                      string   `json:"model"`
 	Workload                   string   `json:"workload"`
 	Workers                    int      `json:"workers"`
@@ -31,6 +33,10 @@ type Result struct {
 	TasksOK                    int64    `json:"tasksOk"`
 	TasksFailed                int64    `json:"tasksFailed"`
 	WallSeconds                float64  `json:"wallSeconds"`
+	StartedAtUnixSeconds       float64  `json:"startedAtUnixSeconds"`
+	BarrierWaitSeconds         *float64 `json:"barrierWaitSeconds"` // null without a barrier
+	StartSkewSeconds           *float64 `json:"startSkewSeconds"`   // a merged Result's only
+	LocustWorkers              *int     `json:"locustWorkers"`      // a Locust master's only
 	FloorSeconds               *float64 `json:"floorSeconds"`
 	Efficiency                 *float64 `json:"efficiency"`
 	CPUUserSeconds             float64  `json:"cpuUserSeconds"`
@@ -48,6 +54,7 @@ type Result struct {
 	Syscalls            *Syscalls    `json:"syscalls"`
 	ThroughputPerSecond float64      `json:"throughputPerSecond"`
 	LatencySeconds      Latency      `json:"latencySeconds"`
+	LatencyHistogram    Histogram    `json:"latencyHistogram"`
 	RSSTimeline         RSSTimeline  `json:"rssTimeline"`
 	CPUs                []int        `json:"cpus"`
 	Runtime             string       `json:"runtime"`
@@ -97,6 +104,9 @@ func (r Result) encode() ([]byte, error) {
 	}
 	if r.CPUs == nil {
 		r.CPUs = []int{}
+	}
+	if r.LatencyHistogram.Counts == nil {
+		r.LatencyHistogram.Counts = []int64{}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -14,8 +14,9 @@ import (
 )
 
 // Run runs the task phase of c, reporting progress to trial, and returns
-// the Result. Only the task phase is timed and measured.
-func Run(c *Config, trial *metrics.Trial) (Result, error) {
+// the Result. Only the task phase is timed and measured; it begins when the
+// runner leaves the start barrier (at once without one).
+func Run(c *Config, trial *metrics.Trial, barrier *startBarrier) (Result, error) {
 	work, err := newTask(c)
 	if err != nil {
 		return Result{}, err
@@ -52,6 +53,10 @@ func Run(c *Config, trial *metrics.Trial) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("reading resident memory: %w", err)
 	}
+	waited, err := barrier.wait()
+	if err != nil {
+		return Result{}, err
+	}
 	before, err := measure.ReadUsage()
 	if err != nil {
 		return Result{}, fmt.Errorf("getrusage: %w", err)
@@ -78,6 +83,8 @@ func Run(c *Config, trial *metrics.Trial) (Result, error) {
 		Schema:                     Schema,
 		Experiment:                 c.Experiment,
 		Trial:                      c.Trial,
+		Pods:                       1,
+		PodIndex:                   &c.Pod,
 		Model:                      c.Model,
 		Workload:                   c.Workload,
 		Workers:                    c.ResolvedWorkers(),
@@ -87,6 +94,8 @@ func Run(c *Config, trial *metrics.Trial) (Result, error) {
 		TasksOK:                    ok,
 		TasksFailed:                failed,
 		WallSeconds:                wall,
+		StartedAtUnixSeconds:       round6(float64(start.UnixNano()) / 1e9),
+		BarrierWaitSeconds:         waited,
 		CPUUserSeconds:             used.User.Seconds(),
 		CPUSystemSeconds:           used.System.Seconds(),
 		CPUPercent:                 ratio(100*(used.User+used.System).Seconds(), wall),
@@ -97,6 +106,7 @@ func Run(c *Config, trial *metrics.Trial) (Result, error) {
 		VoluntaryContextSwitches:   used.Voluntary,
 		InvoluntaryContextSwitches: used.Involuntary,
 		ThroughputPerSecond:        ratio(float64(ok), wall),
+		LatencyHistogram:           buildHistogram(durations),
 		LatencySeconds:             latencies(durations),
 		RSSTimeline: RSSTimeline{
 			IntervalSeconds: seen.Timeline.Interval.Seconds(),

@@ -61,3 +61,35 @@ func TestTheFloorIsTheContractsFormula(t *testing.T) {
 		}
 	}
 }
+
+// The latency histograms the Python runner's test builds too (workloads/testdata/histograms.json).
+func TestSharedHistogramCases(t *testing.T) {
+	var shared struct {
+		Cases []struct {
+			Name      string    `json:"name"`
+			Latencies []float64 `json:"latenciesSeconds"`
+			Histogram Histogram `json:"histogram"`
+		} `json:"cases"`
+	}
+	readJSON(t, "../../testdata/histograms.json", &shared)
+	for _, c := range shared.Cases {
+		durations := make([]time.Duration, len(c.Latencies))
+		for i, v := range c.Latencies {
+			durations[i] = time.Duration(math.Round(v * 1e9))
+		}
+		got, want := buildHistogram(durations), c.Histogram
+		if want.Counts == nil {
+			want.Counts = []int64{}
+		}
+		if got.Schema != want.Schema || got.ZeroCount != want.ZeroCount || got.Offset != want.Offset ||
+			!reflect.DeepEqual(got.Counts, want.Counts) {
+			t.Errorf("%s: schema %d zero %d offset %d counts %v, want %d %d %d %v", c.Name,
+				got.Schema, got.ZeroCount, got.Offset, got.Counts, want.Schema, want.ZeroCount, want.Offset, want.Counts)
+		}
+		for _, pair := range [][2]float64{{got.Sum, want.Sum}, {got.Min, want.Min}, {got.Max, want.Max}} {
+			if math.Abs(pair[0]-pair[1]) > 1e-6 {
+				t.Errorf("%s: sum/min/max %v, want %v", c.Name, pair[0], pair[1])
+			}
+		}
+	}
+}

@@ -37,6 +37,8 @@ class RunnerConfig:
     syscalls: bool = False  # count system calls with strace (slows the trial)
     pod: int = 0  # this runner's index among its trial's Pods
     barrier_timeout: float = 0.0  # wait this long at the start barrier; 0 = no barrier
+    locust_master: str | None = None  # locust: the master's host:port (or its own, with:)
+    expect_workers: int = 0  # locust: > 0 = the master of this many workers
 
     @property
     def one_per_task(self) -> bool:
@@ -140,6 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
     add("--experiment", default="")
     add("--trial", default="")
     add("--pod", type=_within("pod"), default=0, help="index among the trial's Pods")
+    add("--locust-master", default=None, help="locust: the master's host:port")
+    add(
+        "--expect-workers",
+        type=_within("expect-workers"),
+        default=0,
+        help="locust: run as the master of N workers",
+    )
     add(
         "--barrier-timeout",
         type=_within("barrier-timeout"),
@@ -168,6 +177,17 @@ def parse_config(argv: list[str]) -> RunnerConfig:
             )
     if args.model == "locust" and args.workload != "http":
         raise UsageError("locust runs HTTP users: it needs --workload http")
+    if (args.locust_master or args.expect_workers) and args.model != "locust":
+        raise UsageError("--locust-master and --expect-workers apply to locust only")
+    if args.expect_workers and not (args.locust_master and args.barrier_timeout):
+        raise UsageError(
+            "--expect-workers needs --locust-master (where to listen) and --barrier-timeout "
+            "(how long to wait for the workers)"
+        )
+    if args.locust_master:
+        host, _, port = args.locust_master.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UsageError(f"--locust-master must be host:port, got {args.locust_master!r}")
     if args.barrier_timeout and not args.metrics_port:
         raise UsageError(
             "--barrier-timeout needs --metrics-port: the barrier is released over HTTP"
@@ -191,4 +211,6 @@ def parse_config(argv: list[str]) -> RunnerConfig:
         syscalls=args.syscalls,
         pod=args.pod,
         barrier_timeout=args.barrier_timeout,
+        locust_master=args.locust_master,
+        expect_workers=args.expect_workers,
     )

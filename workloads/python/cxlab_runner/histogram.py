@@ -89,9 +89,7 @@ def merge(histograms: list[Histogram]) -> Histogram:
     schema = min(h["schema"] for h in histograms)
     buckets: Counter[int] = Counter()
     for histogram in histograms:
-        own = Counter(
-            {histogram["offset"] + k: c for k, c in enumerate(histogram["counts"]) if c}
-        )
+        own = Counter({histogram["offset"] + k: c for k, c in enumerate(histogram["counts"]) if c})
         buckets.update(_downscaled(own, histogram["schema"] - schema))
     buckets, schema = _fit(buckets, schema)
     filled = [h for h in histograms if count(h)]

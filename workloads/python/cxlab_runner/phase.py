@@ -30,6 +30,7 @@ class TaskPhase:
         self._main_at_start = measure.Switches()
         self._main_used = measure.Switches()
         self.children_peak_vm = 0  # VmPeak of child processes, summed (processes)
+        self.locust_workers: int | None = None  # a distributed Locust master's workers
 
     def begin(self) -> None:
         """Wait at the start barrier (if any): everything before it is set-up, not measured."""

@@ -23,6 +23,9 @@ class TaskRecorder:
         self._failed = 0
         # Set while children count in shared memory (processes): scrapes read that instead.
         self.live_view: TaskRecorder | None = None
+        # How many of `latencies` are failed tasks': a distributed Locust master's view,
+        # where Locust logs a response time for every request, failed or not.
+        self.failed_latencies = 0
 
     def started(self) -> None:
         next(self._started)
@@ -59,7 +62,7 @@ class TaskRecorder:
         return state[0]
 
     def ok_count(self) -> int:
-        return len(self.latencies)
+        return len(self.latencies) - self.failed_latencies
 
     def failed_count(self) -> int:
         return self._failed

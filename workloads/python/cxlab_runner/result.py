@@ -87,6 +87,7 @@ def build_result(
         "startedAtUnixSeconds": round(phase.started_at_unix, 6),
         "barrierWaitSeconds": None if waited is None else round(waited, 6),
         "startSkewSeconds": None,  # a merged Result's (operator/cxlab/merge.py)
+        "locustWorkers": phase.locust_workers,
         "floorSeconds": None if floor is None else round(floor, 6),
         "efficiency": None if floor is None or wall == 0 else round(floor / wall, 4),
         "cpuUserSeconds": round(used.user_seconds, 4),

@@ -83,9 +83,12 @@ SEVEN_MODELS_200_TRIALS = {
     ],
     "repetitions": 2,
 }
-ONE_TRIAL_MORE = {  # 21 x 5 x 2 = 210
+ONE_TRIAL_MORE = {  # 21 x 5 x 2 = 210, the one more through the pods term
     **SEVEN_MODELS_200_TRIALS,
-    "models": [*SEVEN_MODELS_200_TRIALS["models"][:6], {"model": "locust", "workers": [1, 2]}],
+    "models": [
+        *SEVEN_MODELS_200_TRIALS["models"][:6],
+        {"model": "locust", "workers": [1], "pods": [1, 2]},
+    ],
 }
 
 CASES = [
@@ -148,10 +151,30 @@ CASES = [
     ),
     Case(
         "spec",
-        "the matrix (models x workers x gomaxprocs x rtts x repetitions) may hold at most "
-        "200 trials: split the experiment",
+        "the matrix (models x workers x gomaxprocs x pods x rtts x repetitions) may hold "
+        "at most 200 trials: split the experiment",
         valid=manifest(**SEVEN_MODELS_200_TRIALS),
         invalid=manifest(**ONE_TRIAL_MORE),
+        field="spec",
+    ),
+    Case(
+        "spec",
+        "a trial of N Pods needs at least N tasks (one each): raise workload.tasks or lower "
+        "models[].pods",
+        valid=manifest(
+            workload=workload(tasks=3, rtt="10ms"), models=[{"model": "asyncio", "pods": [3]}]
+        ),
+        invalid=manifest(
+            workload=workload(tasks=3, rtt="10ms"), models=[{"model": "asyncio", "pods": [4]}]
+        ),
+        field="spec",
+    ),
+    Case(
+        "spec",
+        "a fraction of a CPU (resources.cpu) cannot be pinned to a core: set pinning: preferred "
+        "(or whole CPUs)",
+        valid=manifest(resources={"cpu": 0.5}, pinning="preferred"),
+        invalid=manifest(resources={"cpu": 0.5}),
         field="spec",
     ),
     Case(
@@ -300,6 +323,13 @@ CASES = [
         valid=manifest(models=[{"model": "goroutines", "gomaxprocs": [1, 0]}]),
         invalid=manifest(models=[{"model": "goroutines", "gomaxprocs": [1, 1]}]),
         field="spec.models[0].gomaxprocs",
+    ),
+    Case(
+        "spec.models[].pods",
+        "a Pod count is listed twice",
+        valid=manifest(models=[{"model": "threads", "workers": [2], "pods": [1, 2]}]),
+        invalid=manifest(models=[{"model": "threads", "workers": [2], "pods": [2, 2]}]),
+        field="spec.models[0].pods",
     ),
 ]
 

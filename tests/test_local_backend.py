@@ -13,6 +13,8 @@ import pytest
 import yaml
 from helpers import BIN, EXAMPLES, ROOT
 
+from cxlab_runner import histogram
+
 CXLAB = [sys.executable, "-m", "cxlab.cli"]
 SLEEP = {"type": "sleep", "tasks": 5, "rtt": "1ms"}
 
@@ -167,3 +169,35 @@ def test_plan_prints_runner_command_lines_that_run_as_pasted(tmp_path: Path) -> 
         assert ran.returncode == 0, ran.stderr
         result = json.loads(ran.stdout)
         assert result["tasksOk"] == 5 and result["trial"] in line
+
+
+def test_a_trial_of_three_pods_runs_three_processes_released_together(tmp_path: Path) -> None:
+    spec = {
+        "workload": {"type": "sleep", "tasks": 30, "rtt": "50ms"},
+        "models": [{"model": "asyncio", "workers": [5], "pods": [3]}],
+        "pinning": "preferred",
+    }
+    path = write_experiment(tmp_path / "three.yaml", spec, name="three")
+    completed = cxlab("run", str(path), cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    [entry] = json.loads((tmp_path / "out" / "three" / "result.json").read_text())["status"][
+        "trials"
+    ]
+    assert entry["name"] == "000-asyncio-n3-w5-rtt50ms-r1" and entry["pods"] == 3
+    pods, merged = entry["podResults"], entry["result"]
+    assert [p["podIndex"] for p in pods] == [0, 1, 2] and [p["tasks"] for p in pods] == [10] * 3
+    assert merged["pods"] == 3 and merged["tasksOk"] == 30 and merged["podIndex"] is None
+    assert all(p["barrierWaitSeconds"] is not None for p in pods)  # each waited at the barrier
+    starts = [p["startedAtUnixSeconds"] for p in pods]
+    assert merged["startSkewSeconds"] == pytest.approx(max(starts) - min(starts), abs=1e-6)
+    # one POST each, sent at once: the three leave within a few milliseconds of each other
+    assert merged["startSkewSeconds"] < 0.1, merged["startSkewSeconds"]
+    merged_histogram = histogram.merge([p["latencyHistogram"] for p in pods])
+    assert merged["latencySeconds"]["p99"] == round(histogram.quantile(merged_histogram, 0.99), 6)
+    ends = [p["startedAtUnixSeconds"] + p["wallSeconds"] for p in pods]
+    assert merged["wallSeconds"] == pytest.approx(max(ends) - min(starts), abs=1e-5)
+    if len(os.sched_getaffinity(0)) < 3:  # 3 Pods x 1 CPU: they shared the cores, and say so
+        assert entry["pinned"] is False and "shared cores" in entry["message"]
+    else:
+        assert entry["pinned"] is True
+        assert len({tuple(p["cpus"]) for p in pods}) == 3  # a core of its own each

@@ -65,6 +65,7 @@ def pod_result(
         "startedAtUnixSeconds": start,
         "barrierWaitSeconds": barrier,
         "startSkewSeconds": None,
+        "locustWorkers": None,
         "floorSeconds": floor,
         "efficiency": None if floor is None else round(floor / wall, 4),
         "cpuUserSeconds": user,

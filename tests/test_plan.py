@@ -7,7 +7,7 @@ import re
 import pytest
 from test_spec import document
 
-from cxlab.plan import floor_seconds, plan_trials, runner_command
+from cxlab.plan import floor_seconds, plan_trials, pod_tasks, runner_command
 from cxlab.spec import parse_experiment
 
 
@@ -87,3 +87,39 @@ def test_http_without_a_target_is_a_programming_error() -> None:
     spec = parse_experiment(document(workload={"type": "http", "tasks": 5, "rtt": "1s"})).spec
     with pytest.raises(ValueError, match="delay target"):
         runner_command(spec, plan_trials(spec)[0], experiment="demo")
+
+
+def test_a_trial_of_several_pods_splits_its_tasks_and_names_its_pods() -> None:
+    spec = parse_experiment(
+        document(
+            workload={"type": "sleep", "tasks": 10, "rtt": "100ms"},
+            models=[{"model": "asyncio", "workers": [2], "pods": [1, 3]}],
+            pinning="preferred",
+        )
+    ).spec
+    one, three = plan_trials(spec)
+    assert (one.pods, three.pods) == (1, 3)
+    assert one.name == "000-asyncio-w2-rtt100ms-r1"  # one Pod: the name it always had
+    assert three.name == "001-asyncio-n3-w2-rtt100ms-r1"
+    assert [pod_tasks(10, 3, i) for i in range(3)] == [4, 3, 3]
+    assert sum(pod_tasks(1_000_003, 7, i) for i in range(7)) == 1_000_003
+    argv = [
+        runner_command(spec, three, experiment="e", pod=i, barrier_timeout="2m") for i in range(3)
+    ]
+    assert [a[a.index("--tasks") + 1] for a in argv] == ["4", "3", "3"]
+    assert [a[a.index("--pod") + 1] for a in argv] == ["0", "1", "2"]
+    assert all(a[a.index("--barrier-timeout") + 1] == "2m" for a in argv)
+    assert "--barrier-timeout" not in runner_command(spec, one, experiment="e")  # starts at once
+    assert floor_seconds(spec, three) == 0.2  # its largest Pod: 4 tasks in waves of 2
+
+
+def test_the_matrix_counts_pods_and_their_results() -> None:
+    spec = parse_experiment(
+        document(
+            workload={"type": "sleep", "tasks": 10, "rtt": "100ms"},
+            models=[{"model": "asyncio", "workers": [1, 2], "pods": [1, 4]}],
+            repetitions=2,
+        )
+    ).spec
+    assert spec.trial_count() == 2 * 2 * 2
+    assert spec.result_count() == 2 * 2 * (1 + 5)  # 4 Pods: 4 Results and the merged one

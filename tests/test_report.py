@@ -32,6 +32,7 @@ from cxlab.report.svg import (
 from cxlab.results import parse_result
 from cxlab.spec import ExperimentSpec, parse_experiment
 from cxlab.summary import TrialOutcome
+from cxlab_runner import histogram
 from cxlab_runner.durations import parse_duration
 
 MIB = 2**20
@@ -125,6 +126,13 @@ def fake_result(spec: ExperimentSpec, trial: Trial) -> dict[str, Any]:
         "cpus": [0, 1],
         "runtime": "go1.26.8" if trial.model == "goroutines" else "CPython 3.11.9",
         "errors": [],
+        "pods": 1,
+        "podIndex": 0,
+        "startedAtUnixSeconds": 1795000000.0,
+        "barrierWaitSeconds": None,
+        "startSkewSeconds": None,
+        "locustWorkers": None,
+        "latencyHistogram": histogram.build([wall / 2, wall * 0.9, wall]),
     }
     return parse_result(json.dumps(result))  # the real schema check: the fake stays honest
 

@@ -9,7 +9,16 @@ from typing import Any
 import pytest
 from helpers import EXAMPLES
 
-from cxlab.spec import MAX_TRIALS, SpecError, load_experiments, memory_bytes, parse_experiment
+from cxlab.spec import (
+    MAX_RESULTS,
+    MAX_TRIALS,
+    SpecError,
+    load_experiments,
+    memory_bytes,
+    parse_experiment,
+)
+
+SLEEP_2_TASKS = {"type": "sleep", "tasks": 2, "rtt": "1ms"}
 
 
 def document(**spec: Any) -> dict[str, Any]:
@@ -87,6 +96,19 @@ def test_defaults() -> None:
             {"workload": {"type": "sleep", "tasks": 1, "rtts": ["1s", "1000ms"]}},
             "rtts lists 1s twice",
         ),
+        (
+            {"models": [{"model": "asyncio", "pods": [2, 2]}]},
+            "spec.models[0].pods: Pod count 2 is listed twice",
+        ),
+        ({"models": [{"model": "asyncio", "pods": [65]}]}, "less than or equal to 64"),
+        (
+            {"models": [{"model": "asyncio", "pods": [3]}], "workload": SLEEP_2_TASKS},
+            "a trial of 3 Pods needs at least 3 tasks",
+        ),
+        ({"resources": {"cpu": 0.5}}, "resources.cpu 0.5 is a fraction of a CPU"),
+        ({"resources": {"cpu": 0.0005}, "pinning": "preferred"}, "between 0.001 and 256"),
+        ({"resources": {"cpu": 1.2345}, "pinning": "preferred"}, "finer than a millicore"),
+        ({"resources": {"cpu": "1"}}, "must be a number of CPUs"),
     ],
 )
 def test_bad_input_names_the_field_and_the_rule(change: dict[str, Any], expected: str) -> None:
@@ -101,6 +123,23 @@ def test_matrix_over_the_maximum_is_rejected() -> None:
     )
     message = problems(doc)
     assert "the matrix has 256 trials" in message and f"the most allowed is {MAX_TRIALS}" in message
+
+
+def test_results_over_the_maximum_are_rejected() -> None:
+    # 40 trials, but 8 Pods each keep 9 Results: 360
+    doc = document(
+        models=[{"model": "asyncio", "workers": list(range(1, 11)), "pods": [8]}],
+        workload={"type": "sleep", "tasks": 10, "rtts": ["1ms", "2ms"]},
+        repetitions=2,
+    )
+    message = problems(doc)
+    assert "keep 360 Results in status" in message and f"most allowed is {MAX_RESULTS}" in message
+
+
+def test_a_fraction_of_a_cpu_runs_unpinned_under_preferred() -> None:
+    resources = parse_experiment(document(resources={"cpu": 0.5}, pinning="preferred")).spec
+    assert resources.resources.whole_cpus is None
+    assert parse_experiment(document(resources={"cpu": 2})).spec.resources.whole_cpus == 2
 
 
 def test_not_a_concurrency_experiment() -> None:

@@ -138,14 +138,18 @@ def test_a_workload_without_rtt_gets_one_overall_recommendation() -> None:
 
 @pytest.mark.parametrize(
     ("requested", "cpus", "pinned"),
-    [({1}, [1], True), ({1}, [0, 1], False), ({1}, [0], False), (1, [1], True), (1, [0, 1], False)],
-)
+    [
+        ([{1}], [1], True), ([{1}], [0, 1], False), ([{1}], [0], False), (1, [1], True),
+        (1, [0, 1], False), (None, [0, 1], False),
+    ],
+)  # fmt: skip
 def test_one_classification_judges_pinning_on_both_backends(
-    requested: set[int] | int, cpus: list[int], pinned: bool
+    requested: list[set[int]] | int | None, cpus: list[int], pinned: bool
 ) -> None:
-    # a set: the local backend knows the cores; an int: on a cluster only how many
+    # sets: the local backend knows each Pod's cores; an int: on a cluster only how many;
+    # None: a fraction of a CPU, never pinned
     trial = Trial(0, "asyncio", 10, None, 0.1, 1)
-    outcome = classify(trial, result(10, 0.1) | {"cpus": cpus}, requested)
+    outcome = classify(trial, [result(10, 0.1) | {"cpus": cpus}], requested)
     assert outcome.succeeded and (outcome.unpinned is None) == pinned
 
 
@@ -153,8 +157,8 @@ def test_one_classification_judges_pinning_on_both_backends(
 def test_an_unpinned_trial_counts_only_when_pinning_is_preferred(pinning: str) -> None:
     trials = [Trial(i, "asyncio", 10, None, 0.1, rep) for i, rep in enumerate((1, 2))]
     outcomes = [
-        classify(trials[0], result(10, 0.1), 1),
-        classify(trials[1], result(10, 0.5) | {"cpus": [0, 1]}, 1),  # shared cores
+        classify(trials[0], [result(10, 0.1)], 1),
+        classify(trials[1], [result(10, 0.5) | {"cpus": [0, 1]}], 1),  # shared cores
     ]
     (point,) = summarize(outcomes, 0.1, pinning)["points"]
     if pinning == "required":

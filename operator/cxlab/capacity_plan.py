@@ -164,16 +164,19 @@ def _median(values: list[float]) -> float:
 
 
 def _measured(results: list[Result], percentile: str) -> _Point:
+    """Per Pod: a trial of several Pods (a merged Result) has its rate, tasks and memory
+    shared by its Pods (workers are per Pod already)."""
+    pods = int(results[0].get("pods", 1))
     return _Point(
         workers=int(results[0]["workers"]),
-        throughput=_median([r["throughputPerSecond"] for r in results]),
+        throughput=_median([r["throughputPerSecond"] / pods for r in results]),
         latency=_median([r["latencySeconds"][percentile] for r in results]),
         p50=_median([r["latencySeconds"]["p50"] for r in results]),
-        tasks=int(results[0]["tasks"]),
+        tasks=int(results[0]["tasks"]) // pods,
         cpu_per_task=_median(
             [(r["cpuUserSeconds"] + r["cpuSystemSeconds"]) / r["tasks"] for r in results]
         ),
-        memory=round(_median([r["peakRssBytes"] for r in results])),
+        memory=round(_median([r["peakRssBytes"] / pods for r in results])),
     )
 
 

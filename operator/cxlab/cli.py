@@ -79,7 +79,7 @@ def plan_text(experiment: ConcurrencyExperiment) -> str:
             [
                 trial.name,
                 trial.variant,
-                workers_label(trial.model, trial.workers),
+                workers_label(trial.model, trial.workers, trial.pods),
                 rtt_cell(trial.rtt_seconds),
                 str(trial.repetition),
                 "?" if floor is None else format_duration(floor),
@@ -97,29 +97,43 @@ def plan_text(experiment: ConcurrencyExperiment) -> str:
 
 # Where a pasted http trial finds its delay target (cxlab run picks a free port itself).
 PASTE_TARGET_PORT = 18080
+# Where a pasted trial of several Pods serves /ready and /start (its Pods take the next ports).
+PASTE_METRICS_PORT, PASTE_BARRIER = 19100, "60s"
 
 
 def commands_text(experiment: ConcurrencyExperiment) -> str:
     """Each trial's runner command line, ready to paste (with .venv/bin and build/bin on PATH):
     pinned with taskset to the cores `cxlab run` would give it, the Result on stdout."""
     spec = experiment.spec
-    cores = ",".join(str(c) for c in sorted(trial_cores(spec.resources.cpu)))
-    lines = [f"# runner command lines (cxlab-runner and cxlab-runner-go; cores {cores}):"]
+    trials = plan_trials(spec)
+    taken = trial_cores(spec.resources, max(t.pods for t in trials)).all
+    lines = ["# runner command lines (cxlab-runner and cxlab-runner-go):"]
     target = None
     if spec.workload.type == "http":
         target = f"http://127.0.0.1:{PASTE_TARGET_PORT}/"
         size = spec.workload.response_bytes
         size = DEFAULT_RESPONSE_BYTES if size is None else size
-        helpers = ",".join(str(c) for c in sorted(helper_cores(trial_cores(spec.resources.cpu))))
+        helpers = ",".join(str(c) for c in sorted(helper_cores(taken)))
         lines.append(
             f"taskset -c {helpers} cxlab-delay --listen 127.0.0.1:{PASTE_TARGET_PORT} "
             f"--response-bytes {size} &  # the delay target, first"
         )
-    for trial in plan_trials(spec):
-        argv = runner_command(spec, trial, experiment=experiment.name, target_url=target)
-        program = "cxlab-runner" if tuple(argv[: len(PYTHON_RUNNER)]) == PYTHON_RUNNER else argv[0]
-        runner_args = argv[len(PYTHON_RUNNER) :] if program == "cxlab-runner" else argv[1:]
-        lines.append(shlex.join(["taskset", "-c", cores, program, *runner_args]))
+    for trial in trials:
+        cores = trial_cores(spec.resources, trial.pods).pods
+        ports = [PASTE_METRICS_PORT + pod for pod in range(trial.pods)] if trial.pods > 1 else [0]
+        for pod, port in enumerate(ports):
+            argv = runner_command(
+                spec, trial, experiment=experiment.name, target_url=target, pod=pod,
+                metrics_port=port, barrier_timeout=PASTE_BARRIER,
+            )  # fmt: skip
+            python = tuple(argv[: len(PYTHON_RUNNER)]) == PYTHON_RUNNER
+            program = "cxlab-runner" if python else argv[0]
+            runner_args = argv[len(PYTHON_RUNNER) :] if python else argv[1:]
+            taskset = ["taskset", "-c", ",".join(str(c) for c in sorted(cores[pod]))]
+            lines.append(shlex.join([*taskset, program, *runner_args]) + (" &" if port else ""))
+        if trial.pods > 1:  # the start barrier: release them together once all are up
+            starts = " & ".join(f"curl -s -XPOST 127.0.0.1:{port}/start" for port in ports)
+            lines.append(f"sleep 2; {starts}; wait")
     return "\n".join(lines) + "\n"
 
 

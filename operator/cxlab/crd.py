@@ -45,7 +45,8 @@ def _trial_count_rule() -> str:
     """CEL has no sum(): the per-model terms are unrolled over the (bounded) model list."""
     per_model = " + ".join(
         f"(size(self.models) > {i} ? size(self.models[{i}].workers) * "
-        f"(has(self.models[{i}].gomaxprocs) ? size(self.models[{i}].gomaxprocs) : 1) : 0)"
+        f"(has(self.models[{i}].gomaxprocs) ? size(self.models[{i}].gomaxprocs) : 1) * "
+        f"(has(self.models[{i}].pods) ? size(self.models[{i}].pods) : 1) : 0)"
         for i in range(MAX_MODELS)
     )
     rtts = "(has(self.workload.rtts) ? size(self.workload.rtts) : 1)"
@@ -77,8 +78,20 @@ RULES: dict[str, list[dict[str, str]]] = {
         ),
         _rule(
             _trial_count_rule(),
-            f"the matrix (models x workers x gomaxprocs x rtts x repetitions) may hold at most "
-            f"{MAX_TRIALS} trials: split the experiment",
+            f"the matrix (models x workers x gomaxprocs x pods x rtts x repetitions) may hold "
+            f"at most {MAX_TRIALS} trials: split the experiment",
+        ),
+        _rule(
+            "self.models.all(m, !has(m.pods) || m.pods.all(p, p <= self.workload.tasks))",
+            "a trial of N Pods needs at least N tasks (one each): raise workload.tasks or "
+            "lower models[].pods",
+        ),
+        _rule(
+            "!has(self.resources) || !has(self.resources.cpu) || "
+            "double(int(self.resources.cpu)) == double(self.resources.cpu) || "
+            "self.pinning == 'preferred'",
+            "a fraction of a CPU (resources.cpu) cannot be pinned to a core: set pinning: "
+            "preferred (or whole CPUs)",
         ),
     ],
     "spec.workload": [
@@ -123,6 +136,9 @@ RULES: dict[str, list[dict[str, str]]] = {
     ],
     "spec.models[].gomaxprocs": [
         _rule("self.all(g, self.exists_one(v, v == g))", "a gomaxprocs value is listed twice"),
+    ],
+    "spec.models[].pods": [
+        _rule("self.all(p, self.exists_one(v, v == p))", "a Pod count is listed twice"),
     ],
 }
 

@@ -22,7 +22,7 @@ TIMELINE_SAMPLES = 64  # the schema's rssTimeline maxItems
 # Copied from the first Pod: the trial's labels and settings, the same in every Pod.
 SHARED = (
     "schema", "experiment", "trial", "model", "workload", "gomaxprocs", "rttSeconds",
-    "iterations", "holdSeconds", "pool", "runtime",
+    "iterations", "holdSeconds", "pool", "runtime", "locustWorkers",
 )  # fmt: skip
 # Summed: each Pod's share. Peaks too: the trial's memory is its Pods' together (each Pod's
 # own peak stays in its own Result, which the caller keeps).
@@ -159,3 +159,36 @@ def _errors(results: list[Result]) -> list[dict[str, Any]]:
             counts[error["message"]] += error["count"]
     top = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:MAX_ERRORS]
     return [{"message": message, "count": count} for message, count in top]
+
+
+# A distributed Locust trial's load: its master's and its workers' together.
+LOCUST_SUMMED = (
+    "voluntaryContextSwitches", "involuntaryContextSwitches", "peakRssBytes", "peakVmBytes",
+    "baselineRssBytes", "peakThreads",
+)  # fmt: skip
+
+
+def merge_locust(master: Result, workers: list[Result]) -> Result:
+    """A distributed Locust trial's Result: its master's (Locust's aggregated statistics:
+    tasks, failures, latencies, throughput, the workers it counted), with the CPU, memory
+    and switches of the master and its workers together, and the workers' start skew."""
+    everyone = [master, *workers]
+    user = sum(r["cpuUserSeconds"] for r in everyone)
+    system = sum(r["cpuSystemSeconds"] for r in everyone)
+    wall = master["wallSeconds"]
+    merged = dict(master)
+    merged.update({key: sum(r[key] for r in everyone) for key in LOCUST_SUMMED})
+    merged.update(
+        {
+            "pods": len(workers),
+            "podIndex": None,
+            "startSkewSeconds": skew_seconds(workers),
+            "cpuUserSeconds": round(user, 4),
+            "cpuSystemSeconds": round(system, 4),
+            "cpuPercent": round(100 * (user + system) / wall, 2) if wall else 0.0,
+            "taskContextSwitches": _task_switches(everyone),
+            "rssTimeline": _timeline([r["rssTimeline"] for r in everyone]),
+            "cpus": sorted({cpu for r in everyone for cpu in r["cpus"]}),
+        }
+    )
+    return merged

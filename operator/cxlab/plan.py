@@ -16,19 +16,24 @@ GO_RUNNER = ("cxlab-runner-go",)
 
 @dataclass(frozen=True)
 class Trial:
-    """One point of the matrix: one process locally, one Pod on a cluster."""
+    """One point of the matrix: `pods` runner processes locally, `pods` Pods on a cluster."""
 
     index: int
     model: str
-    workers: int  # as in the spec: 0 = one worker per task
+    workers: int  # per Pod, as in the spec: 0 = one worker per task
     gomaxprocs: int | None  # goroutines only; 0 = the Go default
     rtt_seconds: float | None  # sleep and http only
     repetition: int  # 1-based
+    pods: int = 1  # runner Pods (processes), started together at the barrier
 
     @property
     def name(self) -> str:
-        """Stable, DNS-label-safe id, e.g. 007-threads-w100-rtt100ms-r2."""
-        parts = [f"{self.index:03d}", self.model, f"w{self.workers}"]
+        """Stable, DNS-label-safe id, e.g. 007-threads-w100-rtt100ms-r2, with the Pods when
+        there are several: 008-threads-n3-w100-rtt100ms-r2 (3 Pods of 100 workers)."""
+        parts = [f"{self.index:03d}", self.model]
+        if self.pods > 1:
+            parts.append(f"n{self.pods}")
+        parts.append(f"w{self.workers}")
         if self.gomaxprocs is not None:
             parts.append(f"p{self.gomaxprocs}")
         if self.rtt_seconds is not None:
@@ -55,20 +60,48 @@ def plan_trials(spec: ExperimentSpec) -> list[Trial]:
         for rtt in spec.workload.rtt_seconds():
             for entry in spec.models:
                 for gomaxprocs in entry.gomaxprocs_axis():
-                    for workers in entry.workers:
-                        trials.append(
-                            Trial(len(trials), entry.model, workers, gomaxprocs, rtt, repetition)
-                        )
+                    for pods in entry.pods:
+                        for workers in entry.workers:
+                            trials.append(
+                                Trial(
+                                    len(trials), entry.model, workers, gomaxprocs, rtt,
+                                    repetition, pods,
+                                )
+                            )  # fmt: skip
     return trials
 
 
+# Where a distributed Locust master listens for its workers (Locust's default port).
+LOCUST_MASTER_PORT = 5557
+
+
+def locust_master(trial: Trial) -> int | None:
+    """The index of a distributed Locust trial's master Pod (after its N workers, 0 .. N-1);
+    None for every other trial."""
+    return trial.pods if trial.model == "locust" and trial.pods > 1 else None
+
+
+def pod_indexes(trial: Trial) -> range:
+    """Every Pod of the trial: its N runners, and a distributed Locust trial's master."""
+    return range(trial.pods + (locust_master(trial) is not None))
+
+
+def pod_tasks(tasks: int, pods: int, pod: int) -> int:
+    """Pod `pod`'s share of a trial's tasks, as k6's execution segments split them: every Pod
+    tasks // pods, the first tasks % pods one more. Deterministic, so a retried Pod runs the
+    same share."""
+    return tasks // pods + (1 if pod < tasks % pods else 0)
+
+
 def floor_seconds(spec: ExperimentSpec, trial: Trial) -> float | None:
-    """The physical lower bound of the trial's wall time, None where there is none (cpu)."""
+    """The physical lower bound of the trial's wall time, None where there is none (cpu):
+    its largest Pod's (Pod 0's share) when it has several."""
     workload = spec.workload
+    tasks = pod_tasks(workload.tasks, trial.pods, 0)
     return runner_floor_seconds(
         workload.type,
-        workload.tasks,
-        resolve_workers(trial.model, trial.workers, workload.tasks),
+        tasks,
+        resolve_workers(trial.model, trial.workers, tasks),
         trial.rtt_seconds or 0.0,
         parse_duration(workload.hold or "0s"),
     )
@@ -83,15 +116,24 @@ def runner_command(
     result_path: str | None = None,
     linger: str = "0s",
     target_url: str | None = None,
+    pod: int = 0,
+    barrier_timeout: str = "0s",
+    locust_address: str | None = None,
 ) -> list[str]:
-    """The argv of the runner for one trial (the runner contract, workloads/CONTRACT.md)."""
+    """The argv of the runner for one Pod of a trial (the runner contract,
+    workloads/CONTRACT.md). A trial of several Pods waits at the start barrier, at most
+    `barrier_timeout`; one Pod alone starts at once. A distributed Locust trial has no such
+    barrier: its master waits for its workers (as long), and `locust_address` is where the
+    master listens (for the master's own Pod) or is reached (for a worker's)."""
     workload = spec.workload
     runner = GO_RUNNER if trial.model in GO_MODELS else PYTHON_RUNNER
+    master = locust_master(trial)
+    tasks = workload.tasks if pod == master else pod_tasks(workload.tasks, trial.pods, pod)
     argv = [
         *runner,
         "--model", trial.model,
         "--workload", workload.type,
-        "--tasks", str(workload.tasks),
+        "--tasks", str(tasks),
         "--workers", str(trial.workers),
         "--metrics-port", str(metrics_port),
         "--linger", linger,
@@ -115,6 +157,14 @@ def runner_command(
         if target_url is None:
             raise ValueError("the http workload needs the delay target's URL")
         argv += ["--target-url", target_url, "--connection", workload.connection or "fresh"]
+    if master is not None:
+        if locust_address is None:
+            raise ValueError("a distributed Locust trial needs its master's address")
+        argv += ["--pod", str(pod), "--locust-master", locust_address]
+        if pod == master:
+            argv += ["--expect-workers", str(trial.pods), "--barrier-timeout", barrier_timeout]
+    elif trial.pods > 1:
+        argv += ["--pod", str(pod), "--barrier-timeout", barrier_timeout]
     if result_path is not None:
         argv += ["--result-path", result_path]
     return argv

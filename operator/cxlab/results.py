@@ -9,7 +9,8 @@ from typing import Any
 import jsonschema
 from cxlab_contract import result_schema
 
-from cxlab.plan import Trial
+from cxlab.merge import merge_locust, merge_results
+from cxlab.plan import Trial, locust_master
 from cxlab.summary import TrialOutcome
 
 
@@ -53,8 +54,35 @@ def pinning_problem(result: dict[str, Any], requested: set[int] | int) -> str | 
     return f"asked for CPUs {sorted(requested)} but ran on {sorted(got)}"
 
 
-def classify(trial: Trial, result: dict[str, Any], requested: set[int] | int) -> TrialOutcome:
-    """A trial that produced a valid Result, the same way on both backends: succeeded, or
-    succeeded unpinned (its Result is kept; the summary decides by the experiment's pinning
-    whether it counts). A trial without one is a TrialOutcome with its error."""
-    return TrialOutcome(trial, result, unpinned=pinning_problem(result, requested))
+def classify(
+    trial: Trial,
+    results: list[dict[str, Any]],
+    requested: list[set[int]] | int | None,
+    shared: str | None = None,
+) -> TrialOutcome:
+    """A trial whose every Pod produced a valid Result (in Pod order), the same way on both
+    backends: succeeded, or succeeded unpinned (its Result is kept; the summary decides by
+    the experiment's pinning whether it counts). `requested`: each Pod's cores (locally),
+    how many (a cluster's kubelet picks them), or None for a fraction of a CPU; `shared`:
+    why the Pods shared cores, if they did. A trial of several Pods gets the merged Result
+    and keeps each Pod's. A trial without a Result is a TrialOutcome with its error."""
+    if requested is None:
+        problems = ["a fraction of a CPU runs in the shared pool, on no core of its own"]
+    else:
+        problems = [
+            f"Pod {index}: {problem}" if len(results) > 1 else problem
+            for index, result in enumerate(results)
+            if (problem := pinning_problem(result, _own(requested, index))) is not None
+        ]
+    unpinned = shared or next(iter(problems), None)
+    if len(results) == 1:
+        return TrialOutcome(trial, results[0], unpinned=unpinned)
+    if locust_master(trial) is not None:  # the master's Result comes after its workers'
+        merged = merge_locust(results[-1], results[:-1])
+    else:
+        merged = merge_results(results)
+    return TrialOutcome(trial, merged, unpinned=unpinned, pod_results=results)
+
+
+def _own(requested: list[set[int]] | int, pod: int) -> set[int] | int:
+    return requested if isinstance(requested, int) else requested[pod]

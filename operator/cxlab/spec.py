@@ -15,8 +15,11 @@ from cxlab_contract import runner_contract
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    StrictFloat,
+    StrictInt,
     ValidationError,
     WithJsonSchema,
     model_validator,
@@ -34,8 +37,10 @@ KIND = "ConcurrencyExperiment"
 GO_MODELS = ("goroutines",)
 
 # Every trial's Result is kept in the resource's status (about 2 KiB each) and an object
-# must stay well under etcd's 1.5 MiB; a larger matrix is also almost always a typo.
+# must stay well under etcd's 1.5 MiB; a larger matrix is also almost always a typo. A trial
+# of N > 1 Pods keeps N + 1 Results (each Pod's and the merged one): MAX_RESULTS counts them.
 MAX_TRIALS = 200
+MAX_RESULTS = 200
 # Limits that let the apiserver bound the cost of the CRD's validation rules.
 MAX_MODELS = 7
 MAX_LIST_ITEMS = 32
@@ -199,7 +204,33 @@ Priority = Annotated[int, _between(MIN_PRIORITY, MAX_PRIORITY)]
 QueueName = Annotated[
     str, Field(strict=True, min_length=1, max_length=63, pattern=LABEL_VALUE_PATTERN)
 ]
-Cpu = Annotated[int, _between(1, MAX_CPU)]
+# Kubernetes' smallest CPU unit is the millicore.
+MIN_CPU = 0.001
+
+
+def _cpu_number(value: Any) -> Any:
+    """One message for a string or a bool, not one per member of the int | float union."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"must be a number of CPUs (2, or 0.5 for half a CPU), got {value!r}")
+    return value
+
+
+def _check_cpu(value: float) -> float:
+    if not MIN_CPU <= value <= MAX_CPU:
+        raise ValueError(f"must be between {MIN_CPU} and {MAX_CPU}, got {value}")
+    if round(value, 3) != value:
+        raise ValueError(f"{value} is finer than a millicore: use at most 3 decimals")
+    return value
+
+
+# Whole CPUs (an int) are pinned; a fraction (0.5) is a share of the node's shared pool.
+Cpu = Annotated[
+    StrictInt | StrictFloat,
+    BeforeValidator(_cpu_number),
+    AfterValidator(_check_cpu),
+    WithJsonSchema({"type": "number", "minimum": MIN_CPU, "maximum": MAX_CPU}),
+]
+Pods = Annotated[int, _limit("pods")]
 Count = Annotated[int, _between(1, MAX_LIST_ITEMS)]  # repetitions, parallelism
 TtlSeconds = Annotated[int, _between(0, MAX_TTL_SECONDS)]
 # A latency objective: a millisecond is below any RTT worth planning for, an hour past any.
@@ -399,6 +430,12 @@ class ModelSpec(_Strict):
         | None
     ) = None
     """GOMAXPROCS values to try (goroutines only); 0 = the Go default."""
+    pods: Annotated[
+        list[Pods], Field(min_length=1, max_length=MAX_LIST_ITEMS), _no_repeats("Pod count")
+    ] = [1]
+    """Runner Pods per trial to try (processes locally). A trial of N Pods splits its tasks
+    across them (each gets tasks / N, the first tasks mod N one more), starts them together
+    at a barrier and merges their Results; workers are per Pod, so it runs N x workers."""
     pool: Literal["onDemand", "prestarted"] | None = None
     """How a pool starts its workers (threads and processes only). threads: onDemand, the
     default, starts a thread when a task is submitted and no thread is idle, as
@@ -430,13 +467,19 @@ class ModelSpec(_Strict):
 
 
 class Resources(_Strict):
-    """What one trial gets: whole CPUs (pinned) and memory."""
+    """What each trial Pod gets: whole CPUs (pinned) or a fraction of one, and memory."""
 
     cpu: Cpu = 1
-    """Whole CPUs per trial (requests = limits: Guaranteed QoS, pinned by the static CPU
-    manager)."""
+    """CPUs per trial Pod (requests = limits: Guaranteed QoS). Whole CPUs are pinned by the
+    static CPU manager; a fraction (0.5) runs in the node's shared pool, unpinned, and needs
+    pinning: preferred."""
     memory: Quantity = "512Mi"
-    """Memory per trial (requests = limits); locally only reported."""
+    """Memory per trial Pod (requests = limits); locally only reported."""
+
+    @property
+    def whole_cpus(self) -> int | None:
+        """The CPUs a trial Pod is pinned to; None for a fraction (the shared pool)."""
+        return int(self.cpu) if float(self.cpu).is_integer() else None
 
 
 class Placement(_Strict):
@@ -557,20 +600,49 @@ class ExperimentSpec(_Strict):
                 f"capacity.target.rtt {target.rtt} is not one of the workload's RTTs: "
                 f"name one of them or leave it out"
             )
+        most_pods = max(p for m in self.models for p in m.pods)
+        if most_pods > self.workload.tasks:
+            raise ValueError(
+                f"a trial of {most_pods} Pods needs at least {most_pods} tasks (one each): "
+                f"raise workload.tasks or lower models[].pods"
+            )
+        if self.resources.whole_cpus is None and self.pinning == "required":
+            raise ValueError(
+                f"resources.cpu {self.resources.cpu} is a fraction of a CPU, which no core "
+                f"can be pinned to: set pinning: preferred (or whole CPUs)"
+            )
         count = self.trial_count()
         if count > MAX_TRIALS:
             raise ValueError(
-                f"the matrix has {count} trials (models x workers x gomaxprocs x rtts x "
-                f"repetitions); the most allowed is {MAX_TRIALS}: split the experiment"
+                f"the matrix has {count} trials (models x workers x gomaxprocs x pods x "
+                f"rtts x repetitions); the most allowed is {MAX_TRIALS}: split the experiment"
+            )
+        results = self.result_count()
+        if results > MAX_RESULTS:
+            raise ValueError(
+                f"the matrix's trials keep {results} Results in status (a trial of N > 1 "
+                f"Pods keeps N + 1: each Pod's and the merged one; distributed Locust also its "
+                f"master's); the most allowed is "
+                f"{MAX_RESULTS}: lower models[].pods or split the experiment"
             )
         return self
 
     def trial_count(self) -> int:
         per_repetition = sum(
-            len(m.workers) * len(m.gomaxprocs_axis()) * len(self.workload.rtt_seconds())
+            len(m.workers) * len(m.gomaxprocs_axis()) * len(m.pods) for m in self.models
+        )
+        return per_repetition * len(self.workload.rtt_seconds()) * self.repetitions
+
+    def result_count(self) -> int:
+        """Results the trials keep in status: one per trial of one Pod, N + 1 for N Pods
+        (N + 2 for distributed Locust: its master's too)."""
+        per_repetition = sum(
+            len(m.workers)
+            * len(m.gomaxprocs_axis())
+            * sum(1 if p == 1 else p + 1 + (m.model == "locust") for p in m.pods)
             for m in self.models
         )
-        return per_repetition * self.repetitions
+        return per_repetition * len(self.workload.rtt_seconds()) * self.repetitions
 
 
 class Metadata(BaseModel):

@@ -76,14 +76,21 @@ class TrialEntry(Shape):
     repetition: int
     phase: Literal["Succeeded", "Failed"]
     message: str = optional()
+    pods: int = optional()
+    """Runner Pods of a trial of several (absent: one)."""
     attempts: int = optional()
     node: str = optional()
+    nodes: list[str] = optional()
+    """Each Pod's node, in Pod order, for a trial of several Pods."""
     pinned: bool = optional()
     """Whether the trial ran on exactly the cores it asked for (set once it has a Result)."""
     metrics_scraped: bool = optional()
     prometheus: PrometheusUsage = optional()
     result: dict[str, Any] = optional()
-    """The runner's Result (cxlab_contract/result-v1.schema.json)."""
+    """The runner's Result (cxlab_contract/result-v1.schema.json); a trial of several Pods:
+    their merged Result (cxlab.merge)."""
+    pod_results: list[dict[str, Any]] = optional()
+    """Each Pod's own Result, in Pod order, for a trial of several Pods."""
 
 
 class QueuePlace(Shape):
@@ -145,6 +152,8 @@ def trial_entry(outcome: TrialOutcome) -> dict[str, Any]:
         "repetition": trial.repetition,
         "phase": "Succeeded" if outcome.succeeded else "Failed",
     }
+    if trial.pods > 1:
+        entry["pods"] = trial.pods
     if outcome.error:
         entry["message"] = outcome.error
     if outcome.result is not None:
@@ -152,6 +161,8 @@ def trial_entry(outcome: TrialOutcome) -> dict[str, Any]:
         if outcome.unpinned:
             entry["message"] = f"not pinned: {outcome.unpinned}"
         entry["result"] = outcome.result
+    if outcome.pod_results:
+        entry["podResults"] = outcome.pod_results
     return entry
 
 
@@ -255,7 +266,11 @@ def outcome_of(trial: Trial, entry: dict[str, Any]) -> TrialOutcome:
     failed = entry["phase"] == "Failed"
     unpinned = (entry.get("message") or "not pinned") if entry.get("pinned") is False else None
     return TrialOutcome(
-        trial, entry.get("result"), entry.get("message") if failed else None, unpinned
+        trial,
+        entry.get("result"),
+        entry.get("message") if failed else None,
+        unpinned,
+        entry.get("podResults"),
     )
 
 
@@ -273,6 +288,11 @@ def _pinned(spec: ExperimentSpec, entries: list[dict[str, Any]]) -> tuple[bool |
     if not results:
         return None, "no trial has finished yet"
     cpu = spec.resources.cpu
+    if spec.resources.whole_cpus is None:
+        return False, (
+            f"resources.cpu {cpu} is a fraction of a CPU: every trial ran in a shared CPU "
+            f"pool, unpinned, counted all the same (pinning: preferred)"
+        )
     shared = [e["name"] for e in results if e.get("pinned") is False]
     if shared:
         counted = "counted all the same (pinning: preferred)"

@@ -33,6 +33,7 @@ class TrialOutcome:
     result: Result | None
     error: str | None = None
     unpinned: str | None = None  # why the trial did not run on exactly its own cores
+    pod_results: list[Result] | None = None  # each Pod's own Result when it had several
 
     @property
     def succeeded(self) -> bool:
@@ -61,12 +62,14 @@ def spread_cells(
     return median, shown, f"{stat['cv']:.1%}"
 
 
-def workers_label(model: str, workers: int) -> str:
+def workers_label(model: str, workers: int, pods: int = 1) -> str:
+    """The configuration: workers, per Pod for a trial of several Pods (3 Pods x 100 workers)."""
+    per_pod = "" if pods == 1 else f"{pods} Pods \u00d7 "
     if model == "sequential":
-        return "1 worker"
+        return f"{per_pod}1 worker"
     if workers == 0:
-        return "one worker per task"
-    return f"{workers} worker" + ("" if workers == 1 else "s")
+        return f"{per_pod}one worker per task"
+    return f"{per_pod}{workers} worker" + ("" if workers == 1 else "s")
 
 
 def variant_text(point: Mapping[str, Any]) -> str:
@@ -79,11 +82,17 @@ def variant_text(point: Mapping[str, Any]) -> str:
 
 def workers_text(point: Mapping[str, Any]) -> str:
     """workers_label, and how many started when a pool started fewer than it may."""
-    text = workers_label(point["model"], point["workers"])
-    started = point.get("workersStarted")
-    if started is not None and started != point.get("effectiveWorkers"):
+    pods = point.get("pods", 1)
+    text = workers_label(point["model"], point["workers"], pods)
+    started, effective = point.get("workersStarted"), point.get("effectiveWorkers")
+    if started is not None and effective is not None and started != effective * pods:
         text += f" ({started} started)"
     return text
+
+
+def concurrency(point: Mapping[str, Any]) -> int:
+    """Workers in all: a trial's Pods x the workers each ran (knees and ties go by it)."""
+    return int(point.get("pods", 1)) * int(point["effectiveWorkers"])
 
 
 def _task_switches(result: Result) -> float | None:
@@ -160,10 +169,10 @@ def _measures(results: list[Result]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class PointRuns:
-    """One point of the matrix (variant, workers, RTT) and its trials: the Results that count
+    """One point of the matrix (variant, Pods, workers, RTT) and its trials: the Results that count
     under the experiment's pinning, and how many did not."""
 
-    trial: Trial  # the first repetition's: the point's model, variant, workers, RTT
+    trial: Trial  # the first repetition's: the point's model, variant, Pods, workers, RTT
     members: list[TrialOutcome]
     results: list[Result]
     unpinned: int  # measured, but not on the cores asked for (left out under "required")
@@ -176,10 +185,11 @@ class PointRuns:
 def group_points(outcomes: Iterable[TrialOutcome], pinning: str) -> list[PointRuns]:
     """The outcomes by point, in the order the points first appear; shared by the summary,
     the capacity plan and a schedule's history, so all three see the same repetitions."""
-    groups: dict[tuple[str, int, float | None], list[TrialOutcome]] = {}
+    groups: dict[tuple[str, int, int, float | None], list[TrialOutcome]] = {}
     for outcome in outcomes:
         trial = outcome.trial
-        groups.setdefault((trial.variant, trial.workers, trial.rtt_seconds), []).append(outcome)
+        key = (trial.variant, trial.pods, trial.workers, trial.rtt_seconds)
+        groups.setdefault(key, []).append(outcome)
     return [
         PointRuns(
             trial=members[0].trial,
@@ -201,6 +211,7 @@ def _points(
             "variant": trial.variant,
             "model": trial.model,
             "gomaxprocs": trial.gomaxprocs,
+            "pods": trial.pods,
             "workers": trial.workers,
             "rttSeconds": trial.rtt_seconds,
             "repetitions": len(results),
@@ -242,21 +253,23 @@ def _vm(point: Point) -> float | None:
 
 
 def find_knees(points: list[Point], tolerance: float) -> list[dict[str, Any]]:
-    """Per model variant and RTT: the fewest workers whose median wall time is within
-    `tolerance` of that variant's best — where adding workers stops paying."""
+    """Per model variant and RTT: the fewest workers in all (Pods x workers per Pod) whose
+    median wall time is within `tolerance` of that variant's best — where adding workers
+    stops paying; of equal totals, the fewest Pods."""
     groups: dict[tuple[str, float | None], list[Point]] = {}
     for point in filter(_valid, points):
         groups.setdefault((point["variant"], point["rttSeconds"]), []).append(point)
     knees = []
     for (variant, rtt), members in groups.items():
         best, within = _within(members, tolerance)
-        knee = min(within, key=lambda p: (p["effectiveWorkers"], _wall(p)))
+        knee = min(within, key=lambda p: (concurrency(p), p["pods"], _wall(p)))
         knees.append(
             {
                 "variant": variant,
                 "model": knee["model"],
                 "gomaxprocs": knee["gomaxprocs"],
                 "rttSeconds": rtt,
+                "pods": knee["pods"],
                 "workers": knee["workers"],
                 "effectiveWorkers": knee["effectiveWorkers"],
                 "workersStarted": knee["workersStarted"],
@@ -264,6 +277,7 @@ def find_knees(points: list[Point], tolerance: float) -> list[dict[str, Any]]:
                 "wallSeconds": _wall(knee),
                 "bestWallSeconds": _wall(best),
                 "bestWorkers": best["workers"],
+                "bestPods": best["pods"],
                 "cpuSeconds": center(knee["cpuSeconds"]),
                 "cpuPercent": center(knee["cpuPercent"]),
                 "peakRssBytes": center(knee["peakRssBytes"]),
@@ -288,7 +302,7 @@ def _rank(candidates: list[Point], tolerance: float) -> tuple[Point, list[Point]
     for key in RANKED_BY:
         cheapest = min(group, key=lambda p: center(p[key]))
         group = [p for p in group if not separable(p[key], cheapest[key], tolerance)]
-    pick, *tied = sorted(group, key=lambda p: p["effectiveWorkers"])  # stable: spec order
+    pick, *tied = sorted(group, key=lambda p: (concurrency(p), p["pods"]))  # stable: spec order
     return pick, tied
 
 
@@ -344,6 +358,7 @@ def _brief(point: Point) -> dict[str, Any]:
         "variant": point["variant"],
         "model": point["model"],
         "gomaxprocs": point["gomaxprocs"],
+        "pods": point["pods"],
         "workers": point["workers"],
         "effectiveWorkers": point["effectiveWorkers"],
         "workersStarted": point["workersStarted"],
@@ -386,7 +401,9 @@ def best_line(recommendation: Mapping[str, Any]) -> str:
         wall += ", noisy"
     if tied := len(recommendation.get("tiedWith") or []):
         wall += f", tied with {tied} other" + ("s" if tied > 1 else "")
-    workers = workers_label(recommendation["model"], recommendation["workers"])
+    workers = workers_label(
+        recommendation["model"], recommendation["workers"], recommendation.get("pods", 1)
+    )
     return f"{variant_text(recommendation)}, {workers} ({wall})"
 
 

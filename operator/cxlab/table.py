@@ -51,10 +51,11 @@ def _workers_cell(point: Mapping[str, Any]) -> str:
         if point["model"] == "sequential" or point["workers"]
         else "per task"
     )
+    pods = point.get("pods", 1)
     started = point.get("workersStarted")
-    if started is not None and started != point["effectiveWorkers"]:
+    if started is not None and started != point["effectiveWorkers"] * pods:
         shown += f" (started {started})"
-    return shown
+    return shown if pods == 1 else f"{pods} Pods \u00d7 {shown}"
 
 
 def _syscall_cells(point: Mapping[str, Any]) -> tuple[str, str]:
@@ -119,7 +120,8 @@ def knees_table(summary: dict[str, Any]) -> str:
         [
             k["variant"],
             rtt_cell(k["rttSeconds"]),
-            workers_label(k["model"], k["workers"]) + (" (noisy)" if k.get("noisy") else ""),
+            workers_label(k["model"], k["workers"], k.get("pods", 1))
+            + (" (noisy)" if k.get("noisy") else ""),
             f"{k['wallSeconds']:.3f}",
             f"{k['bestWallSeconds']:.3f}",
             f"{k['cpuPercent']:.0f}",

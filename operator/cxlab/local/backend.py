@@ -5,28 +5,44 @@ keeps what it measured) → summary and HTML report."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from cxlab.barrier import is_ready, release
 from cxlab.local.cores import check_fits, helper_cores, trial_cores
 from cxlab.local.delay_target import delay_target, find_program, free_port
 from cxlab.local.progress import Progress
-from cxlab.plan import PYTHON_RUNNER, Trial, plan_trials, runner_command
+from cxlab.plan import (
+    PYTHON_RUNNER,
+    Trial,
+    locust_master,
+    plan_trials,
+    pod_indexes,
+    runner_command,
+)
 from cxlab.report import render_report
 from cxlab.results import ResultError, classify, parse_result
 from cxlab.scrape import tasks_done
 from cxlab.spec import DEFAULT_RESPONSE_BYTES, GO_MODELS, ConcurrencyExperiment
 from cxlab.status import Live, build_status, spec_json, trial_entry
 from cxlab.summary import TrialOutcome
+from cxlab_runner.durations import format_duration
 
 POLL_SECONDS = 0.5
+# A trial's processes are ready within a second or two (imports); this bounds one that
+# never is. Readiness is polled often: the wait is the runners' start-up, not the poll's.
+BARRIER_SECONDS = 60.0
+BARRIER_POLL_SECONDS = 0.02
 # A scrape takes the runner's GIL from its task threads, a dozen context switches each: the
 # first comes after this long and then this often, so a short trial runs undisturbed (the
 # GIL seed's 0.6 s count loops show a bare program's switches) and a long one shows progress.
@@ -103,7 +119,9 @@ class LocalBackend:
         self.trials = plan_trials(self.spec)
         # Checked before anything is written: a run that cannot start leaves no files.
         check_fits(self.spec.resources)
-        self.cores = trial_cores(self.spec.resources.cpu)
+        # The delay target keeps off the cores of the trial with the most Pods.
+        most = max(len(pod_indexes(t)) for t in self.trials)
+        self.cores = trial_cores(self.spec.resources, most).all
         self.go_runner = ""
         if any(t.model in GO_MODELS for t in self.trials):
             self.go_runner = find_program("cxlab-runner-go")
@@ -147,60 +165,145 @@ class LocalBackend:
         _write_atomically(self.result_path, json.dumps(document, indent=2) + "\n")
         return document
 
-    def command(self, trial: Trial, port: int, target_url: str | None) -> list[str]:
+    def command(
+        self,
+        trial: Trial,
+        port: int,
+        target_url: str | None,
+        pod: int = 0,
+        locust_address: str | None = None,
+    ) -> list[str]:
+        name = trial.name if trial.pods == 1 else f"{trial.name}-p{pod}"
         argv = runner_command(
             self.spec,
             trial,
             experiment=self.experiment.name,
             metrics_port=port,
-            result_path=str(self.out_dir / "trials" / f"{trial.name}.json"),
+            result_path=str(self.out_dir / "trials" / f"{name}.json"),
             target_url=target_url,
+            pod=pod,
+            barrier_timeout=format_duration(BARRIER_SECONDS),
+            locust_address=locust_address,
         )
         if tuple(argv[: len(PYTHON_RUNNER)]) == PYTHON_RUNNER:
             return [sys.executable, *argv[1:]]
         return [self.go_runner, *argv[1:]]
 
     def run_trial(self, trial: Trial, target_url: str | None) -> TrialOutcome:
-        port = free_port()
-        cores = self.cores
-        process = subprocess.Popen(
-            self.command(trial, port, target_url),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=lambda: os.sched_setaffinity(0, cores),
-        )
+        """The trial's runner processes (one per Pod, and a distributed Locust trial's
+        master), each on its own cores where the machine has them; several wait at the start
+        barrier until all are ready (or, with Locust, for their master)."""
+        pods = pod_indexes(trial)
+        cores = trial_cores(self.spec.resources, len(pods))
+        ports = [free_port() for _ in pods]
+        master = locust_master(trial)  # a distributed Locust trial: its master goes first
+        locust_address = f"127.0.0.1:{free_port()}" if master is not None else None
+        order = [master, *(p for p in pods if p != master)] if master is not None else pods
+        with contextlib.ExitStack() as stack:
+            started: dict[int, _Runner] = {}
+            for pod in order:
+                output = stack.enter_context(tempfile.TemporaryFile("w+"))
+                errors = stack.enter_context(tempfile.TemporaryFile("w+"))
+                process = subprocess.Popen(
+                    self.command(trial, ports[pod], target_url, pod, locust_address),
+                    stdout=output,
+                    stderr=errors,
+                    text=True,
+                    preexec_fn=functools.partial(os.sched_setaffinity, 0, cores.pods[pod]),
+                )
+                started[pod] = _Runner(process, ports[pod], output, errors)
+            runners = [started[pod] for pod in pods]
+            stack.callback(_kill, runners)
+            # Several Pods start together: released at the barrier, or by their Locust master.
+            if trial.pods > 1 and master is None and (problem := _release(runners)):
+                return TrialOutcome(trial, None, problem)
+            if problem := self._wait(trial, runners):
+                return TrialOutcome(trial, None, problem)
+            results = []
+            for pod, runner in enumerate(runners):
+                whose = f"Pod {pod}: " if trial.pods > 1 else ""
+                if runner.process.returncode != 0:
+                    return TrialOutcome(
+                        trial, None, f"{whose}runner exited {runner.process.returncode}: "
+                        f"{runner.last_error()}"
+                    )  # fmt: skip
+                try:
+                    results.append(parse_result(runner.stdout()))
+                except ResultError as error:
+                    return TrialOutcome(trial, None, f"{whose}{error}")
+        return classify(trial, results, cores.pods, cores.unpinned)
+
+    def _wait(self, trial: Trial, runners: list[_Runner]) -> str | None:
+        """Until every runner has exited, showing progress; why not, if the trial timed out."""
         started = time.monotonic()
         next_scrape = SCRAPE_SECONDS
-        while True:
-            try:
-                stdout, stderr = process.communicate(timeout=POLL_SECONDS)
-                break
-            except subprocess.TimeoutExpired:
-                elapsed = time.monotonic() - started
-                if elapsed > self.trial_timeout:
-                    process.kill()
-                    process.communicate()
-                    return TrialOutcome(
-                        trial, None, f"timed out after {self.trial_timeout:.0f} s and was killed"
-                    )
-                if elapsed < next_scrape:
-                    continue
-                next_scrape = elapsed + SCRAPE_SECONDS
-                tasks = self.spec.workload.tasks
-                done = tasks_done("127.0.0.1", port, timeout=POLL_SECONDS)
-                if done is not None:
-                    self.scraped.add(trial.name)
-                self.progress.running(trial, done, tasks, elapsed)
-            except BaseException:
-                process.kill()
-                process.communicate()
-                raise
-        if process.returncode != 0:
-            last = stderr.strip().splitlines()[-1:] or ["no message"]
-            return TrialOutcome(trial, None, f"runner exited {process.returncode}: {last[0]}")
-        try:
-            result = parse_result(stdout)
-        except ResultError as error:
-            return TrialOutcome(trial, None, str(error))
-        return classify(trial, result, cores)
+        while any(r.process.poll() is None for r in runners):
+            time.sleep(POLL_SECONDS)
+            elapsed = time.monotonic() - started
+            if elapsed > self.trial_timeout:
+                return f"timed out after {self.trial_timeout:.0f} s and was killed"
+            if elapsed < next_scrape:
+                continue
+            next_scrape = elapsed + SCRAPE_SECONDS
+            # A distributed Locust master (after the trial's N runners) counts only at its end.
+            counted = runners[: trial.pods]
+            counts = [tasks_done("127.0.0.1", r.port, timeout=POLL_SECONDS) for r in counted]
+            done = None if None in counts else sum(c or 0 for c in counts)
+            if done is not None:
+                self.scraped.add(trial.name)
+            self.progress.running(trial, done, self.spec.workload.tasks, elapsed)
+        return None
+
+
+@dataclass
+class _Runner:
+    """One runner process of a trial, its output in files (no pipe to fill up and stall it)."""
+
+    process: subprocess.Popen[str]
+    port: int  # its metrics: /ready and /start of the barrier, and progress
+    output: IO[str]
+    errors: IO[str]
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stdout(self) -> str:
+        self.output.seek(0)
+        return self.output.read()
+
+    def last_error(self) -> str:
+        self.errors.seek(0)
+        return (self.errors.read().strip().splitlines()[-1:] or ["no message"])[0]
+
+
+def _release(runners: list[_Runner]) -> str | None:
+    """Release the runners from the start barrier once every one is ready; why not, if one
+    exits or is not ready within BARRIER_SECONDS."""
+    deadline = time.monotonic() + BARRIER_SECONDS
+    waiting = list(enumerate(runners))
+    while waiting:
+        for pod, runner in list(waiting):
+            if runner.process.poll() is not None:
+                return (
+                    f"Pod {pod}: runner exited {runner.process.returncode} before the start "
+                    f"barrier: {runner.last_error()}"
+                )
+            if is_ready(runner.address, timeout=POLL_SECONDS):
+                waiting.remove((pod, runner))
+        if waiting and time.monotonic() > deadline:
+            pods = ", ".join(str(pod) for pod, _ in waiting)
+            return f"Pod(s) {pods} not ready at the start barrier after {BARRIER_SECONDS:.0f} s"
+        if waiting:
+            time.sleep(BARRIER_POLL_SECONDS)
+    failed = release([r.address for r in runners])
+    if failed:
+        return f"the start barrier could not release {', '.join(failed)}"
+    return None
+
+
+def _kill(runners: list[_Runner]) -> None:
+    for runner in runners:
+        if runner.process.poll() is None:
+            runner.process.kill()
+        runner.process.wait()

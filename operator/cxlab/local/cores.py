@@ -5,6 +5,7 @@ cores, cxlab and the delay target keep the rest."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from cxlab.spec import Resources, memory_bytes
 
@@ -22,8 +23,8 @@ def total_memory_bytes() -> int:
 
 
 def check_fits(resources: Resources) -> None:
-    """Cores and memory of one trial against this machine (`cxlab plan` and `cxlab run`)."""
-    trial_cores(resources.cpu)
+    """Cores and memory of one trial Pod against this machine (`cxlab plan`, `cxlab run`)."""
+    trial_cores(resources)
     total = total_memory_bytes()
     if memory_bytes(resources.memory) > total:
         raise DoesNotFit(
@@ -36,14 +37,45 @@ def available_cores() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def trial_cores(count: int, available: list[int] | None = None) -> set[int]:
+@dataclass(frozen=True)
+class TrialCores:
+    """The cores of each of a trial's processes (its Pods), and why they share cores when
+    they do: then the trial is unpinned, whatever the processes' affinity says."""
+
+    pods: list[set[int]]
+    unpinned: str | None = None
+
+    @property
+    def all(self) -> set[int]:
+        return set().union(*self.pods)
+
+
+def trial_cores(
+    resources: Resources, pods: int = 1, available: list[int] | None = None
+) -> TrialCores:
+    """Distinct cores for each Pod, the highest first, where the machine has them; else
+    the Pods share the highest cores they would have taken, unpinned and marked so."""
     cores = available if available is not None else available_cores()
-    if count > len(cores):
+    whole = resources.whole_cpus
+    if whole is None:
+        return TrialCores(
+            [set(cores)] * pods,
+            f"resources.cpu {resources.cpu} is a fraction of a CPU: the trial shares this "
+            f"machine's cores {cores}",
+        )
+    if whole > len(cores):
         raise NotEnoughCores(
-            f"resources.cpu: asks for {count} CPUs but this machine lets cxlab use "
+            f"resources.cpu: asks for {whole} CPUs but this machine lets cxlab use "
             f"{len(cores)} ({cores}): lower it or run on a cluster"
         )
-    return set(cores[-count:])
+    if whole * pods > len(cores):
+        shared = set(cores[-min(whole * pods, len(cores)) :])
+        return TrialCores(
+            [shared] * pods,
+            f"{pods} Pods x {whole} CPU(s) need {whole * pods} cores but this machine lets "
+            f"cxlab use {len(cores)}: they shared cores {sorted(shared)}",
+        )
+    return TrialCores([set(cores[len(cores) - whole * (i + 1) :][:whole]) for i in range(pods)])
 
 
 def helper_cores(trial: set[int], available: list[int] | None = None) -> set[int]:

@@ -9,7 +9,7 @@ from html import escape
 from cxlab.report import svg
 from cxlab.report.data import MIB, Context, Json, Style, by_variant, first_success, floor_unit
 from cxlab.stats import center
-from cxlab.summary import rtt_label
+from cxlab.summary import concurrency, rtt_label
 from cxlab_runner.result import floor_seconds as runner_floor_seconds
 
 # More lines than this and a memory-over-time chart stops being readable.
@@ -37,9 +37,7 @@ def _variant_series(
 def _stat(point: Json, key: str, scale: float = 1.0) -> svg.Point:
     """The median, as knees and the recommendation read it, with a ±1 stddev bar."""
     stats = point[key]
-    return svg.Point(
-        float(point["effectiveWorkers"]), center(stats) / scale, stats["stddev"] / scale
-    )
+    return svg.Point(float(concurrency(point)), center(stats) / scale, stats["stddev"] / scale)
 
 
 def _floor_series(points: Sequence[Json], spec: Json, rtt: float | None) -> list[svg.Series]:
@@ -49,7 +47,7 @@ def _floor_series(points: Sequence[Json], spec: Json, rtt: float | None) -> list
     if unit is None or not tasks:
         return []
     seconds, name = unit
-    workers = sorted({int(p["effectiveWorkers"]) for p in points})
+    workers = sorted({concurrency(p) for p in points})  # a floor of ceil(tasks / W) waves
     rtt, hold = (seconds, 0.0) if name == "RTT" else (0.0, seconds)
     floors = [
         (w, runner_floor_seconds(workload["type"], int(tasks), w, rtt, hold)) for w in workers
@@ -114,15 +112,18 @@ def _memory_chart(rtt: float | None, points: Sequence[Json], context: Context) -
 def _timeline_picks(points: Sequence[Json], knees: Sequence[Json]) -> list[tuple[Json, str]]:
     """Which points get a memory-over-time line: every variant's knee first, then its
     most-workers point, until the chart is full."""
-    knee_workers = {(k["variant"], k.get("rttSeconds")): k["workers"] for k in knees}
+    knee_workers = {
+        (k["variant"], k.get("rttSeconds")): (k.get("pods", 1), k["workers"]) for k in knees
+    }
     groups = by_variant(points)
     picks: list[tuple[Json, str]] = []
     for variant, members in groups.items():
         for point in members:
-            if knee_workers.get((variant, point.get("rttSeconds"))) == point["workers"]:
+            configuration = (point.get("pods", 1), point["workers"])
+            if knee_workers.get((variant, point.get("rttSeconds"))) == configuration:
                 picks.append((point, "knee"))
     for members in groups.values():
-        most = max(members, key=lambda p: int(p["effectiveWorkers"]))
+        most = max(members, key=concurrency)
         if all(most is not picked for picked, _ in picks):
             picks.append((most, "most workers"))
     return picks[:MAX_TIMELINES]
@@ -140,7 +141,7 @@ def _timeline_series(
         svg.Point(i * step * scale, b / MIB)
         for i, b in enumerate(result["rssTimeline"]["rssBytes"])
     )
-    workers = int(point["effectiveWorkers"])
+    workers = concurrency(point)
     label = (
         f"{point['variant']} · {svg.format_count(workers)} worker{'s' * (workers != 1)} "
         f"({role}, {svg.format_seconds(result['wallSeconds'])})"

@@ -34,8 +34,12 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: set[i
 
 
 def _workers_text(
-    model: str, workers: int, effective: int | None, started: int | None = None
+    model: str, workers: int, effective: int | None, started: int | None = None, pods: int = 1
 ) -> str:
+    """Workers (per Pod: "3 Pods x 100" for a trial of several Pods)."""
+    if pods > 1:
+        total = None if started is None else -(-started // pods)  # per Pod, as the rest
+        return f"{pods} Pods \u00d7 " + _workers_text(model, workers, effective, total)
     if model == "sequential":
         return "1"
     if workers == 0:
@@ -72,7 +76,7 @@ def knees_table(knees: Sequence[Json]) -> str:
             escape(svg.format_seconds(k["wallSeconds"])),
             escape(
                 f"{svg.format_seconds(k['bestWallSeconds'])} with "
-                f"{workers_label(k['model'], k['bestWorkers'])}"
+                f"{workers_label(k['model'], k['bestWorkers'], k.get('bestPods', 1))}"
             ),
             escape(f"{k['cpuPercent']:.0f}%"),
             escape(_mib(k["peakRssBytes"])),
@@ -92,14 +96,17 @@ def knees_table(knees: Sequence[Json]) -> str:
 
 def _knee_workers(knee: Json) -> str:
     text = _workers_text(
-        knee["model"], knee["workers"], knee.get("effectiveWorkers"), knee.get("workersStarted")
-    )
+        knee["model"], knee["workers"], knee.get("effectiveWorkers"),
+        knee.get("workersStarted"), knee.get("pods", 1),
+    )  # fmt: skip
     return text + (" (noisy)" if knee.get("noisy") else "")
 
 
 def _configured(entry: Json, point: Json) -> bool:
     return bool(
-        entry.get("variant") == point["variant"] and entry.get("workers") == point["workers"]
+        entry.get("variant") == point["variant"]
+        and entry.get("workers") == point["workers"]
+        and entry.get("pods", 1) == point.get("pods", 1)
     )
 
 
@@ -164,7 +171,7 @@ def _syscall_cells(point: Json) -> list[str]:
 def _point_workers(point: Json) -> str:
     return _workers_text(
         point["model"], point["workers"], point.get("effectiveWorkers"),
-        point.get("workersStarted"),
+        point.get("workersStarted"), point.get("pods", 1),
     )  # fmt: skip
 
 

@@ -56,7 +56,7 @@ def test_a_new_experiment_starts_parallelism_trials() -> None:
     s = spec(parallelism=2)
     decision = run(s, [])
     trials = plan_trials(s)
-    assert decision.create == [(trials[0], 1), (trials[1], 1)]
+    assert decision.create == [(trials[0], 1, 0), (trials[1], 1, 0)]
     assert decision.attempts == {trials[0].name: 1, trials[1].name: 1, trials[2].name: 0}
 
 
@@ -70,7 +70,7 @@ def test_the_next_trial_starts_when_one_ends(result_text: str) -> None:
     [entry] = decision.finished
     assert entry["name"] == first.name and entry["phase"] == "Succeeded"
     assert entry["result"]["tasksOk"] == 5 and entry["attempts"] == 1 and entry["node"] == "node-1"
-    assert decision.create == [(second, 1)]
+    assert decision.create == [(second, 1, 0)]
     assert first.name not in decision.attempts
     assert decision.delete == []  # the Pod goes only once its Result is in status: next pass
     recorded = {first.name: entry}
@@ -108,13 +108,13 @@ def test_a_lost_pod_is_retried_with_the_next_attempt() -> None:
     evicted = pod(first.name, phase="Failed", reason="Evicted")
     decision = run(s, [evicted], attempts={first.name: 1})
     assert decision.finished == [] and decision.delete == [evicted.name]
-    assert decision.create == [(first, 2)]
+    assert decision.create == [(first, 2, 0)]
     deleted = pod(first.name, deleting=True)
     assert run(s, [deleted], attempts={first.name: 1}).create == []  # one at a time: wait
     killed = pod(first.name, phase="Failed", exit_code=143, deleting=True)  # SIGTERM on delete
     decision = run(s, [killed], attempts={first.name: 1})
-    assert decision.finished == [] and decision.create == [(first, 2)]
-    assert run(s, [], attempts={first.name: 1}).create == [(first, 2)]  # vanished: retry
+    assert decision.finished == [] and decision.create == [(first, 2, 0)]
+    assert run(s, [], attempts={first.name: 1}).create == [(first, 2, 0)]  # vanished: retry
 
 
 def test_a_trial_lost_too_often_fails() -> None:
@@ -176,3 +176,120 @@ def test_failed_pods_are_kept_when_asked() -> None:
     failed = pod(first.name, phase="Failed", exit_code=1)
     recorded = {first.name: {"name": first.name, "phase": "Failed"}}
     assert run(s, [failed], recorded=recorded).delete == []
+
+
+# A trial of several Pods: one attempt of all of them, released together at the barrier.
+
+
+def three_pods() -> ExperimentSpec:
+    return spec(models=[{"model": "asyncio", "workers": [2], "pods": [3]}])
+
+
+def member(trial: str, index: int, attempt: int = 1, **fields: Any) -> PodView:
+    return pod(trial, attempt, name=f"x-{trial}-a{attempt}-p{index}", pod=index, **fields)
+
+
+def test_a_trial_of_three_pods_creates_all_three_in_one_attempt() -> None:
+    s = three_pods()
+    [trial] = plan_trials(s)
+    decision = run(s, [])
+    assert decision.create == [(trial, 1, 0), (trial, 1, 1), (trial, 1, 2)]
+    assert decision.attempts == {trial.name: 1}
+
+
+def test_the_barrier_releases_only_once_every_pod_is_ready() -> None:
+    s = three_pods()
+    [trial] = plan_trials(s)
+    waiting = [member(trial.name, 0), member(trial.name, 1), member(trial.name, 2, ready=False)]
+    decision = run(s, waiting, attempts={trial.name: 1})
+    assert decision.release == [] and decision.finished == [] and decision.create == []
+    ready = [*waiting[:2], replace(waiting[2], ready=True)]
+    decision = run(s, ready, attempts={trial.name: 1})
+    assert decision.release == [(trial, ready)]
+    assert len({t.name for t, _ in decision.running}) == 1  # one trial, three Pods
+
+
+def test_a_pod_never_ready_fails_the_trial_after_the_barrier_timeout() -> None:
+    s = three_pods()
+    [trial] = plan_trials(s)
+    late = NOW - timedelta(seconds=121)
+    stuck = member(
+        trial.name, 2, ready=False, phase="Pending", created=late,
+        unschedulable="0/1 nodes are available: 1 Insufficient cpu.",
+    )  # fmt: skip
+    pods = [member(trial.name, 0, created=late), member(trial.name, 1, created=late), stuck]
+    decision = run(s, pods, attempts={trial.name: 1})
+    [entry] = decision.finished
+    assert entry["phase"] == "Failed" and decision.release == []
+    assert "start barrier within 120s" in entry["message"]
+    assert "Pod 2 Pending (0/1 nodes are available: 1 Insufficient cpu.)" in entry["message"]
+    assert sorted(decision.delete) == sorted(p.name for p in pods)
+    in_time = [replace(p, created=NOW - timedelta(seconds=60)) for p in pods]
+    assert run(s, in_time, attempts={trial.name: 1}).finished == []
+
+
+def test_a_pod_deleted_before_the_barrier_loses_the_attempt_and_it_is_retried() -> None:
+    s = three_pods()
+    [trial] = plan_trials(s)
+    deleted = member(trial.name, 1, deleting=True, ready=False)
+    pods = [member(trial.name, 0), deleted, member(trial.name, 2)]
+    decision = run(s, pods, attempts={trial.name: 1})
+    assert decision.finished == [] and decision.release == [] and decision.create == []
+    assert sorted(decision.delete) == sorted([pods[0].name, pods[2].name])  # its siblings go
+    gone = run(s, [], attempts={trial.name: 1})  # once they are all gone: all three again
+    assert gone.create == [(trial, 2, 0), (trial, 2, 1), (trial, 2, 2)]
+
+
+def test_a_pod_created_before_a_crash_gets_its_siblings_in_the_same_attempt() -> None:
+    s = three_pods()
+    [trial] = plan_trials(s)
+    decision = run(s, [member(trial.name, 0)], attempts={trial.name: 1})
+    assert decision.create == [(trial, 1, 1), (trial, 1, 2)]
+
+
+def test_a_failed_pod_fails_the_trial_naming_it() -> None:
+    s = three_pods()
+    [trial] = plan_trials(s)
+    failed = member(
+        trial.name, 1, phase="Failed", exit_code=3, ready=False,
+        termination_message="cxlab-runner: not released from the start barrier within 120s",
+    )  # fmt: skip
+    decision = run(s, [member(trial.name, 0), failed, member(trial.name, 2)])
+    [entry] = decision.finished
+    assert entry["message"] == (
+        "Pod 1: runner exited 3: cxlab-runner: not released from the start barrier within 120s"
+    )
+
+
+def test_three_succeeded_pods_are_one_merged_result(result_text: str) -> None:
+    s = three_pods()
+    [trial] = plan_trials(s)
+    results = [json.loads(result_text) | {"podIndex": i} for i in range(3)]
+    done = [
+        member(trial.name, i, phase="Succeeded", exit_code=0, node=f"node-{i}",
+               termination_message=json.dumps(results[i]))
+        for i in range(3)
+    ]  # fmt: skip
+    [entry] = run(s, done, attempts={trial.name: 1}).finished
+    assert entry["phase"] == "Succeeded" and entry["pods"] == 3
+    assert entry["result"]["pods"] == 3 and entry["result"]["tasksOk"] == 15
+    assert entry["podResults"] == results
+    assert entry["nodes"] == ["node-0", "node-1", "node-2"]
+
+
+def test_a_distributed_locust_trial_starts_its_master_then_its_workers() -> None:
+    s = spec(
+        workload={"type": "http", "tasks": 20, "rtt": "10ms"},
+        models=[{"model": "locust", "workers": [5], "pods": [2]}],
+    )
+    [trial] = plan_trials(s)
+    assert run(s, []).create == [(trial, 1, 2)]  # the master (after workers 0 and 1) alone
+    starting = member(trial.name, 2, ip=None, phase="Pending", ready=False)
+    waiting = run(s, [starting], attempts={trial.name: 1})
+    assert waiting.create == [] and waiting.locust_masters == {}
+    master = member(trial.name, 2, ip="10.244.0.7", ready=False)
+    decision = run(s, [master], attempts={trial.name: 1})
+    assert decision.create == [(trial, 1, 0), (trial, 1, 1)]
+    assert decision.locust_masters == {trial.name: "10.244.0.7:5557"}
+    running = [master, member(trial.name, 0), member(trial.name, 1)]
+    assert run(s, running, attempts={trial.name: 1}).release == []  # its master starts them

@@ -221,3 +221,15 @@ def test_with_a_queue_name_kueue_holds_the_queue() -> None:
     assert waiting["phase"] == "Pending" and waiting["progress"]["display"] == "queued (Kueue)"
     reason = {c["type"]: c for c in waiting["conditions"]}["Queued"]["reason"]
     assert reason == "WaitingForKueue"
+
+
+def test_a_trial_of_several_pods_waits_until_all_of_them_fit() -> None:
+    from decimal import Decimal
+
+    from cxlab.controller.capacity import Held, NodeView, Request, fits_now
+
+    node = NodeView("n", Decimal("1"), Decimal(2**34), {}, (), False)
+    pod = Request(Decimal("0.3"), Decimal(2**27), {}, (), {})
+    assert fits_now(pod, [node], [], pods=3)  # 0.9 of 1 CPU
+    assert not fits_now(pod, [node], [], pods=4)
+    assert not fits_now(pod, [node], [Held(pod)], pods=3)  # one held already

@@ -151,7 +151,7 @@ def test_an_image_that_ran_on_another_node_fails_only_the_trial_that_cannot_pull
     assert entry["name"] == second.name and "ErrImagePull" in entry["message"]
     assert [t for t, _ in decision.running] == [first]
     assert second.name not in decision.attempts
-    assert decision.create == [(third, 1)]
+    assert decision.create == [(third, 1, 0)]
 
 
 @pytest.mark.parametrize(
@@ -259,7 +259,7 @@ def test_a_refused_pod_fails_every_unrecorded_trial() -> None:
     done = {"name": trials[0].name, "phase": "Succeeded"}
     running = pod(trials[1].name, phase="Running")
     decision = run(s, [running], recorded={trials[0].name: done}, attempts={trials[1].name: 1})
-    assert decision.create == [(trials[2], 1)]
+    assert decision.create == [(trials[2], 1, 0)]
     refused = pod_refused(
         decision, trials, {trials[0].name: done}, pod="bad-t002-a1", code=422, reason="Invalid",
         message=INVALID, created=["bad-target"],

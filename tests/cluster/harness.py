@@ -49,6 +49,9 @@ class Operator:
             "CXLAB_UNSCHEDULABLE_GRACE": "8s",
             "CXLAB_IMAGE_PULL_GRACE": "6s",
             "CXLAB_RUNNER_LINGER": "2s",
+            # Long enough for 8 Pods to start on a busy 2-core machine, short for a test
+            # whose Pod can never be ready.
+            "CXLAB_BARRIER_TIMEOUT": "40s",
         }
         self.process = subprocess.Popen(
             command,

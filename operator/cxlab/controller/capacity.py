@@ -80,7 +80,7 @@ class Request:
     def of(spec: ExperimentSpec) -> Request:
         placement = spec.placement
         return Request(
-            cpu=Decimal(spec.resources.cpu),
+            cpu=Decimal(str(spec.resources.cpu)),  # 0.3, not 0.29999999999999998889...
             memory=Decimal(memory_bytes(spec.resources.memory)),
             node_selector=dict(placement.node_selector or {}),
             tolerations=tuple(placement.tolerations or ()),
@@ -202,9 +202,9 @@ class Held:
     node: str | None = None
 
 
-def fits_now(request: Request, nodes: list[NodeView], held: list[Held]) -> bool:
-    """Whether one more trial fits after every held slot is placed (bound ones on their
-    node, the rest first-fit on the matching nodes with most room)."""
+def fits_now(request: Request, nodes: list[NodeView], held: list[Held], pods: int = 1) -> bool:
+    """Whether one more trial (of `pods` Pods) fits after every held slot is placed (bound
+    ones on their node, the rest first-fit on the matching nodes with most room)."""
     free = {n.name: [n.cpu, n.memory] for n in nodes if not n.cordoned}
     by_name = {n.name: n for n in nodes}
     for slot in sorted(held, key=lambda h: h.node is None):
@@ -222,7 +222,16 @@ def fits_now(request: Request, nodes: list[NodeView], held: list[Held]) -> bool:
                 room[1] -= slot.request.memory
                 break
         # a held slot that fits nowhere waits on the scheduler: it takes nothing here
-    return any(
-        matches(by_name[name], request) and room[0] >= request.cpu and room[1] >= request.memory
-        for name, room in free.items()
-    )
+    for _ in range(pods):
+        rooms = [
+            room
+            for name, room in sorted(free.items(), key=lambda item: item[1][0], reverse=True)
+            if matches(by_name[name], request)
+            and room[0] >= request.cpu
+            and room[1] >= request.memory
+        ]
+        if not rooms:
+            return False
+        rooms[0][0] -= request.cpu
+        rooms[0][1] -= request.memory
+    return True

@@ -25,6 +25,10 @@ class OperatorConfig:
     # create (CreateContainer[Config]Error) before the trial fails; InvalidImageName and
     # ErrImageNeverPull fail at once.
     image_pull_grace_seconds: float = 90.0
+    # How long a trial of several Pods waits, from its first Pod's creation, for all of them
+    # to be ready at the start barrier before it fails (a Pod unschedulable, deleted, or
+    # whose image does not come); its runners wait as long for the release.
+    barrier_timeout: str = "120s"
     reconcile_interval_seconds: float = 1.0
     # The operator's own /metrics (0 = not served).
     operator_metrics_port: int = 8081
@@ -45,6 +49,7 @@ class OperatorConfig:
             max_attempts=int(env.get("CXLAB_MAX_ATTEMPTS", defaults.max_attempts)),
             unschedulable_grace_seconds=parse_duration(env.get("CXLAB_UNSCHEDULABLE_GRACE", "15s")),
             image_pull_grace_seconds=parse_duration(env.get("CXLAB_IMAGE_PULL_GRACE", "90s")),
+            barrier_timeout=env.get("CXLAB_BARRIER_TIMEOUT", defaults.barrier_timeout),
             reconcile_interval_seconds=parse_duration(env.get("CXLAB_RECONCILE_INTERVAL", "1s")),
             operator_metrics_port=int(
                 env.get("CXLAB_OPERATOR_METRICS_PORT", defaults.operator_metrics_port)

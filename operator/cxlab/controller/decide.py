@@ -16,11 +16,12 @@ from typing import Any
 from cxlab.controller.config import OperatorConfig
 from cxlab.controller.observe import LOST_REASONS, PodView
 from cxlab.controller.pods import COMPONENT_TARGET, COMPONENT_TRIAL, RUNNER_UID
-from cxlab.plan import Trial
+from cxlab.plan import LOCUST_MASTER_PORT, Trial, locust_master, pod_indexes
 from cxlab.results import ResultError, classify, parse_result
 from cxlab.spec import ExperimentSpec
 from cxlab.status import trial_entry
 from cxlab.summary import TrialOutcome
+from cxlab_runner.durations import parse_duration
 
 Entry = dict[str, Any]
 ACTIVE_PHASES = ("Pending", "Running")
@@ -55,10 +56,14 @@ POD_FIELDS = (
 @dataclass
 class Decision:
     finished: list[Entry] = field(default_factory=list)  # new status.trials entries
-    create: list[tuple[Trial, int]] = field(default_factory=list)  # (trial, attempt)
+    create: list[tuple[Trial, int, int]] = field(default_factory=list)  # (trial, attempt, Pod)
     delete: list[str] = field(default_factory=list)  # Pod names
     attempts: dict[str, int] = field(default_factory=dict)  # for trials not finished
-    running: list[tuple[Trial, PodView]] = field(default_factory=list)
+    running: list[tuple[Trial, PodView]] = field(default_factory=list)  # one per live Pod
+    # Trials of several Pods whose Pods all wait at the start barrier: release them now.
+    release: list[tuple[Trial, list[PodView]]] = field(default_factory=list)
+    # A distributed Locust trial's master, once it has an address: its workers' to reach.
+    locust_masters: dict[str, str] = field(default_factory=dict)
     failure: str | None = None  # the whole experiment cannot go on
     failure_reason: str | None = None  # why, as a condition reason (Unschedulable, ...)
     waiting_for_target: bool = False
@@ -69,23 +74,32 @@ def _last_line(text: str | None) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _entry(outcome: TrialOutcome, pod: PodView | None) -> Entry:
+def _entry(outcome: TrialOutcome, pods: list[PodView]) -> Entry:
     entry = trial_entry(outcome)
-    if pod is not None:
-        entry["attempts"] = pod.attempt
-        if pod.node:
-            entry["node"] = pod.node
+    if pods:
+        entry["attempts"] = pods[0].attempt
+        if pods[0].node:
+            entry["node"] = pods[0].node
+        if len(pods) > 1:
+            entry["nodes"] = [p.node or "" for p in pods]
     return entry
 
 
-def _from_succeeded(trial: Trial, pod: PodView, spec: ExperimentSpec) -> Entry:
-    try:
-        result = parse_result(pod.termination_message or "")
-    except ResultError as error:
-        why = f"no valid Result in the termination message: {error}"
-        return _entry(TrialOutcome(trial, None, why), pod)
-    # the kubelet chose the cores: only how many can be checked
-    return _entry(classify(trial, result, spec.resources.cpu), pod)
+def _whose(trial: Trial, pod: PodView) -> str:
+    return f"Pod {pod.pod}: " if trial.pods > 1 else ""
+
+
+def _from_succeeded(trial: Trial, pods: list[PodView], spec: ExperimentSpec) -> Entry:
+    """Every Pod of the attempt succeeded (in Pod order): their Results, merged if several."""
+    results = []
+    for pod in pods:
+        try:
+            results.append(parse_result(pod.termination_message or ""))
+        except ResultError as error:
+            why = f"{_whose(trial, pod)}no valid Result in the termination message: {error}"
+            return _entry(TrialOutcome(trial, None, why), pods)
+    # the kubelet chose the cores: only how many can be checked; a fraction is never pinned
+    return _entry(classify(trial, results, spec.resources.whole_cpus), pods)
 
 
 def _why_failed(pod: PodView, spec: ExperimentSpec) -> str:
@@ -109,6 +123,41 @@ def _lost(pod: PodView) -> bool:
     return pod.deleting and pod.phase != "Succeeded"
 
 
+def _barrier(
+    trial: Trial, attempt: list[PodView], now: datetime, config: OperatorConfig
+) -> tuple[bool, str | None]:
+    """(release now, why the trial fails): a trial of several Pods is released once all
+    its Pods are ready at the barrier, and fails if they are not all ready within
+    config.barrier_timeout of the first one's creation (not while Kueue still gates one)."""
+    live = [p for p in attempt if p.phase in ACTIVE_PHASES and not p.deleting]
+    expected = pod_indexes(trial)
+    if locust_master(trial) is not None:  # its master waits for the workers, not for us
+        if len(live) == len(expected) and all(p.phase == "Running" for p in live):
+            return False, None
+    elif len(live) == len(expected) and all(p.ready and p.ip for p in live):
+        return True, None
+    if any(p.phase == "Succeeded" or p.exit_code is not None for p in attempt):
+        return False, None  # released already: the runners are past the barrier
+    created = [p.created for p in attempt if p.created]
+    waited = (now - min(created)).total_seconds() if created else 0.0
+    if any(p.gated for p in attempt) or waited < parse_duration(config.barrier_timeout):
+        return False, None
+    missing = sorted(set(expected) - {p.pod for p in live})
+    late = [
+        f"Pod {p.pod} {p.phase}" + (f" ({_state(p)})" if _state(p) else "")
+        for p in live
+        if not (p.ready or (locust_master(trial) is not None and p.phase == "Running"))
+    ] + [f"Pod {i} missing" for i in missing]
+    return False, (
+        f"not every Pod was ready at the start barrier within {config.barrier_timeout} "
+        f"(CXLAB_BARRIER_TIMEOUT): {', '.join(late)}"
+    )
+
+
+def _state(pod: PodView) -> str:
+    return pod.unschedulable or pod.waiting_reason or ""
+
+
 def decide(
     *,
     spec: ExperimentSpec,
@@ -122,68 +171,110 @@ def decide(
     capacity_exists: bool = True,
 ) -> Decision:
     """`capacity_exists`: some node matching the placement could hold a trial if it were
-    empty, so a trial the scheduler finds no room for only waits (cxlab.controller.capacity)."""
+    empty, so a trial the scheduler finds no room for only waits (cxlab.controller.capacity).
+
+    A trial of several Pods is one attempt of all of them: it succeeds when every one has,
+    fails when one fails, and a lost one (deleted, evicted) loses the whole attempt, whose
+    Pods all go before the next attempt starts them again together."""
     decision = Decision()
     trial_pods = [p for p in pods if p.component == COMPONENT_TRIAL]
     by_trial: dict[str, list[PodView]] = {}
     for pod in trial_pods:
         by_trial.setdefault(pod.trial or "", []).append(pod)
-    pending: list[Trial] = []
+    pending: list[tuple[Trial, list[int]]] = []  # (trial, its Pods to create)
     unschedulable: list[tuple[str, PodView]] = []  # (whose, Pod)
     not_starting: list[tuple[Trial | None, PodView, str, str]] = []  # (trial, Pod, why)
     image = spec.image or config.runner_image
     terminating = 0  # lost Pods still shutting down: they hold their cores a little longer
 
     for trial in trials:
-        mine = sorted(by_trial.get(trial.name, []), key=lambda p: p.attempt)
+        mine = sorted(by_trial.get(trial.name, []), key=lambda p: (p.attempt, p.pod))
         if trial.name in recorded:
             keep = spec.keep_pods_on_failure and recorded[trial.name]["phase"] == "Failed"
             decision.delete += [p.name for p in mine if not p.deleting and not keep]
             continue
-        succeeded = [p for p in mine if p.phase == "Succeeded"]
-        failed = [p for p in mine if p.phase == "Failed" and not _lost(p)]
-        live = [p for p in mine if p.phase in ACTIVE_PHASES and not p.deleting]
+        latest = max((p.attempt for p in mine), default=0)
+        current = [p for p in mine if p.attempt == latest]
+        older = [p for p in mine if p.attempt != latest]
+        succeeded = [p for p in current if p.phase == "Succeeded"]
+        failed = [p for p in current if p.phase == "Failed" and not _lost(p)]
+        live = [p for p in current if p.phase in ACTIVE_PHASES and not p.deleting]
         lost = [p for p in mine if _lost(p)]
-        if succeeded:
-            decision.finished.append(_from_succeeded(trial, succeeded[-1], spec))
+        lost_now = [p for p in current if _lost(p)]
+        # Pods of an earlier attempt, and every Pod of an attempt one of them lost, go.
+        doomed = older + (current if lost_now and not failed else [])
+        decision.delete += [p.name for p in doomed if not p.deleting]
+        if len(succeeded) == len(pod_indexes(trial)):
+            decision.finished.append(_from_succeeded(trial, succeeded, spec))
         elif failed:
-            decision.finished.append(
-                _entry(TrialOutcome(trial, None, _why_failed(failed[-1], spec)), failed[-1])
-            )
-        elif live:
-            decision.running.append((trial, live[-1]))
-            decision.attempts[trial.name] = max(attempts.get(trial.name, 0), live[-1].attempt)
-            stuck = _not_starting(f"trial {trial.name}", live[-1], image, now, config)
-            if stuck:
-                not_starting.append((trial, live[-1], *stuck))
-            elif live[-1].unschedulable:
-                unschedulable.append((f"trial {trial.name}", live[-1]))
-        elif any(p.deleting and p.phase in (*ACTIVE_PHASES, "Unknown") for p in lost):
-            # Retry once the lost Pod is gone, so two attempts never share the node's cores.
+            why = f"{_whose(trial, failed[0])}{_why_failed(failed[0], spec)}"
+            decision.finished.append(_entry(TrialOutcome(trial, None, why), failed))
+            decision.delete += [p.name for p in live]
+        elif current and not lost_now:
+            decision.attempts[trial.name] = max(attempts.get(trial.name, 0), latest)
+            decision.running += [(trial, p) for p in live]
+            have = {p.pod for p in current}
+            missing = [i for i in pod_indexes(trial) if i not in have]
+            master = locust_master(trial)
+            if master is not None:  # its workers once the master has an address
+                leader = next((p for p in live if p.pod == master and p.ip), None)
+                if leader is not None:
+                    decision.locust_masters[trial.name] = f"{leader.ip}:{LOCUST_MASTER_PORT}"
+                else:
+                    missing = [i for i in missing if i == master]
+            if missing:  # created in part before a crash (or a Locust master first): the rest
+                decision.create += [(trial, latest, i) for i in missing]
+            if trial.pods > 1:
+                release, late = _barrier(trial, current, now, config)
+                if late:
+                    decision.finished.append(_entry(TrialOutcome(trial, None, late), current))
+                    decision.attempts.pop(trial.name, None)
+                    decision.running = [(t, p) for t, p in decision.running if t != trial]
+                    decision.delete += [p.name for p in live]
+                    decision.create = [c for c in decision.create if c[0] != trial]
+                    continue
+                if release:
+                    decision.release.append((trial, sorted(live, key=lambda p: p.pod)))
+            for pod in live:
+                stuck = _not_starting(f"trial {trial.name}", pod, image, now, config)
+                if stuck:
+                    not_starting.append((trial, pod, *stuck))
+                elif pod.unschedulable:
+                    unschedulable.append((f"trial {trial.name}", pod))
+        elif any(p.deleting and p.phase in (*ACTIVE_PHASES, "Unknown") for p in lost + doomed):
+            # Retry once the lost Pods are gone, so two attempts never share the node's cores.
             terminating += 1
             decision.attempts[trial.name] = attempts.get(trial.name, 0)
         else:
             used = attempts.get(trial.name, 0)
             if used >= config.max_attempts:
-                why = (lost[-1].reason or "deleted") if lost else "its Pod disappeared"
-                message = f"lost {used} times ({why}); gave up after {used} attempts"
+                cause = (lost[-1].reason or "deleted") if lost else "its Pod disappeared"
+                message = f"lost {used} times ({cause}); gave up after {used} attempts"
                 decision.finished.append(
-                    _entry(TrialOutcome(trial, None, message), lost[-1] if lost else None)
+                    _entry(TrialOutcome(trial, None, message), lost[-1:] if lost else [])
                 )
             else:
-                pending.append(trial)
+                master = locust_master(trial)  # a Locust master first: its workers need it
+                pending.append((trial, list(pod_indexes(trial)) if master is None else [master]))
                 decision.attempts[trial.name] = used
         # Lost Pods of an unfinished trial go; the trial starts again below.
-        decision.delete += [p.name for p in lost if not p.deleting]
+        decision.delete += [
+            p.name for p in lost if not p.deleting and p.name not in decision.delete
+        ]
 
     if not_starting and _image_ran(trial_pods, recorded):
         # The image ran on another node: only these trials' nodes cannot run it.
         for stuck_trial, pod, _, message in not_starting:
             assert stuck_trial is not None  # the delay target is looked at below
-            decision.finished.append(_entry(TrialOutcome(stuck_trial, None, message), pod))
-            decision.attempts.pop(stuck_trial.name, None)
+            if stuck_trial.name in decision.attempts:
+                decision.finished.append(_entry(TrialOutcome(stuck_trial, None, message), [pod]))
+                decision.attempts.pop(stuck_trial.name, None)
         failed_now = {t.name for t, *_ in not_starting if t}
+        gone = [p.name for t, p in decision.running if t.name in failed_now]
+        decision.delete += gone
         decision.running = [(t, p) for t, p in decision.running if t.name not in failed_now]
+        decision.release = [(t, p) for t, p in decision.release if t.name not in failed_now]
+        decision.create = [c for c in decision.create if c[0].name not in failed_now]
         not_starting = []
     # The delay target of an http experiment runs the same image with the same placement:
     # while it cannot start, no trial starts either.
@@ -206,14 +297,15 @@ def decide(
         _fail_the_rest(decision, trials, recorded, decision.failure)
         return decision
 
-    slots = spec.parallelism - len(decision.running) - terminating
+    running_trials = len({t.name for t, _ in decision.running})
+    slots = spec.parallelism - running_trials - terminating
     if pending and slots > 0 and spec.workload.type == "http" and not target_ready:
         decision.waiting_for_target = True
         return decision
-    for trial in pending[: max(0, slots)]:
+    for trial, first_pods in pending[: max(0, slots)]:
         attempt = decision.attempts.get(trial.name, 0) + 1
         decision.attempts[trial.name] = attempt
-        decision.create.append((trial, attempt))
+        decision.create += [(trial, attempt, i) for i in first_pods]
     return decision
 
 
@@ -265,14 +357,17 @@ def _fail_the_rest(
     decision: Decision, trials: list[Trial], recorded: dict[str, Entry], failure: str
 ) -> None:
     done = set(recorded) | {e["name"] for e in decision.finished}
-    running = {t.name: p for t, p in decision.running}
+    running: dict[str, list[PodView]] = {}
+    for trial, pod in decision.running:
+        running.setdefault(trial.name, []).append(pod)
     for trial in trials:
         if trial.name not in done:
             decision.finished.append(
-                _entry(TrialOutcome(trial, None, failure), running.get(trial.name))
+                _entry(TrialOutcome(trial, None, failure), running.get(trial.name, []))
             )
-    decision.delete += [p.name for p in running.values()]
+    decision.delete += [p.name for _, p in decision.running]
     decision.running = []
+    decision.release = []
     decision.create = []
     decision.attempts = {}
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from cxlab.controller.pods import LABEL_ATTEMPT, LABEL_COMPONENT, LABEL_TRIAL
+from cxlab.controller.pods import LABEL_ATTEMPT, LABEL_COMPONENT, LABEL_POD, LABEL_TRIAL
 
 # Pod-level reasons that mean the Pod was lost, not that the model failed: retry it.
 LOST_REASONS = frozenset({"Evicted", "NodeLost", "Shutdown", "Terminated", "NodeShutdown"})
@@ -40,6 +40,7 @@ class PodView:
     waiting_reason: str | None = None
     waiting_message: str | None = None
     gated: bool = False  # has scheduling gates: not yet admitted (by Kueue)
+    pod: int = 0  # its index among its trial's Pods
 
 
 def _time(value: Any) -> datetime | None:
@@ -91,6 +92,7 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         waiting_reason=waiting.get("reason"),
         waiting_message=waiting.get("message"),
         gated=bool((pod.get("spec") or {}).get("schedulingGates")),
+        pod=int(labels.get(LABEL_POD, "0") or 0),
     )
 
 

@@ -11,13 +11,14 @@ from typing import Any
 
 from cxlab.controller.config import OperatorConfig
 from cxlab.crd import GROUP, VERSION
-from cxlab.plan import Trial, runner_command
+from cxlab.plan import LOCUST_MASTER_PORT, Trial, locust_master, runner_command
 from cxlab.spec import DEFAULT_RESPONSE_BYTES, KIND, ExperimentSpec
 from cxlab_runner.durations import parse_duration
 
 LABEL_EXPERIMENT = "cxlab.dev/experiment"
 LABEL_TRIAL = "cxlab.dev/trial"
 LABEL_ATTEMPT = "cxlab.dev/attempt"
+LABEL_POD = "cxlab.dev/pod"  # the index among a trial's Pods (Prometheus' pod_index)
 LABEL_KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 LABEL_COMPONENT = "app.kubernetes.io/component"
 COMPONENT_TRIAL = "trial"
@@ -28,9 +29,10 @@ TERMINATION_LOG = "/dev/termination-log"
 Manifest = dict[str, Any]
 
 
-def trial_pod_name(experiment: str, trial: Trial, attempt: int) -> str:
-    # Short and unique per attempt: the trial's full name is in a label.
-    return f"{experiment}-t{trial.index:03d}-a{attempt}"
+def trial_pod_name(experiment: str, trial: Trial, attempt: int, pod: int = 0) -> str:
+    # Short and unique per attempt (and Pod): the trial's full name is in a label.
+    name = f"{experiment}-t{trial.index:03d}-a{attempt}"
+    return name if trial.pods == 1 else f"{name}-p{pod}"
 
 
 def target_pod_name(experiment: str) -> str:
@@ -78,7 +80,8 @@ def _restricted_pod_security() -> dict[str, Any]:
 
 
 def _exclusive_affinity(affinity: dict[str, Any] | None) -> dict[str, Any]:
-    """No two trial Pods (of any experiment) on one node, added to the user's affinity."""
+    """No two trial Pods (of any experiment, so of one trial neither) on one node, added to
+    the user's affinity."""
     merged = dict(affinity or {})
     anti = dict(merged.get("podAntiAffinity", {}))
     terms = list(anti.get("requiredDuringSchedulingIgnoredDuringExecution", []))
@@ -103,7 +106,14 @@ def build_trial_pod(
     attempt: int,
     config: OperatorConfig,
     target_url: str | None = None,
+    pod: int = 0,
+    locust_address: str | None = None,
 ) -> Manifest:
+    """Pod `pod` of the trial. A trial of several Pods waits at the start barrier: its
+    readiness probe is the runner's /ready, and the operator releases them together. A
+    distributed Locust trial's master listens on LOCUST_MASTER_PORT for its workers, which
+    reach it at `locust_address`, and is the only one of them with a barrier to probe."""
+    master = locust_master(trial)
     command = runner_command(
         spec,
         trial,
@@ -112,6 +122,9 @@ def build_trial_pod(
         result_path=TERMINATION_LOG,
         linger=config.linger,
         target_url=target_url,
+        pod=pod,
+        barrier_timeout=config.barrier_timeout,
+        locust_address=f"0.0.0.0:{LOCUST_MASTER_PORT}" if pod == master else locust_address,
     )
     resources = {"cpu": str(spec.resources.cpu), "memory": spec.resources.memory}
     placement = spec.placement
@@ -141,6 +154,15 @@ def build_trial_pod(
         ],
         "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
     }
+    if pod == master:
+        pod_spec["containers"][0]["ports"].append(
+            {"name": "locust", "containerPort": LOCUST_MASTER_PORT}
+        )
+    if trial.pods > 1 and (master is None or pod == master):
+        pod_spec["containers"][0]["readinessProbe"] = {
+            "httpGet": {"path": "/ready", "port": config.metrics_port},
+            "periodSeconds": 1,
+        }
     if placement.node_selector:
         pod_spec["nodeSelector"] = dict(placement.node_selector)
     if placement.tolerations:
@@ -150,6 +172,7 @@ def build_trial_pod(
     pod_labels = labels(experiment, COMPONENT_TRIAL) | {
         LABEL_TRIAL: trial.name,
         LABEL_ATTEMPT: str(attempt),
+        LABEL_POD: str(pod),
         "cxlab.dev/model": trial.model,
     }
     if spec.queue_name:  # Kueue's plain-Pod integration gates the Pod until it admits it
@@ -158,7 +181,7 @@ def build_trial_pod(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": trial_pod_name(experiment, trial, attempt),
+            "name": trial_pod_name(experiment, trial, attempt, pod),
             "namespace": namespace,
             "labels": pod_labels,
             "annotations": {

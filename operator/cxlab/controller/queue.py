@@ -9,7 +9,8 @@ The rule, chosen so that nobody starves:
   ahead of it fits too (or is admitted already). No backfilling: a small experiment never
   overtakes a big one that is waiting for room, so the big one cannot be starved by a stream
   of small ones; the small one waits only as long as the big one ahead runs.
-- An admitted experiment holds min(parallelism, trials left) trial slots until it finishes:
+- An admitted experiment holds min(parallelism, trials left) trial slots (each of as many
+  Pods as its largest trial has) until it finishes:
   the gap between two of its trials is not room for someone else.
 
 Everything here derives from the resources themselves (creation time, priority, phase,
@@ -42,9 +43,10 @@ class Candidate:
     created: datetime
     priority: int
     request: Request
-    slots: int  # trial slots it holds once admitted: min(parallelism, trials left)
+    slots: int  # Pod slots it holds once admitted: min(parallelism, trials left) x pods
     admitted: bool
     bound: tuple[str, ...] = ()  # nodes its live trial Pods run on
+    pods: int = 1  # Pods of its largest trial: admitted when that many fit
 
     @property
     def key(self) -> str:
@@ -95,7 +97,7 @@ def verdict(
             )  # fmt: skip
         held += ahead.held()  # it is admitted in its own pass; count it as holding already
         users.append(ahead.key)
-    if fits_now(me.request, nodes, held):
+    if fits_now(me.request, nodes, held, me.pods):
         return Verdict(True, 0, len(waiting) - 1, None, "admitted")
     named = ", ".join(users[:3]) + (f" and {len(users) - 3} more" if len(users) > 3 else "")
     return Verdict(
@@ -135,15 +137,18 @@ def candidate_of(body: dict[str, Any], now: datetime) -> Candidate | None:
 def candidate(body: dict[str, Any], spec: ExperimentSpec, now: datetime) -> Candidate:
     """An unfinished experiment whose spec is already read, as the queue sees it."""
     metadata, status = body["metadata"], body.get("status") or {}
-    left = len(plan_trials(spec)) - len(status.get("trials") or [])
+    trials = plan_trials(spec)
+    left = len(trials) - len(status.get("trials") or [])
+    pods = max(t.pods for t in trials)
     return Candidate(
         namespace=metadata.get("namespace") or "",
         name=metadata["name"],
         created=candidate_created(body, now),
         priority=spec.priority,
         request=Request.of(spec),
-        slots=max(0, min(spec.parallelism, left)),
+        slots=max(0, min(spec.parallelism, left)) * pods,
         admitted=status.get("phase") == "Running",
+        pods=pods,
     )
 
 

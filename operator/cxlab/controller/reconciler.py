@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from cxlab.barrier import release
 from cxlab.controller.capacity import NodeView, Request, never_fits, view_node
 from cxlab.controller.config import OperatorConfig
 from cxlab.controller.decide import Decision, decide, fail_experiment, pod_refused
@@ -28,7 +29,7 @@ from cxlab.controller.pods import (
 )
 from cxlab.controller.prometheus import FIELDS, PrometheusClient, TrialWindow, trial_usage
 from cxlab.controller.queue import Candidate, candidate, candidate_created, spec_of, verdict
-from cxlab.plan import Trial, plan_trials
+from cxlab.plan import Trial, plan_trials, pod_indexes
 from cxlab.scrape import tasks_done
 from cxlab.spec import ExperimentSpec, SpecError
 from cxlab.status import (
@@ -62,6 +63,7 @@ class Memory:
 
     scraped: set[str] = field(default_factory=set)
     last_progress_patch: float = 0.0
+    released: set[tuple[str, int]] = field(default_factory=set)  # (trial, attempt)
 
 
 def _load_spec(body: Body) -> tuple[ExperimentSpec, bool]:
@@ -194,7 +196,7 @@ class Reconciler:
                 self.kube.create_pod(manifest)
                 created.append(manifest["metadata"]["name"])
             url = f"http://{target.ip}:{self.config.target_port}/" if target and target.ip else None
-            for trial, attempt in decision.create:
+            for trial, attempt, index in decision.create:
                 pod = build_trial_pod(
                     experiment=name,
                     namespace=namespace,
@@ -204,8 +206,10 @@ class Reconciler:
                     attempt=attempt,
                     config=self.config,
                     target_url=url,
+                    pod=index,
+                    locust_address=decision.locust_masters.get(trial.name),
                 )
-                if self.kube.create_pod(pod):
+                if self.kube.create_pod(pod) and index == 0:
                     self.metrics.trials_started.inc()
                 created.append(pod["metadata"]["name"])
         except PodRefused as refused:
@@ -226,7 +230,8 @@ class Reconciler:
             )
             fresh = [e for e in decision.finished if e["name"] not in before]
             new_status = record(decision, fresh, [], new_status)
-        for pod_name in decision.delete:
+        self._release(decision, memory)
+        for pod_name in dict.fromkeys(decision.delete):
             self.kube.delete_pod(namespace, pod_name)
         self._announce(status, new_status, decision, event)
         if place is not None:
@@ -235,6 +240,23 @@ class Reconciler:
             self.metrics.queue_wait.observe(waited)
         if new_status["phase"] in FINISHED and target is not None:
             self.kube.delete_pod(namespace, target_pod_name(name))
+
+    def _release(self, decision: Decision, memory: Memory) -> None:
+        """Release each trial whose Pods all wait at the start barrier: one POST /start to
+        every Pod at once (cxlab.barrier). Remembered per attempt, so a trial is released
+        once; after a restart, again, which the runners take as a no-op."""
+        for trial, pods in decision.release:
+            key = (trial.name, pods[0].attempt)
+            if key in memory.released:
+                continue
+            port = self.config.metrics_port
+            failed = release([f"{p.ip}:{port}" for p in pods])
+            if failed:  # the next pass tries again, until the barrier's own timeout
+                logging.getLogger(__name__).warning(
+                    "trial %s: the start barrier could not release %s", trial.name, failed
+                )
+                continue
+            memory.released.add(key)
 
     def _kueue_place(
         self, body: Body, spec: ExperimentSpec, decision: Decision, moment: datetime
@@ -335,31 +357,47 @@ class Reconciler:
         found = []
         for trial in trials:
             attempt = attempts.get(trial.name, 0)
-            pod_name = trial_pod_name(name, trial, attempt)
-            if attempt and trial.name not in recorded and pod_name not in seen:
-                pod = self.kube.get_pod(namespace, pod_name)
-                if pod is not None:
+            if not attempt or trial.name in recorded:
+                continue
+            for index in pod_indexes(trial):
+                pod_name = trial_pod_name(name, trial, attempt, index)
+                if pod_name not in seen and (pod := self.kube.get_pod(namespace, pod_name)):
                     found.append(view_pod(pod))
         return found
 
     def _progress(
         self, decision: Decision, spec: ExperimentSpec, memory: Memory, moment: datetime
     ) -> list[dict[str, Any]]:
-        running = []
+        """One entry per running trial: its tasks done summed over its Pods (None until every
+        Pod answers), from its first Pod's creation."""
+        by_trial: dict[str, list[PodView]] = {}
+        masters: set[str] = set()  # a distributed Locust master counts only at its end
         for trial, pod in decision.running:
-            done = None
-            if pod.ip and pod.phase == "Running":
-                began = time.monotonic()
-                done = tasks_done(
-                    pod.ip, self.config.metrics_port, self.config.scrape_timeout_seconds
-                )
-                self.metrics.scrape_duration.observe(time.monotonic() - began)
-                self.metrics.scrapes.labels("error" if done is None else "ok").inc()
-                if done is not None:
-                    memory.scraped.add(trial.name)
-            elapsed = (moment - pod.created).total_seconds() if pod.created else None
-            running.append(running_entry(trial.name, pod.name, spec.workload.tasks, done, elapsed))
+            by_trial.setdefault(trial.name, []).append(pod)
+            if pod.pod >= trial.pods:
+                masters.add(pod.name)
+        running = []
+        for trial_name, pods in by_trial.items():
+            counts = [self._tasks_done(pod) for pod in pods if pod.name not in masters]
+            done = None if not counts or None in counts else sum(c or 0 for c in counts)
+            if done is not None:
+                memory.scraped.add(trial_name)
+            first = min(pods, key=lambda p: p.pod)  # named in the entry; the earliest created:
+            created = [p.created for p in pods if p.created]
+            elapsed = (moment - min(created)).total_seconds() if created else None
+            running.append(
+                running_entry(trial_name, first.name, spec.workload.tasks, done, elapsed)
+            )
         return running
+
+    def _tasks_done(self, pod: PodView) -> int | None:
+        if not (pod.ip and pod.phase == "Running"):
+            return None
+        began = time.monotonic()
+        done = tasks_done(pod.ip, self.config.metrics_port, self.config.scrape_timeout_seconds)
+        self.metrics.scrape_duration.observe(time.monotonic() - began)
+        self.metrics.scrapes.labels("error" if done is None else "ok").inc()
+        return done
 
     def _worth_patching(self, old: dict[str, Any], new: dict[str, Any], memory: Memory) -> bool:
         """Every change of substance at once; the live task counts at most every few seconds."""

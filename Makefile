@@ -54,6 +54,10 @@ lint: deps ## ruff, mypy, gofmt and go vet
 bench: deps ## Runners vs bare programs: wall-time and peak-RSS ratios side by side
 	python workloads/bench/bench_runners.py
 
+.PHONY: bench-merge
+bench-merge: deps ## What merging a trial's Pods' Results costs (3, 8, 64 Pods)
+	python operator/bench/bench_merge.py
+
 .PHONY: crd
 crd: deps ## Regenerate the CRDs (manifests/crds/) from the spec models
 	python -m cxlab.crd

@@ -27,9 +27,11 @@ def dashboard() -> Any:
         ),
         single(
             "Trials finished",
-            "Trials whose runner reported every task ended (cxlab_trial_finished == 1).",
+            "Trials whose runners (every Pod of a trial of several) reported every task "
+            "ended (cxlab_trial_finished == 1).",
             "short",
-            f"count(last_over_time(cxlab_trial_finished{{{RUNNER}}}[$__range]) == 1)",
+            f"count(min by (trial) (last_over_time(cxlab_trial_finished{{{RUNNER}}}[$__range]))"
+            f" == 1)",
         ),
         single(
             "Failed tasks",
@@ -40,13 +42,15 @@ def dashboard() -> Any:
         ),
         single(
             "Peak RSS",
-            "The largest peak resident memory of any trial in the time range.",
+            "The largest peak resident memory of any trial in the time range (a trial of "
+            "several Pods: their peaks summed).",
             "bytes",
-            f"max(max_over_time(cxlab_peak_rss_bytes{{{RUNNER}}}[$__range]))",
+            f"max(sum by (trial) (max_over_time(cxlab_peak_rss_bytes{{{RUNNER}}}[$__range])))",
         ),
         graph(
             "Throughput",
-            "Tasks completed successfully per second, by model and trial.",
+            "Tasks completed successfully per second, by model and trial (summed over a "
+            "trial's Pods).",
             "ops",
             query(
                 f"sum by (model, trial) ({_rate('cxlab_tasks_completed_total', OK)})",
@@ -55,7 +59,7 @@ def dashboard() -> Any:
         ),
         graph(
             "Tasks in flight",
-            "Tasks started and not finished, by model and trial.",
+            "Tasks started and not finished, by model and trial (summed over its Pods).",
             "short",
             query(f"sum by (model, trial) (cxlab_tasks_in_flight{{{RUNNER}}})", BY_TRIAL),
         ),
@@ -74,25 +78,28 @@ def dashboard() -> Any:
         ),
         graph(
             "CPU user",
-            "User CPU of the runner process (children included), in cores, by model and trial.",
+            "User CPU of the runner processes (children included), in cores, by model and trial "
+            "(summed over its Pods).",
             "percentunit",
             query(f"sum by (model, trial) ({_rate('cxlab_cpu_user_seconds_total')})", BY_TRIAL),
         ),
         graph(
             "CPU system",
-            "System (kernel) CPU of the runner process, in cores, by model and trial.",
+            "System (kernel) CPU of the runner processes, in cores, by model and trial (summed "
+            "over its Pods).",
             "percentunit",
             query(f"sum by (model, trial) ({_rate('cxlab_cpu_system_seconds_total')})", BY_TRIAL),
         ),
         graph(
             "Resident memory",
-            "Resident set size of the runner (children summed for processes), by trial.",
+            "Resident set size of the runners (children summed for processes), by trial, "
+            "summed over its Pods.",
             "bytes",
             query(f"sum by (model, trial) (cxlab_rss_bytes{{{RUNNER}}})", BY_TRIAL),
         ),
         graph(
             "Threads",
-            "OS threads of the runner process, by trial.",
+            "OS threads of the runner processes, by trial, summed over its Pods.",
             "short",
             query(f"sum by (model, trial) (cxlab_threads{{{RUNNER}}})", BY_TRIAL),
         ),

@@ -26,7 +26,7 @@ DATASOURCE = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
 RUNNER = 'experiment="$experiment",model=~"$model"'
 # cAdvisor knows Pods, not experiments: trial Pods are named <experiment>-t<index>-a<attempt>.
 # The runner container's series, or the Pod's (container="") where cAdvisor sees only Pods.
-CONTAINER = 'pod=~"$experiment-t[0-9]+-a[0-9]+",container=~"runner|"'
+CONTAINER = 'pod=~"$experiment-t[0-9]+-a[0-9]+(-p[0-9]+)?",container=~"runner|"'
 # The operator's own /metrics: the scrape job of hack/prometheus.sh.
 OPERATOR_JOB = 'job="cxlab-operator"'
 

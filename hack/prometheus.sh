@@ -94,6 +94,9 @@ $(sed 's/^/    /' <<< "$tls")
         target_label: trial
       - source_labels: [__meta_kubernetes_pod_label_cxlab_dev_model]
         target_label: model
+      # A trial of several Pods: each one's index (bounded, unlike the Pod's name).
+      - source_labels: [__meta_kubernetes_pod_label_cxlab_dev_pod]
+        target_label: pod_index
       - source_labels: [__meta_kubernetes_namespace]
         target_label: namespace
       - source_labels: [__meta_kubernetes_pod_name]

@@ -115,3 +115,49 @@ def test_http_trials_point_at_the_target() -> None:
     assert container["command"] == ["cxlab-delay", "--listen=:8080", "--response-bytes=100"]
     assert "resources" not in container  # BestEffort: no share of the trials' exclusive cores
     assert target["metadata"]["labels"]["app.kubernetes.io/component"] == "delay-target"
+
+
+def test_a_pod_of_several_is_named_labelled_and_probed_at_the_barrier() -> None:
+    experiment = parse_experiment(
+        document(models=[{"model": "asyncio", "pods": [3]}], resources={"cpu": 0.5},
+                 pinning="preferred")
+    )  # fmt: skip
+    [trial] = plan_trials(experiment.spec)
+    pod = build_trial_pod(
+        experiment="ex", namespace="lab", uid="u-1", spec=experiment.spec, trial=trial,
+        attempt=2, config=CONFIG, pod=1,
+    )  # fmt: skip
+    assert pod["metadata"]["name"] == "ex-t000-a2-p1"
+    assert pod["metadata"]["labels"]["cxlab.dev/pod"] == "1"
+    container = pod["spec"]["containers"][0]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/ready", "port": CONFIG.metrics_port}
+    command = container["command"]
+    assert command[command.index("--pod") + 1] == "1"
+    assert command[command.index("--barrier-timeout") + 1] == CONFIG.barrier_timeout
+    assert container["resources"]["limits"]["cpu"] == "0.5"  # the shared pool, not a core
+    alone = trial_pod()
+    assert "readinessProbe" not in alone["spec"]["containers"][0]  # one Pod starts at once
+    assert "--barrier-timeout" not in alone["spec"]["containers"][0]["command"]
+
+
+def test_a_distributed_locust_master_listens_and_its_workers_reach_it() -> None:
+    experiment = parse_experiment(
+        document(workload={"type": "http", "tasks": 10, "rtt": "10ms"},
+                 models=[{"model": "locust", "pods": [2]}])
+    )  # fmt: skip
+    [trial] = plan_trials(experiment.spec)
+
+    def pod(index: int) -> dict[str, Any]:
+        return build_trial_pod(
+            experiment="ex", namespace="lab", uid="u-1", spec=experiment.spec, trial=trial,
+            attempt=1, config=CONFIG, target_url="http://10.0.0.9:8080/", pod=index,
+            locust_address="10.0.0.7:5557",
+        )  # fmt: skip
+
+    master, worker = pod(2)["spec"]["containers"][0], pod(0)["spec"]["containers"][0]
+    assert {"name": "locust", "containerPort": 5557} in master["ports"]
+    assert master["command"][master["command"].index("--locust-master") + 1] == "0.0.0.0:5557"
+    assert master["command"][master["command"].index("--expect-workers") + 1] == "2"
+    assert "readinessProbe" in master and "readinessProbe" not in worker
+    assert worker["command"][worker["command"].index("--locust-master") + 1] == "10.0.0.7:5557"
+    assert worker["command"][worker["command"].index("--tasks") + 1] == "5"

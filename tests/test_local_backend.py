@@ -201,3 +201,22 @@ def test_a_trial_of_three_pods_runs_three_processes_released_together(tmp_path: 
     else:
         assert entry["pinned"] is True
         assert len({tuple(p["cpus"]) for p in pods}) == 3  # a core of its own each
+
+
+def test_a_distributed_locust_trial_runs_a_master_and_its_workers(tmp_path: Path) -> None:
+    spec = {
+        "workload": {"type": "http", "tasks": 60, "rtt": "10ms"},
+        "models": [{"model": "locust", "workers": [3], "pods": [2]}],
+        "pinning": "preferred",
+    }
+    path = write_experiment(tmp_path / "swarm.yaml", spec, name="swarm")
+    completed = cxlab("run", str(path), cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    [entry] = json.loads((tmp_path / "out" / "swarm" / "result.json").read_text())["status"][
+        "trials"
+    ]
+    workers, master = entry["podResults"][:2], entry["podResults"][2]
+    assert [w["tasks"] for w in workers] == [30, 30] and master["tasks"] == 60
+    assert entry["result"]["locustWorkers"] == master["locustWorkers"] == 2
+    assert entry["result"]["tasksOk"] == sum(w["tasksOk"] for w in workers) == 60
+    assert [w["workersStarted"] for w in workers] == [3, 3]  # the master's 6 users, spread

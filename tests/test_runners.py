@@ -15,6 +15,9 @@ import pytest
 from cxlab_contract import runner_contract
 from helpers import program, run_runner, runner_argv, scrape
 
+from cxlab.barrier import is_ready, release
+from cxlab.results import parse_result
+
 PYTHON_MODELS = ["sequential", "threads", "processes", "gevent", "asyncio"]
 ALL_MODELS = [*PYTHON_MODELS, "goroutines"]
 
@@ -356,3 +359,40 @@ def test_sigterm_while_lingering_ends_the_linger_and_the_trial_succeeds(model: s
     assert time.monotonic() - started < 10  # not the 30 s linger
     assert process.returncode == runner_contract().exit_status["ok"], stderr
     assert result["tasksOk"] == 3
+
+
+@pytest.mark.parametrize("model", ["asyncio", "gevent", "processes", "goroutines"])
+def test_both_runners_wait_at_the_barrier_until_released(model: str, metrics_port: int) -> None:
+    argv = runner_argv(model, "--workload", "sleep", "--tasks", "5", "--rtt", "1ms",
+                       "--metrics-port", str(metrics_port), "--barrier-timeout", "20s",
+                       "--pod", "1")  # fmt: skip
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    address = f"127.0.0.1:{metrics_port}"
+    try:
+        deadline = time.monotonic() + 15
+        while not is_ready(address):
+            assert process.poll() is None and time.monotonic() < deadline, "never ready"
+            time.sleep(0.02)
+        time.sleep(0.3)
+        assert process.poll() is None  # it waits: no task may start before the release
+        assert scrape(metrics_port).count('cxlab_tasks_completed_total{outcome="ok"} 0') == 1
+        released = time.time()
+        assert release([address]) == []
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 0, stderr
+    result = parse_result(stdout)
+    assert result["podIndex"] == 1 and result["pods"] == 1 and result["startSkewSeconds"] is None
+    assert result["barrierWaitSeconds"] >= 0.3
+    assert result["startedAtUnixSeconds"] >= released - 0.01  # began when it was released
+
+
+@pytest.mark.parametrize("model", ["asyncio", "goroutines"])
+def test_a_runner_never_released_exits_3_without_a_result(model: str, metrics_port: int) -> None:
+    flags = ["--metrics-port", str(metrics_port), "--barrier-timeout", "300ms"]
+    argv = runner_argv(model, "--workload", "sleep", "--tasks", "5", "--rtt", "1ms", *flags)
+    completed = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert completed.returncode == runner_contract().exit_status["notReleased"] == 3
+    assert completed.stdout == ""
+    assert "not released from the start barrier within 300ms" in completed.stderr

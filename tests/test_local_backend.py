@@ -171,18 +171,23 @@ def test_plan_prints_runner_command_lines_that_run_as_pasted(tmp_path: Path) -> 
         assert result["tasksOk"] == 5 and result["trial"] in line
 
 
+def run_one_trial(tmp_path: Path, spec: dict[str, Any], name: str) -> dict[str, Any]:
+    """`cxlab run` of an experiment of one trial; that trial's status entry."""
+    path = write_experiment(tmp_path / f"{name}.yaml", spec, name=name)
+    completed = cxlab("run", str(path), cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    status = json.loads((tmp_path / "out" / name / "result.json").read_text())["status"]
+    [entry] = status["trials"]
+    return dict(entry)
+
+
 def test_a_trial_of_three_pods_runs_three_processes_released_together(tmp_path: Path) -> None:
     spec = {
         "workload": {"type": "sleep", "tasks": 30, "rtt": "50ms"},
         "models": [{"model": "asyncio", "workers": [5], "pods": [3]}],
         "pinning": "preferred",
     }
-    path = write_experiment(tmp_path / "three.yaml", spec, name="three")
-    completed = cxlab("run", str(path), cwd=tmp_path)
-    assert completed.returncode == 0, completed.stderr
-    [entry] = json.loads((tmp_path / "out" / "three" / "result.json").read_text())["status"][
-        "trials"
-    ]
+    entry = run_one_trial(tmp_path, spec, "three")
     assert entry["name"] == "000-asyncio-n3-w5-rtt50ms-r1" and entry["pods"] == 3
     pods, merged = entry["podResults"], entry["result"]
     assert [p["podIndex"] for p in pods] == [0, 1, 2] and [p["tasks"] for p in pods] == [10] * 3
@@ -209,12 +214,7 @@ def test_a_distributed_locust_trial_runs_a_master_and_its_workers(tmp_path: Path
         "models": [{"model": "locust", "workers": [3], "pods": [2]}],
         "pinning": "preferred",
     }
-    path = write_experiment(tmp_path / "swarm.yaml", spec, name="swarm")
-    completed = cxlab("run", str(path), cwd=tmp_path)
-    assert completed.returncode == 0, completed.stderr
-    [entry] = json.loads((tmp_path / "out" / "swarm" / "result.json").read_text())["status"][
-        "trials"
-    ]
+    entry = run_one_trial(tmp_path, spec, "swarm")
     workers, master = entry["podResults"][:2], entry["podResults"][2]
     assert [w["tasks"] for w in workers] == [30, 30] and master["tasks"] == 60
     assert entry["result"]["locustWorkers"] == master["locustWorkers"] == 2

@@ -14,7 +14,7 @@ from cxlab_contract import result_schema
 
 from cxlab.merge import merge_results, skew_seconds
 from cxlab_runner import histogram
-from cxlab_runner.result import percentile
+from cxlab_runner.result import latency_seconds, percentile
 
 MIB = 2**20
 VALIDATOR = jsonschema.Draft202012Validator(result_schema())
@@ -80,12 +80,7 @@ def pod_result(
         "taskContextSwitches": task_switches,
         "syscalls": syscalls,
         "throughputPerSecond": round(len(ordered) / wall, 3),
-        "latencySeconds": {
-            "p50": round(percentile(ordered, 0.50), 6),
-            "p90": round(percentile(ordered, 0.90), 6),
-            "p99": round(percentile(ordered, 0.99), 6),
-            "max": round(ordered[-1] if ordered else 0.0, 6),
-        },
+        "latencySeconds": latency_seconds(ordered),
         "latencyHistogram": histogram.build(ordered),
         "rssTimeline": {"intervalSeconds": interval, "rssBytes": timeline or [rss // 2, rss]},
         "cpus": list(cpus),

@@ -29,6 +29,16 @@ def percentile(ordered: list[float], fraction: float) -> float:
     return ordered[rank - 1]
 
 
+def latency_seconds(ordered: list[float]) -> dict[str, float]:
+    """The Result's latencySeconds: exact nearest-rank percentiles of sorted latencies."""
+    return {
+        "p50": round(percentile(ordered, 0.50), 6),
+        "p90": round(percentile(ordered, 0.90), 6),
+        "p99": round(percentile(ordered, 0.99), 6),
+        "max": round(ordered[-1] if ordered else 0.0, 6),
+    }
+
+
 def floor_seconds(workload: str, tasks: int, workers: int, rtt: float, hold: float) -> float | None:
     """ceil(tasks / workers) waves of one RTT (or hold) each; None for cpu, which has no
     physical floor. The planner's estimate uses this too."""
@@ -102,12 +112,7 @@ def build_result(
         "taskContextSwitches": {"voluntary": task.voluntary, "involuntary": task.involuntary},
         "syscalls": None,  # counted, if asked for, by the strace around this process (syscalls.py)
         "throughputPerSecond": round(ok / wall, 3) if wall else 0.0,
-        "latencySeconds": {
-            "p50": round(percentile(ordered, 0.50), 6),
-            "p90": round(percentile(ordered, 0.90), 6),
-            "p99": round(percentile(ordered, 0.99), 6),
-            "max": round(ordered[-1] if ordered else 0.0, 6),
-        },
+        "latencySeconds": latency_seconds(ordered),
         "latencyHistogram": histogram.build(ordered),
         "rssTimeline": {"intervalSeconds": sampler.interval, "rssBytes": list(sampler.timeline)},
         "cpus": sorted(os.sched_getaffinity(0)),

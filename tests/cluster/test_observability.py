@@ -135,6 +135,12 @@ def test_runner_series_are_stored_with_experiment_and_trial_labels(
     assert {s["metric"]["trial"]: float(s["value"][1]) for s in done} == dict.fromkeys(
         trials, float(WORKLOAD["tasks"])
     )
+    # Every series of a trial Pod carries its index among the trial's Pods (from the Pod's
+    # cxlab.dev/pod label), and the Pod's name stays in `pod` (cAdvisor's series join on it).
+    indexed = instant(
+        f'count by (pod_index) (last_over_time({{experiment="{name}",pod=~".+"}}[{window}]))', now
+    )
+    assert {s["metric"].get("pod_index") for s in indexed} == {"0"}, indexed
     # For the report: series per trial, and samples per second of one trial's gauge.
     per_trial = instant(
         f'count by (trial) (last_over_time({{experiment="{name}"}}[{window}]))', now

@@ -12,7 +12,7 @@ from cxlab.plan import Trial
 from cxlab.results import classify
 from cxlab.spec import parse_experiment
 from cxlab.stats import stats
-from cxlab.summary import TrialOutcome, find_knees, summarize
+from cxlab.summary import TrialOutcome, concurrency, find_knees, summarize, workers_text
 
 
 def result(
@@ -187,3 +187,19 @@ def test_one_run_shows_n_1_not_a_spread_of_zero() -> None:
     row = points_table(twice).splitlines()[2].split()
     # the median, no interval from two runs (it says how many), and their CV
     assert row[4:7] == ["1.100", "n=2", "12.9%"] and "n=1" not in points_table(twice)
+
+
+def test_knees_and_recommendations_count_pods_times_workers() -> None:
+    # 1 Pod x 20 workers and 3 Pods x 10 workers are as fast: 20 workers in all is the knee,
+    # not the 10 of each of three Pods
+    one = Trial(0, "asyncio", 20, None, 0.1, 1)
+    three = Trial(1, "asyncio", 10, None, 0.1, 1, pods=3)
+    merged = result(10, 1.0) | {"pods": 3, "workersStarted": 30}
+    summary = summarize([TrialOutcome(one, result(20, 1.0)), TrialOutcome(three, merged)], 0.1)
+    [knee] = summary["knees"]
+    assert (knee["pods"], knee["workers"]) == (1, 20)
+    points = {p["pods"]: p for p in summary["points"]}
+    assert points[3]["workers"] == 10 and concurrency(points[3]) == 30
+    assert workers_text(points[3]) == "3 Pods \u00d7 10 workers"  # 30 started: none missing
+    [pick] = summary["recommendations"]
+    assert pick["pods"] == 1 and "with 20 workers" in pick["text"]

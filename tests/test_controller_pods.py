@@ -161,3 +161,20 @@ def test_a_distributed_locust_master_listens_and_its_workers_reach_it() -> None:
     assert "readinessProbe" in master and "readinessProbe" not in worker
     assert worker["command"][worker["command"].index("--locust-master") + 1] == "10.0.0.7:5557"
     assert worker["command"][worker["command"].index("--tasks") + 1] == "5"
+
+
+def test_a_trial_of_several_pods_is_one_kueue_pod_group() -> None:
+    experiment = parse_experiment(
+        document(models=[{"model": "asyncio", "pods": [2]}], queueName="lab-queue")
+    )
+    [trial] = plan_trials(experiment.spec)
+    pods = [
+        build_trial_pod(
+            experiment="ex", namespace="lab", uid="u-1", spec=experiment.spec, trial=trial,
+            attempt=1, config=CONFIG, pod=index,
+        )["metadata"]
+        for index in (0, 1)
+    ]  # fmt: skip
+    groups = {m["labels"]["kueue.x-k8s.io/pod-group-name"] for m in pods}
+    assert groups == {"ex-t000-a1-p0"}  # one group per attempt, admitted together
+    assert {m["annotations"]["kueue.x-k8s.io/pod-group-total-count"] for m in pods} == {"2"}

@@ -125,3 +125,26 @@ def test_kueue_admits_the_trial_pods_and_cxlab_follows(lab: Lab, queue: str) -> 
     done = assert_ran_one_after_another(lab, [first, second], follows=_after_its_trial)
     assert status(done[1])["queuedSeconds"] > 0
     assert condition(done[1], "Queued")["reason"] == "Admitted"
+
+
+def test_a_trial_of_several_pods_is_admitted_as_one_kueue_pod_group(lab: Lab, queue: str) -> None:
+    spec = {
+        "workload": {"type": "sleep", "tasks": 20, "rtt": "20ms"},
+        "models": [{"model": "asyncio", "pods": [2]}],
+        "resources": {"cpu": 0.3, "memory": "128Mi"},
+        "pinning": "preferred",
+        "queueName": queue,
+    }
+    lab.apply("kgroup", spec)
+
+    def one_workload_of_two(_: dict[str, Any]) -> bool:
+        # one Workload for both Pods: Kueue admits the group, not each Pod on its own
+        return any(
+            sum(s["count"] for s in w["spec"]["podSets"]) == 2 for w in workloads(lab.namespace)
+        )
+
+    lab.wait("kgroup", one_workload_of_two, timeout=60)
+    done = lab.wait_finished("kgroup", timeout=120)
+    assert status(done)["phase"] == "Succeeded", status(done)
+    [entry] = status(done)["trials"]
+    assert entry["result"]["pods"] == 2 and entry["result"]["startSkewSeconds"] is not None

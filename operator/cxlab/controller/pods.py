@@ -20,6 +20,8 @@ LABEL_TRIAL = "cxlab.dev/trial"
 LABEL_ATTEMPT = "cxlab.dev/attempt"
 LABEL_POD = "cxlab.dev/pod"  # the index among a trial's Pods (Prometheus' pod_index)
 LABEL_KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+LABEL_KUEUE_POD_GROUP = "kueue.x-k8s.io/pod-group-name"
+ANNOTATION_KUEUE_GROUP_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 LABEL_COMPONENT = "app.kubernetes.io/component"
 COMPONENT_TRIAL = "trial"
 COMPONENT_TARGET = "delay-target"
@@ -175,8 +177,19 @@ def build_trial_pod(
         LABEL_POD: str(pod),
         "cxlab.dev/model": trial.model,
     }
+    annotations = {
+        # For Prometheus setups that discover Pods by annotation.
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": str(config.metrics_port),
+    }
     if spec.queue_name:  # Kueue's plain-Pod integration gates the Pod until it admits it
         pod_labels[LABEL_KUEUE_QUEUE] = spec.queue_name
+        if trial.pods > 1 and master is None:
+            # A Kueue Pod group: all of a trial's Pods admitted together, or none (apart,
+            # some would wait at the barrier for others Kueue holds back). Not a Locust
+            # trial's: its workers are created once its master runs.
+            pod_labels[LABEL_KUEUE_POD_GROUP] = trial_pod_name(experiment, trial, attempt, 0)
+            annotations[ANNOTATION_KUEUE_GROUP_COUNT] = str(trial.pods)
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -184,11 +197,7 @@ def build_trial_pod(
             "name": trial_pod_name(experiment, trial, attempt, pod),
             "namespace": namespace,
             "labels": pod_labels,
-            "annotations": {
-                # For Prometheus setups that discover Pods by annotation.
-                "prometheus.io/scrape": "true",
-                "prometheus.io/port": str(config.metrics_port),
-            },
+            "annotations": annotations,
             "ownerReferences": [owner_reference(experiment, uid)],
         },
         "spec": pod_spec,

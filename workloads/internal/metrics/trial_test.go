@@ -13,7 +13,7 @@ import (
 func newTestTrial(t *testing.T) (*prometheus.Registry, *Trial) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	tr, err := NewTrial(reg, Info{Experiment: "exp", Trial: "t1", Model: "goroutines", Workload: "sleep",
+	tr, err := NewTrial(reg, Info{Experiment: "exp", Trial: "t1", Pod: "3", Model: "goroutines", Workload: "sleep",
 		Workers: 4, GOMAXPROCS: "2", Runtime: "go1.26.0", Tasks: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ cxlab_trial_finished 0
 cxlab_trial_tasks 3
 # HELP cxlab_trial_info Labels describing the trial; always 1.
 # TYPE cxlab_trial_info gauge
-cxlab_trial_info{experiment="exp",gomaxprocs="2",model="goroutines",pod_index="",runtime="go1.26.0",trial="t1",workers="4",workload="sleep"} 1
+cxlab_trial_info{experiment="exp",gomaxprocs="2",model="goroutines",pod_index="3",runtime="go1.26.0",trial="t1",workers="4",workload="sleep"} 1
 # HELP cxlab_task_duration_seconds Duration of each successful task.
 # TYPE cxlab_task_duration_seconds histogram
 cxlab_task_duration_seconds_bucket{le="0.0005"} 1

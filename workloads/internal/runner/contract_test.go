@@ -26,13 +26,18 @@ type runnerContract struct {
 		Python []string `json:"python"`
 		Go     []string `json:"go"`
 	} `json:"models"`
-	Workloads      []string          `json:"workloads"`
-	Connections    []string          `json:"connections"`
-	URLSchemes     []string          `json:"targetUrlSchemes"`
-	ExitStatus     map[string]int    `json:"exitStatus"`
-	ResultMaxBytes int               `json:"resultMaxBytes"`
-	LatencyBuckets []float64         `json:"latencyBucketsSeconds"`
-	Metrics        map[string]string `json:"metrics"`
+	Workloads      []string       `json:"workloads"`
+	Connections    []string       `json:"connections"`
+	URLSchemes     []string       `json:"targetUrlSchemes"`
+	ExitStatus     map[string]int `json:"exitStatus"`
+	ResultMaxBytes int            `json:"resultMaxBytes"`
+	LatencyBuckets []float64      `json:"latencyBucketsSeconds"`
+	Histogram      struct {
+		InitialSchema int `json:"initialSchema"`
+		MinSchema     int `json:"minSchema"`
+		MaxBuckets    int `json:"maxBuckets"`
+	} `json:"latencyHistogram"`
+	Metrics map[string]string `json:"metrics"`
 }
 
 // readJSON decodes one of the contract's shared files (paths from this package).
@@ -78,6 +83,10 @@ func TestTheGoRunnerKeepsTheContract(t *testing.T) {
 	}
 	if !slices.Equal(c.LatencyBuckets, metrics.Buckets[:]) {
 		t.Errorf("buckets: contract %v, Go runner %v", c.LatencyBuckets, metrics.Buckets)
+	}
+	if h := c.Histogram; h.InitialSchema != initialSchema || h.MinSchema != minSchema || h.MaxBuckets != maxBuckets {
+		t.Errorf("latencyHistogram: contract %+v, Go runner schema %d down to %d, %d buckets",
+			h, initialSchema, minSchema, maxBuckets)
 	}
 }
 

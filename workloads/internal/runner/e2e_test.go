@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -20,6 +21,31 @@ import (
 
 	"cxlab.dev/workloads/internal/delay"
 )
+
+// runnerArgsEnv makes this test binary cxlab-runner-go itself (TestMain): a test that sends a
+// signal or needs the real exit status runs the runner as a process of its own.
+const runnerArgsEnv = "CXLAB_TEST_RUNNER_ARGS"
+
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(runnerArgsEnv); ok {
+		os.Exit(Main(strings.Fields(args), os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// startRunner starts the runner as a child process with args; Wait reports its exit.
+func startRunner(t *testing.T, args string) (cmd *exec.Cmd, stdout, stderr *bytes.Buffer) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), runnerArgsEnv+"="+args)
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, stdout, stderr
+}
 
 // trial runs Main in-process and returns the decoded Result and its bytes.
 func trial(t *testing.T, args ...string) (Result, []byte) {
@@ -36,6 +62,7 @@ func decode(t *testing.T, b []byte) Result {
 	if len(b) > MaxResultBytes || bytes.Count(b, []byte("\n")) != 1 || b[len(b)-1] != '\n' {
 		t.Fatalf("Result is not one line under %d bytes: %d bytes", MaxResultBytes, len(b))
 	}
+	validateResult(t, b)
 	var r Result
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

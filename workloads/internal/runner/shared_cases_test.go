@@ -87,7 +87,7 @@ func TestSharedHistogramCases(t *testing.T) {
 				got.Schema, got.ZeroCount, got.Offset, got.Counts, want.Schema, want.ZeroCount, want.Offset, want.Counts)
 		}
 		for _, pair := range [][2]float64{{got.Sum, want.Sum}, {got.Min, want.Min}, {got.Max, want.Max}} {
-			if math.Abs(pair[0]-pair[1]) > 1e-6 {
+			if math.Abs(pair[0]-pair[1]) > 1e-9 {
 				t.Errorf("%s: sum/min/max %v, want %v", c.Name, pair[0], pair[1])
 			}
 		}

@@ -4,6 +4,7 @@ tests/cluster)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +121,12 @@ def test_every_crd_is_structural_and_generated(path: Path) -> None:
     version = definition["spec"]["versions"][0]
     assert _structural_problems(version["schema"]["openAPIV3Schema"], "openAPIV3Schema") == []
     assert path.read_text() == render(definition), "run `make crd` and commit the result"
+
+
+def test_no_crd_string_reads_as_a_boolean_to_go_yaml() -> None:
+    """kubectl and Helm read YAML 1.1: a bare `n` or `on` is a boolean there, and the
+    apiserver refuses a CRD with `required: [false]`."""
+    bare = re.compile(r"^\s*(?:- |[\w.-]+: )(?:[yYnN]|yes|no|on|off|Yes|No|On|Off)\s*$")
+    for path in GENERATED:
+        found = [line for line in path.read_text().splitlines() if bare.match(line)]
+        assert not found, f"{path.name}: {found}"

@@ -96,7 +96,8 @@ def test_deployment_one_replica_recreate_restricted_no_resources() -> None:
     assert ports == {"health": 8080, "metrics": 8081}
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env["CXLAB_RUNNER_IMAGE"] == "cxlab.dev/runner:dev"
-    assert env["CXLAB_RUNNER_LINGER"] == "3s"
+    assert env["CXLAB_RUNNER_LINGER"] == "0s"  # no PodMonitor: nothing to linger for
+    assert env["CXLAB_RECONCILE_INTERVAL"] == "30s" and env["CXLAB_WORKERS"] == "4"
     assert not any(arg.startswith("--namespace") for arg in container["args"])
     # the selector must never catch trial Pods (app.kubernetes.io/name=cxlab, instance=<experiment>)
     assert spec["selector"]["matchLabels"]["app.kubernetes.io/component"] == "operator"
@@ -129,6 +130,9 @@ def test_monitors_only_when_enabled() -> None:
     assert pod_monitor["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"] == "trial"
     assert pod_monitor["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
     assert pod_monitor["spec"]["namespaceSelector"] == {"any": True}
+    # a runner lingers long enough for a 2 s scrape to see its final values
+    (container,) = only(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert {"name": "CXLAB_RUNNER_LINGER", "value": "5s"} in container["env"]
     service_monitor = only(docs, "ServiceMonitor")
     service = only(docs, "Service")
     assert service_monitor["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]

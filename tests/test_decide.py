@@ -12,7 +12,7 @@ from helpers import run_runner
 from test_spec import document
 
 from cxlab.controller.config import OperatorConfig
-from cxlab.controller.decide import decide
+from cxlab.controller.decide import decide, next_deadline
 from cxlab.controller.observe import PodView
 from cxlab.plan import plan_trials
 from cxlab.spec import ExperimentSpec, parse_experiment
@@ -293,3 +293,37 @@ def test_a_distributed_locust_trial_starts_its_master_then_its_workers() -> None
     assert decision.locust_masters == {trial.name: "10.244.0.7:5557"}
     running = [master, member(trial.name, 0), member(trial.name, 1)]
     assert run(s, running, attempts={trial.name: 1}).release == []  # its master starts them
+
+
+# When the clock alone would change a decision: the reconcile loop sleeps until then.
+
+
+def test_the_next_deadline_is_the_earliest_grace_or_barrier_of_a_starting_pod() -> None:
+    s = three_pods()
+    [trial] = plan_trials(s)
+    created = NOW - timedelta(seconds=10)
+    pulling = member(trial.name, 0, phase="Pending", ready=False, created=created,
+                     waiting_reason="ImagePullBackOff")  # fmt: skip
+    unplaced = member(trial.name, 1, phase="Pending", ready=False, created=created,
+                      unschedulable="0/1 nodes are available: 1 Insufficient cpu.")  # fmt: skip
+    ready = member(trial.name, 2, created=created)
+    config = OperatorConfig(unschedulable_grace_seconds=15, image_pull_grace_seconds=90,
+                            barrier_timeout="60s")  # fmt: skip
+    decision = run(s, [pulling, unplaced, ready], attempts={trial.name: 1})
+    deadline = next_deadline(decision, [pulling, unplaced, ready], config)
+    assert deadline == created + timedelta(seconds=15)  # the unschedulable grace comes first
+    pull_first = replace(config, image_pull_grace_seconds=5)
+    assert next_deadline(decision, [pulling, unplaced, ready], pull_first) == created + timedelta(
+        seconds=5
+    )
+    placed = [replace(unplaced, unschedulable=None), pulling, ready]
+    decision = run(s, placed, attempts={trial.name: 1})
+    assert next_deadline(decision, placed, config) == created + timedelta(seconds=60)  # barrier
+
+
+def test_running_or_waiting_for_nothing_has_no_deadline() -> None:
+    s = spec()
+    trials = plan_trials(s)
+    running = [pod(trials[0].name)]
+    assert next_deadline(run(s, running, attempts={trials[0].name: 1}), running, CONFIG) is None
+    assert next_deadline(run(s, []), [], CONFIG) is None  # creates a Pod: its events follow

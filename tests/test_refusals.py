@@ -308,11 +308,14 @@ class Apiserver:
         self.deleted: list[str] = []
         self.fail_writes = 0  # the next writes fail (the operator dies before them)
 
-    def write_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+    def write_status(
+        self, namespace: str, name: str, status: dict[str, Any], version: str | None = None
+    ) -> dict[str, Any]:
         if self.fail_writes:
             self.fail_writes -= 1
             raise RuntimeError("the operator died")
         self.statuses.append(copy.deepcopy(status))
+        return {"metadata": {"resourceVersion": str(len(self.statuses))}, "status": status}
 
     def create_pod(self, manifest: dict[str, Any]) -> bool:
         name = manifest["metadata"]["name"]

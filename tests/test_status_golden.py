@@ -53,8 +53,11 @@ class RecordingKube:
         self.pods: dict[str, dict[str, Any]] = {}
         self.statuses: list[dict[str, Any]] = []
 
-    def write_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+    def write_status(
+        self, namespace: str, name: str, status: dict[str, Any], version: str | None = None
+    ) -> dict[str, Any]:
         self.statuses.append(copy.deepcopy(status))
+        return {"metadata": {"resourceVersion": str(len(self.statuses))}, "status": status}
 
     def create_pod(self, manifest: dict[str, Any]) -> bool:
         self.pods[manifest["metadata"]["name"]] = copy.deepcopy(manifest)

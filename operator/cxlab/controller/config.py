@@ -14,8 +14,11 @@ class OperatorConfig:
     image_pull_policy: str = "IfNotPresent"
     metrics_port: int = 9100
     target_port: int = 8080
-    # The runner keeps serving metrics this long after its tasks, so a scrape sees the end.
-    linger: str = "3s"
+    # The runner keeps serving metrics this long after its tasks, so that a Prometheus scraping
+    # the runners sees their final values. Off by default: the operator reads the final values
+    # from the Result, and a lingering runner holds its trial's cores and delays the next
+    # trial by as long (the Helm chart sets it when its PodMonitor scrapes the runners).
+    linger: str = "0s"
     # Pods started per trial before a lost trial (evicted, deleted) counts as failed.
     max_attempts: int = 3
     # How long a trial may be unschedulable while nothing of its experiment runs.
@@ -29,7 +32,14 @@ class OperatorConfig:
     # to be ready at the start barrier before it fails (a Pod unschedulable, deleted, or
     # whose image does not come); its runners wait as long for the release.
     barrier_timeout: str = "120s"
-    reconcile_interval_seconds: float = 1.0
+    # An experiment is reconciled when one of its Pods or its spec changes, when a deadline it
+    # waits on falls due, and at least this often (a safety net: nothing relies on it).
+    reconcile_interval_seconds: float = 30.0
+    # Running trials' task counts are read (GET /metrics) and written to status.progress at
+    # most this often, and only once a trial has run this long: a status patch each time.
+    progress_interval_seconds: float = 10.0
+    # Reconcile passes that may run at once (threads); each experiment has one at a time.
+    workers: int = 4
     # The operator's own /metrics (0 = not served).
     operator_metrics_port: int = 8081
     scrape_timeout_seconds: float = 1.0
@@ -50,7 +60,9 @@ class OperatorConfig:
             unschedulable_grace_seconds=parse_duration(env.get("CXLAB_UNSCHEDULABLE_GRACE", "15s")),
             image_pull_grace_seconds=parse_duration(env.get("CXLAB_IMAGE_PULL_GRACE", "90s")),
             barrier_timeout=env.get("CXLAB_BARRIER_TIMEOUT", defaults.barrier_timeout),
-            reconcile_interval_seconds=parse_duration(env.get("CXLAB_RECONCILE_INTERVAL", "1s")),
+            reconcile_interval_seconds=parse_duration(env.get("CXLAB_RECONCILE_INTERVAL", "30s")),
+            progress_interval_seconds=parse_duration(env.get("CXLAB_PROGRESS_INTERVAL", "10s")),
+            workers=int(env.get("CXLAB_WORKERS", defaults.workers)),
             operator_metrics_port=int(
                 env.get("CXLAB_OPERATOR_METRICS_PORT", defaults.operator_metrics_port)
             ),

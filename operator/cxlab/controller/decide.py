@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from cxlab.controller.config import OperatorConfig
@@ -446,3 +446,29 @@ def pod_refused(
     _fail_the_rest(refused, trials, recorded, failure)
     refused.delete = list(dict.fromkeys([*refused.delete, *created]))
     return refused
+
+
+def next_deadline(
+    decision: Decision, pods: list[PodView], config: OperatorConfig
+) -> datetime | None:
+    """The earliest moment at which the same Pods would be decided differently by the clock
+    alone: an unplaced Pod's unschedulable grace, a stuck container's image pull grace, a
+    trial's start barrier timeout. None when nothing waits on time. Everything else that
+    changes a decision is a change of a Pod or of the experiment, which wakes a pass anyway."""
+    moments: list[datetime] = []
+    starting = [p for _, p in decision.running if p.phase == "Pending" and p.created]
+    starting += [p for p in pods if p.component == COMPONENT_TARGET and p.created and not p.ready]
+    for pod in starting:
+        assert pod.created is not None
+        if pod.unschedulable:
+            moments.append(pod.created + timedelta(seconds=config.unschedulable_grace_seconds))
+        if (pod.waiting_reason or "") in MAY_START:
+            moments.append(pod.created + timedelta(seconds=config.image_pull_grace_seconds))
+    by_trial: dict[str, tuple[Trial, list[PodView]]] = {}
+    for trial, pod in decision.running:
+        by_trial.setdefault(trial.name, (trial, []))[1].append(pod)
+    for trial, mine in by_trial.values():
+        created = [p.created for p in mine if p.created]
+        if trial.pods > 1 and created and not any(p.exit_code is not None for p in mine):
+            moments.append(min(created) + timedelta(seconds=parse_duration(config.barrier_timeout)))
+    return min(moments, default=None)

@@ -5,8 +5,14 @@ Run with `cxlab operator` (or `kopf run -m cxlab.controller.handlers --all-names
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import functools
 import logging
+import math
+from asyncio import FIRST_COMPLETED
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import kopf
@@ -17,13 +23,16 @@ from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.observe import PodView, now, view_pod
 from cxlab.controller.pods import COMPONENT_TRIAL, LABEL_EXPERIMENT
 from cxlab.controller.queue import Candidate, candidate_of, with_nodes
-from cxlab.controller.reconciler import Reconciler
+from cxlab.controller.reconciler import Pass, Reconciler
 from cxlab.controller.schedules import LABEL_SCHEDULE, ScheduleReconciler, view_run
+from cxlab.controller.wakes import Wakes
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 from cxlab.schedules.decide import RunView
 
 RECONCILE_ID = "reconcile"
 QUEUE = "all"
+# Schedules are few and fire on the minute: a timer is simpler than events for them.
+SCHEDULE_INTERVAL_SECONDS = 1.0
 CONFIG = OperatorConfig.from_environment()
 
 
@@ -35,35 +44,87 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix=GROUP, key="last-handled-configuration"
     )
-    # Reconnect watches every few minutes: a silently dropped connection then heals itself.
+    # Reconnect watches every few minutes: a silently dropped connection then heals itself,
+    # and the apiserver spreads the reconnects (server_timeout) rather than all at once.
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
-    settings.posting.level = logging.WARNING  # events come from the reconciler, not kopf's log
-    # A deleted experiment keeps its finalizer until the reconcile timer has exited; a sync
-    # timer caught mid-run (it may be the one applying the TTL) is re-checked only after
-    # this polling interval, 60 s by default. Our timer body takes milliseconds.
+    settings.watching.connect_timeout = 10
+    # Only cxlab's own Pods, filtered by the apiserver: on a shared cluster the operator would
+    # otherwise receive, parse and index every Pod's every change.
+    settings.watching.label_selectors["v1", "pods"] = LABEL_EXPERIMENT
+    # Events come from the reconciler (one per trial and per phase), not from kopf's log: at
+    # thousands of trials a handler-level event each would double the apiserver's writes.
+    settings.posting.level = logging.WARNING
+    # One pass per experiment at a time is kopf's own rule; CONFIG.workers bounds how many
+    # experiments' passes run at once (threads), so a burst of Pod events queues, not forks.
+    settings.execution.max_workers = CONFIG.workers
+    # A deleted experiment keeps its finalizer until its reconcile loop has exited; the loop
+    # exits at once when told (it waits on its stop flag), so no polling is needed.
     settings.background.instant_exit_timeout = 0.1
-    settings.background.cancellation_polling = CONFIG.reconcile_interval_seconds
     load_configuration()
     metrics = OperatorMetrics()
     if CONFIG.operator_metrics_port:
         metrics.serve(CONFIG.operator_metrics_port)
     memo.reconciler = Reconciler(Kube(), CONFIG, metrics)
     memo.schedules = ScheduleReconciler(memo.reconciler.kube, metrics, now)
+    memo.wakes = Wakes()
+    memo.passes = ThreadPoolExecutor(CONFIG.workers, thread_name_prefix="reconcile")
 
 
+@kopf.on.cleanup()
+def shut_down(memo: kopf.Memo, **_: Any) -> None:
+    passes = memo.get("passes")
+    if passes is not None:
+        passes.shutdown(wait=True, cancel_futures=True)
+
+
+# Indexers are async: kopf runs a sync one in a worker thread, a hop per Pod event.
 @kopf.index("pods", labels={LABEL_EXPERIMENT: kopf.PRESENT})
-def experiment_pods(
+async def experiment_pods(
     namespace: str | None, labels: Mapping[str, str], body: kopf.Body, **_: Any
 ) -> dict[tuple[str, str], PodView]:
     return {(namespace or "", labels[LABEL_EXPERIMENT]): view_pod(body)}
 
 
+@kopf.on.event("pods", labels={LABEL_EXPERIMENT: kopf.PRESENT})
+async def pod_changed(
+    namespace: str | None,
+    name: str,
+    labels: Mapping[str, str],
+    body: kopf.Body,
+    type: str | None,
+    memo: Any,
+    **kwargs: Any,
+) -> None:
+    """Wake the Pod's experiment when what it decides from changed (kopf has updated the
+    index first); when a trial Pod ended or went, also every experiment waiting for room."""
+    key = (namespace or "", labels[LABEL_EXPERIMENT])
+    view = None if type == "DELETED" else view_pod(body)
+    if not memo.wakes.pod_changed(key, namespace or "", view, name):
+        return
+    if view is None or view.phase in ("Succeeded", "Failed") or view.deleting:
+        for candidate in kwargs["experiment_queue"].get(QUEUE, []):
+            if not candidate.admitted:
+                memo.wakes.wake((candidate.namespace, candidate.name))
+
+
 @kopf.index(GROUP, VERSION, PLURAL)
-def experiment_queue(body: kopf.Body, **_: Any) -> dict[str, Candidate]:
+async def experiment_queue(body: kopf.Body, **_: Any) -> dict[str, Candidate]:
     """Every unfinished experiment, as the queue for capacity sees it (one key: all)."""
     candidate = candidate_of(dict(body), now())
     return {QUEUE: candidate} if candidate else {}
+
+
+@kopf.on.event(GROUP, VERSION, PLURAL)
+async def experiment_changed(
+    namespace: str | None, name: str, body: kopf.Body, type: str | None, memo: Any, **_: Any
+) -> None:
+    """Wake the experiment's loop, unless this is its own status write coming back."""
+    key = (namespace or "", name)
+    if type == "DELETED":
+        memo.wakes.forget(key)
+        return
+    memo.wakes.experiment_seen(key, body["metadata"]["resourceVersion"])
 
 
 def _queue(kwargs: Mapping[str, Any]) -> list[Candidate]:
@@ -80,21 +141,60 @@ def _queue(kwargs: Mapping[str, Any]) -> list[Candidate]:
     return found
 
 
-@kopf.timer(GROUP, VERSION, PLURAL, id=RECONCILE_ID, interval=CONFIG.reconcile_interval_seconds)
-def reconcile(
+@kopf.daemon(GROUP, VERSION, PLURAL, id=RECONCILE_ID, cancellation_timeout=30)
+async def reconcile(
     body: kopf.Body,
     namespace: str | None,
     name: str,
     memo: Any,
+    stopped: kopf.DaemonStopped,
     **kwargs: Any,
 ) -> None:
+    """The experiment's reconcile loop: a pass whenever it is woken (cxlab.controller.wakes),
+    when the pass's own deadline falls due, and at least every reconcile interval. The pass
+    runs in a worker thread; the loop only waits. Errors are retried with a backoff."""
+    key = (namespace or "", name)
+    wakes: Wakes = memo.wakes
+    wake = wakes.event(key)
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.ensure_future(_stopped(stopped))
+    failures = 0
+
     def event(kind: str, reason: str, message: str) -> None:
         kopf.event(body, type=kind, reason=reason, message=message)
 
-    index: kopf.Index[tuple[str, str], PodView] = kwargs["experiment_pods"]  # by its name
-    pods = list(index.get((namespace or "", name), []))
-    waiting = (body.get("status") or {}).get("phase") in (None, "Pending")
-    memo.reconciler.reconcile(dict(body), pods, event, _queue(kwargs) if waiting else ())
+    try:
+        while not stopped:
+            wake.clear()  # a change from here on brings another pass after this one
+            current = wakes.current(key, dict(body))
+            index: kopf.Index[tuple[str, str], PodView] = kwargs["experiment_pods"]
+            pods = list(index.get(key, []))
+            waiting = (current.get("status") or {}).get("phase") in (None, "Pending")
+            queue = _queue(kwargs) if waiting else []
+            run = functools.partial(memo.reconciler.reconcile, current, pods, event, queue)
+            try:
+                # kopf.event needs the handler's context (its event queue) in the thread
+                done: Pass = await loop.run_in_executor(
+                    memo.passes, contextvars.copy_context().run, run
+                )
+            except Exception:
+                failures += 1
+                logging.getLogger(__name__).exception("%s/%s: reconcile failed", *key)
+                await asyncio.wait({stopping}, timeout=min(2.0**failures, 60.0))
+                continue
+            failures = 0
+            if done.written is not None:
+                wakes.wrote(key, done.written)
+            timeout = min(done.recheck_seconds or math.inf, CONFIG.reconcile_interval_seconds)
+            woken = asyncio.ensure_future(wake.wait())
+            await asyncio.wait({woken, stopping}, timeout=timeout, return_when=FIRST_COMPLETED)
+            woken.cancel()
+    finally:
+        stopping.cancel()
+
+
+async def _stopped(stopped: kopf.DaemonStopped) -> None:
+    await stopped.wait()
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)
@@ -105,16 +205,14 @@ def stop(namespace: str | None, name: str, memo: Any, **_: Any) -> None:
 
 
 @kopf.index(GROUP, VERSION, PLURAL, labels={LABEL_SCHEDULE: kopf.PRESENT})
-def schedule_runs(
+async def schedule_runs(
     namespace: str | None, labels: Mapping[str, str], body: kopf.Body, **_: Any
 ) -> dict[tuple[str, str], RunView]:
     """Every run by its schedule: a pass needs no list call to find them."""
     return {(namespace or "", labels[LABEL_SCHEDULE]): view_run(body)}
 
 
-@kopf.timer(
-    GROUP, VERSION, SCHEDULE_PLURAL, id="schedule", interval=CONFIG.reconcile_interval_seconds
-)
+@kopf.timer(GROUP, VERSION, SCHEDULE_PLURAL, id="schedule", interval=SCHEDULE_INTERVAL_SECONDS)
 def schedule(body: kopf.Body, namespace: str | None, name: str, memo: Any, **kwargs: Any) -> None:
     def event(kind: str, reason: str, message: str) -> None:
         kopf.event(body, type=kind, reason=reason, message=message)

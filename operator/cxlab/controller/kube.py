@@ -32,6 +32,10 @@ class PodRefused(Exception):
         self.pod, self.code, self.reason, self.message = pod, code, reason, message
 
 
+class StaleStatus(Exception):
+    """The experiment changed since the version a pass read: its status was not written."""
+
+
 def status_reason(error: ApiException) -> tuple[str, str]:
     """(reason, message) of the apiserver's Status body, not the exception's repr."""
     reason, message = str(error.reason or ""), str(error.body or "")
@@ -68,19 +72,33 @@ class Kube:
         self.core = kubernetes.client.CoreV1Api()
         self.custom = kubernetes.client.CustomObjectsApi()
 
-    def write_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        """Replace the whole status. A JSON Patch, not a merge patch: in a merge patch a null
-        deletes its key, and a Result's nulls (gomaxprocs of a Python model) must stay."""
-        patch = [{"op": "add", "path": "/status", "value": checked(status)}]
-        self.custom.patch_namespaced_custom_object_status(
-            GROUP,
-            VERSION,
-            namespace,
-            PLURAL,
-            name,
-            patch,
-            _content_type="application/json-patch+json",
-        )
+    def write_status(
+        self, namespace: str, name: str, status: dict[str, Any], version: str | None = None
+    ) -> dict[str, Any]:
+        """Replace the whole status, only if the object is still at resourceVersion `version`
+        (StaleStatus otherwise: the pass decided from an old status and must not overwrite a
+        newer one). Returns the object as written. A JSON Patch, not a merge patch: in a merge
+        patch a null deletes its key, and a Result's nulls (gomaxprocs of a Python model) must
+        stay."""
+        patch: list[dict[str, Any]] = [{"op": "add", "path": "/status", "value": checked(status)}]
+        if version is not None:  # the apiserver answers 409 Conflict if it has moved on
+            precondition = {"op": "replace", "path": "/metadata/resourceVersion", "value": version}
+            patch.insert(0, precondition)
+        try:
+            written: Any = self.custom.patch_namespaced_custom_object_status(
+                GROUP,
+                VERSION,
+                namespace,
+                PLURAL,
+                name,
+                patch,
+                _content_type="application/json-patch+json",
+            )
+        except ApiException as error:
+            if error.status == 409:
+                raise StaleStatus(f"{namespace}/{name} changed since version {version}") from error
+            raise
+        return dict(written)
 
     def create_pod(self, manifest: dict[str, Any]) -> bool:
         """False when the Pod exists already (a retried create after a restart); PodRefused

@@ -1,5 +1,7 @@
 """One reconcile pass over one experiment: read state (status + indexed Pods), decide,
-write status, then act on Pods — in that order, so a crash at any point loses nothing."""
+write status, then act on Pods — in that order, so a crash at any point loses nothing.
+A pass says when it wants the next one if nothing changes before (Pass.recheck_seconds):
+the operator runs passes on changes (cxlab.controller.wakes), not on a clock."""
 
 from __future__ import annotations
 
@@ -16,8 +18,14 @@ from pydantic import ValidationError
 from cxlab.barrier import release
 from cxlab.controller.capacity import NodeView, Request, never_fits, view_node
 from cxlab.controller.config import OperatorConfig
-from cxlab.controller.decide import Decision, decide, fail_experiment, pod_refused
-from cxlab.controller.kube import Kube, PodRefused
+from cxlab.controller.decide import (
+    Decision,
+    decide,
+    fail_experiment,
+    next_deadline,
+    pod_refused,
+)
+from cxlab.controller.kube import Kube, PodRefused, StaleStatus
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.observe import PodView, now, view_pod
 from cxlab.controller.pods import (
@@ -44,8 +52,6 @@ from cxlab.status import (
 from cxlab_runner.durations import parse_duration
 
 FINISHED = ("Succeeded", "Failed")
-# Live task counts of running trials are written at most this often (each is a patch).
-PROGRESS_PATCH_SECONDS = 2.0
 # Nodes are listed at most this often (capacity changes slowly; every waiting experiment
 # asks on every pass).
 NODES_CACHE_SECONDS = 2.0
@@ -63,7 +69,19 @@ class Memory:
 
     scraped: set[str] = field(default_factory=set)
     last_progress_patch: float = 0.0
+    next_scrape: float = 0.0  # time.monotonic() from which running trials are read again
+    tasks_done: dict[str, int] = field(default_factory=dict)  # running trials, last read
     released: set[tuple[str, int]] = field(default_factory=set)  # (trial, attempt)
+
+
+@dataclass
+class Pass:
+    """What one pass did, for the loop that runs them."""
+
+    # Look again after this long even if nothing changes (None: no deadline of its own).
+    recheck_seconds: float | None = None
+    # The object as the pass's status write returned it (None: nothing written).
+    written: dict[str, Any] | None = None
 
 
 def _load_spec(body: Body) -> tuple[ExperimentSpec, bool]:
@@ -95,12 +113,21 @@ class Reconciler:
         indexed: Iterable[PodView],
         event: EventSink,
         queue: Iterable[Candidate] = (),
-    ) -> None:
+    ) -> Pass:
         """One pass; `queue` is every unfinished experiment the operator watches (the queue
-        for capacity), with the nodes its trial Pods run on."""
+        for capacity), with the nodes its trial Pods run on. A pass that decided from a stale
+        status (another write came first) writes nothing and acts on nothing; it is run
+        again at once on the object read afresh."""
         started = time.monotonic()
+        pods, waiting = list(indexed), list(queue)
         try:
-            self._reconcile(body, indexed, event, list(queue))
+            try:
+                return self._reconcile(body, pods, event, waiting)
+            except StaleStatus as stale:
+                logging.getLogger(__name__).info("%s: reading it again", stale)
+                metadata = body["metadata"]
+                fresh = self.kube.get_experiment(metadata["namespace"], metadata["name"])
+                return self._reconcile(fresh, pods, event, waiting) if fresh else Pass()
         except Exception:
             self.metrics.reconcile_errors.inc()
             raise
@@ -109,21 +136,20 @@ class Reconciler:
 
     def _reconcile(
         self, body: Body, indexed: Iterable[PodView], event: EventSink, queue: list[Candidate]
-    ) -> None:
+    ) -> Pass:
         metadata, status = body["metadata"], body.get("status") or {}
         namespace, name = metadata["namespace"], metadata["name"]
         memory = self.memory.setdefault((namespace, name), Memory())
         moment = self.clock()
         pods = list(indexed)
+        outcome = Pass()
         if status.get("phase") in FINISHED:
             self.metrics.phases[(namespace, name)] = status["phase"]
-            self._after_finish(body, pods, moment)
-            return
+            return Pass(self._after_finish(body, pods, moment))
         try:
             spec, spec_changed = _load_spec(body)
         except (SpecError, ValidationError, ValueError) as error:
-            self._reject(body, str(error), event, moment)
-            return
+            return Pass(written=self._reject(body, str(error), event, moment))
         trials = plan_trials(spec)
         recorded = {e["name"]: e for e in status.get("trials") or []}
         attempts: dict[str, int] = dict(status.get("attempts") or {})
@@ -172,13 +198,14 @@ class Reconciler:
             )
             self.metrics.phases[(namespace, name)] = new_status["phase"]
             if self._worth_patching(old, new_status, memory):
-                self.kube.write_status(namespace, name, new_status)
+                version = (outcome.written or body)["metadata"].get("resourceVersion")
+                outcome.written = self.kube.write_status(namespace, name, new_status, version)
                 self.metrics.status_writes.inc()
             for entry in fresh:
                 self.metrics.trials_finished.labels(entry["phase"].lower()).inc()
             return new_status
 
-        running = self._progress(decision, spec, memory, moment)
+        running = self._progress(name, decision, spec, memory, moment)
         new_status = record(decision, decision.finished, running, status)
         # Only now, with results and attempts safely in status, touch the Pods: the delay
         # target first (this pass counted it not ready), then the trials.
@@ -240,6 +267,39 @@ class Reconciler:
             self.metrics.queue_wait.observe(waited)
         if new_status["phase"] in FINISHED and target is not None:
             self.kube.delete_pod(namespace, target_pod_name(name))
+        outcome.recheck_seconds = self._recheck(
+            decision, pods, spec, memory, moment, waiting=place is not None, body=body
+        )
+        return outcome
+
+    def _recheck(
+        self,
+        decision: Decision,
+        pods: list[PodView],
+        spec: ExperimentSpec,
+        memory: Memory,
+        moment: datetime,
+        *,
+        waiting: bool,
+        body: Body,
+    ) -> float | None:
+        """Seconds until the clock alone could change this experiment's next decision: a
+        grace or barrier deadline of a starting Pod, the next read of running trials' task
+        counts, the end of its queue timeout. None: only a change can."""
+        due: list[float] = []
+        if (deadline := next_deadline(decision, pods, self.config)) is not None:
+            due.append((deadline - moment).total_seconds())
+        created = [p.created for _, p in decision.running if p.created and p.phase == "Running"]
+        if created:  # the first read of a trial once it has run an interval, then every one
+            eligible = min(created) + timedelta(seconds=self.config.progress_interval_seconds)
+            due.append(
+                max((eligible - moment).total_seconds(), memory.next_scrape - time.monotonic())
+            )
+        if waiting and spec.queue_timeout:
+            waited = (moment - candidate_created(body, moment)).total_seconds()
+            due.append(parse_duration(spec.queue_timeout) - waited)
+        future = [d for d in due if d > 0]
+        return min(future) + 0.05 if future else None
 
     def _release(self, decision: Decision, memory: Memory) -> None:
         """Release each trial whose Pods all wait at the start barrier: one POST /start to
@@ -366,10 +426,17 @@ class Reconciler:
         return found
 
     def _progress(
-        self, decision: Decision, spec: ExperimentSpec, memory: Memory, moment: datetime
+        self,
+        experiment: str,
+        decision: Decision,
+        spec: ExperimentSpec,
+        memory: Memory,
+        moment: datetime,
     ) -> list[dict[str, Any]]:
         """One entry per running trial: its tasks done summed over its Pods (None until every
-        Pod answers), from its first Pod's creation."""
+        Pod answers), from its first Pod's creation. Read once the trial has run a progress
+        interval, then at most every interval: a trial shorter than that is never read (its
+        Result has the final counts), and a pass a Pod event brings reads nothing."""
         by_trial: dict[str, list[PodView]] = {}
         masters: set[str] = set()  # a distributed Locust master counts only at its end
         for trial, pod in decision.running:
@@ -377,17 +444,28 @@ class Reconciler:
             if pod.pod >= trial.pods:
                 masters.add(pod.name)
         running = []
+        interval = self.config.progress_interval_seconds
+        read = time.monotonic() >= memory.next_scrape
         for trial_name, pods in by_trial.items():
-            counts = [self._tasks_done(pod) for pod in pods if pod.name not in masters]
-            done = None if not counts or None in counts else sum(c or 0 for c in counts)
-            if done is not None:
-                memory.scraped.add(trial_name)
             first = min(pods, key=lambda p: p.pod)  # named in the entry; the earliest created:
             created = [p.created for p in pods if p.created]
             elapsed = (moment - min(created)).total_seconds() if created else None
+            if read and elapsed is not None and elapsed >= interval:
+                memory.next_scrape = time.monotonic() + interval
+                counts = [self._tasks_done(pod) for pod in pods if pod.name not in masters]
+                if counts and None not in counts:
+                    memory.tasks_done[trial_name] = sum(c or 0 for c in counts)
+                    memory.scraped.add(trial_name)
+            done = memory.tasks_done.get(trial_name)
             running.append(
                 running_entry(trial_name, first.name, spec.workload.tasks, done, elapsed)
             )
+        # Trials whose first Pods this pass creates are running as of this write: the pass
+        # the new Pod's event brings then has nothing to add (one status patch per trial).
+        for trial, attempt, index in decision.create:
+            if trial.name not in by_trial and index == min(pod_indexes(trial)):
+                pod_name = trial_pod_name(experiment, trial, attempt, index)
+                running.append(running_entry(trial.name, pod_name, spec.workload.tasks, None, 0.0))
         return running
 
     def _tasks_done(self, pod: PodView) -> int | None:
@@ -424,7 +502,7 @@ class Reconciler:
             return True
         if (old.get("progress") or {}).get("running") == new["progress"]["running"]:
             return False
-        if time.monotonic() - memory.last_progress_patch >= PROGRESS_PATCH_SECONDS:
+        if time.monotonic() - memory.last_progress_patch >= self.config.progress_interval_seconds:
             memory.last_progress_patch = time.monotonic()
             return True
         return False
@@ -457,18 +535,22 @@ class Reconciler:
                     f"{failed} of {new['progress']['trialsTotal']} trials failed",
                 )
 
-    def _reject(self, body: Body, message: str, event: EventSink, moment: datetime) -> None:
+    def _reject(self, body: Body, message: str, event: EventSink, moment: datetime) -> Body:
         metadata = body["metadata"]
         status = rejected_status(
             body.get("status") or {}, message, generation=metadata.get("generation", 1), now=moment
         )
-        self.kube.write_status(metadata["namespace"], metadata["name"], status)
+        written = self.kube.write_status(
+            metadata["namespace"], metadata["name"], status, metadata.get("resourceVersion")
+        )
         self.metrics.status_writes.inc()
         self.metrics.phases[(metadata["namespace"], metadata["name"])] = "Failed"
         event("Warning", "InvalidSpec", message[:1000])
+        return written
 
-    def _after_finish(self, body: Body, pods: list[PodView], moment: datetime) -> None:
-        """Tidy leftovers (a restart between recording and deleting) and apply the TTL."""
+    def _after_finish(self, body: Body, pods: list[PodView], moment: datetime) -> float | None:
+        """Tidy leftovers (a restart between recording and deleting) and apply the TTL;
+        returns the seconds left until the TTL falls due."""
         metadata, status = body["metadata"], body.get("status") or {}
         spec = body.get("spec") or {}
         keep_failed = bool(spec.get("keepPodsOnFailure"))
@@ -477,11 +559,14 @@ class Reconciler:
             if pod.deleting or (keep_failed and pod.trial in failed):
                 continue
             self.kube.delete_pod(metadata["namespace"], pod.name)
+        self.memory.pop((metadata["namespace"], metadata["name"]), None)
         ttl = spec.get("ttlSecondsAfterFinished")
         finished = status.get("completionTime")
-        if ttl is not None and finished:
-            ends = datetime.fromisoformat(finished.replace("Z", "+00:00")) + timedelta(seconds=ttl)
-            if moment >= ends:
-                logging.getLogger(__name__).info("deleting %s: TTL after finish", metadata["name"])
-                self.kube.delete_experiment(metadata["namespace"], metadata["name"])
-        self.memory.pop((metadata["namespace"], metadata["name"]), None)
+        if ttl is None or not finished:
+            return None
+        ends = datetime.fromisoformat(finished.replace("Z", "+00:00")) + timedelta(seconds=ttl)
+        if moment < ends:
+            return (ends - moment).total_seconds() + 0.05
+        logging.getLogger(__name__).info("deleting %s: TTL after finish", metadata["name"])
+        self.kube.delete_experiment(metadata["namespace"], metadata["name"])
+        return None

@@ -1,0 +1,91 @@
+"""One reconcile pass as the event-driven loop runs it: it never writes over a newer status,
+and it says when the clock alone needs the next pass."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from helpers import NODE
+from test_decide import pod
+from test_refusals import experiment
+
+from cxlab.controller.config import OperatorConfig
+from cxlab.controller.kube import StaleStatus
+from cxlab.controller.metrics import OperatorMetrics
+from cxlab.controller.reconciler import Reconciler
+from cxlab.plan import plan_trials
+from cxlab.spec import parse_experiment
+
+NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+
+
+class Apiserver:
+    """Status writes with a resourceVersion precondition, as the apiserver checks it."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+        self.writes: list[str | None] = []  # the version each write was made against
+        self.created: list[str] = []
+
+    def write_status(
+        self, namespace: str, name: str, status: dict[str, Any], version: str | None = None
+    ) -> dict[str, Any]:
+        self.writes.append(version)
+        if version != self.body["metadata"]["resourceVersion"]:
+            raise StaleStatus(f"{name} changed since version {version}")
+        self.body = copy.deepcopy(self.body) | {"status": copy.deepcopy(status)}
+        self.body["metadata"]["resourceVersion"] = str(int(version or 0) + 1)
+        return self.body
+
+    def get_experiment(self, namespace: str, name: str) -> dict[str, Any]:
+        return copy.deepcopy(self.body)
+
+    def create_pod(self, manifest: dict[str, Any]) -> bool:
+        self.created.append(manifest["metadata"]["name"])
+        return True
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        pass
+
+    def list_nodes(self) -> list[dict[str, Any]]:
+        return [NODE]
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return None
+
+
+def reconciler(kube: Apiserver, **config: Any) -> Reconciler:
+    return Reconciler(kube, OperatorConfig(**config), OperatorMetrics(), clock=lambda: NOW)  # type: ignore[arg-type]
+
+
+def test_a_pass_from_a_stale_status_writes_nothing_and_runs_again_on_the_fresh_object() -> None:
+    body = experiment() | {"status": {}}
+    body["metadata"]["resourceVersion"] = "5"
+    kube = Apiserver(copy.deepcopy(body))
+    stale = copy.deepcopy(body)
+    stale["metadata"]["resourceVersion"] = "4"  # the watch has not delivered version 5 yet
+    done = reconciler(kube).reconcile(stale, [], lambda *_: None)
+    assert kube.writes == ["4", "5"]  # refused, then made against the object read again
+    assert len(kube.created) == 1  # the Pods of the pass that wrote, not of the stale one
+    assert done.written is not None and done.written["metadata"]["resourceVersion"] == "6"
+
+
+def test_a_pass_asks_to_look_again_when_a_starting_pods_grace_or_a_progress_read_is_due() -> None:
+    body = experiment()
+    body["metadata"]["resourceVersion"] = "1"
+    trials = plan_trials(parse_experiment(body).spec)
+    first = trials[0].name
+    body["status"] = {"phase": "Running", "attempts": {first: 1}}
+    kube = Apiserver(copy.deepcopy(body))
+    config = {"unschedulable_grace_seconds": 15, "progress_interval_seconds": 10}
+    created = NOW - timedelta(seconds=3)
+    unplaced = pod(first, phase="Pending", created=created, ready=False, ip=None, node=None,
+                   unschedulable="0/1 nodes are available: 1 Insufficient cpu.")  # fmt: skip
+    done = reconciler(kube, **config).reconcile(copy.deepcopy(body), [unplaced], lambda *_: None)
+    assert done.recheck_seconds is not None and 11.9 < done.recheck_seconds < 12.2  # 15 - 3
+    running = replace(unplaced, phase="Running", unschedulable=None, ready=True, ip="10.0.0.9")
+    done = reconciler(kube, **config).reconcile(copy.deepcopy(body), [running], lambda *_: None)
+    assert done.recheck_seconds is not None and 6.9 < done.recheck_seconds < 7.2  # 10 - 3

@@ -77,10 +77,9 @@ def test_the_schema_refuses_bad_values() -> None:
     assert run.returncode != 0 and "maxAttempts" in run.stderr
 
 
-def test_deployment_one_replica_recreate_restricted_no_resources() -> None:
+def test_deployment_restricted_no_resources() -> None:
     deployment = only(render(), "Deployment")
     spec = deployment["spec"]
-    assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
     pod = spec["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
@@ -94,7 +93,7 @@ def test_deployment_one_replica_recreate_restricted_no_resources() -> None:
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports == {"health": 8080, "metrics": 8081}
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["CXLAB_RUNNER_IMAGE"] == "cxlab.dev/runner:dev"
     assert env["CXLAB_RUNNER_LINGER"] == "0s"  # no PodMonitor: nothing to linger for
     assert env["CXLAB_RECONCILE_INTERVAL"] == "30s" and env["CXLAB_WORKERS"] == "4"
@@ -115,7 +114,7 @@ def test_values_reach_the_operator() -> None:
         "Deployment",
     )
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["CXLAB_RUNNER_IMAGE"] == "registry.example.com/runner:1.2"
     assert env["CXLAB_RUNNER_LINGER"] == "5s"
     assert container["image"] == "cxlab.dev/operator:abc"
@@ -149,7 +148,7 @@ def test_cluster_wide_rbac_is_the_rbac_of_manifests() -> None:
     (canonical,) = (d for d in yaml.safe_load_all(RBAC.read_text()) if d["kind"] == "ClusterRole")
     cluster_role = only(docs, "ClusterRole")
     assert cluster_role["rules"] == canonical["rules"], "charts/cxlab and manifests/rbac differ"
-    assert not of_kind(docs, "Role")
+    assert [r["metadata"]["name"] for r in of_kind(docs, "Role")] == ["cx-cxlab-leader-election"]
     binding = only(docs, "ClusterRoleBinding")
     account = only(docs, "ServiceAccount")
     assert binding["subjects"] == [
@@ -161,9 +160,11 @@ def test_namespaced_rbac_grants_the_same_only_in_the_listed_namespaces() -> None
     docs = render("watchNamespaces={team-a,team-b}")
     (canonical,) = (d for d in yaml.safe_load_all(RBAC.read_text()) if d["kind"] == "ClusterRole")
     cluster_role = only(docs, "ClusterRole")
-    roles = of_kind(docs, "Role")
+    roles = [r for r in of_kind(docs, "Role") if not r["metadata"]["name"].endswith("election")]
     assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
-    assert sorted(b["metadata"]["namespace"] for b in of_kind(docs, "RoleBinding")) == [
+    bindings = of_kind(docs, "RoleBinding")
+    assert sorted(b["metadata"]["namespace"] for b in bindings) == [
+        "cxlab-system",  # the Lease's
         "team-a",
         "team-b",
     ]
@@ -361,3 +362,28 @@ def test_image_policy_needs_kubernetes_1_30() -> None:
     assert run.returncode != 0 and "imagePolicy.enabled=false" in run.stderr
     older = ["--kube-version", "1.29.4", "--set", "imagePolicy.enabled=false"]
     helm("template", "cx", str(CHART), *older)
+
+
+def test_two_replicas_take_turns_through_a_lease_one_runs_without() -> None:
+    docs = render()
+    deployment = only(docs, "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["strategy"]["type"] == "RollingUpdate"  # the new one stands by
+    assert "--leader-elect" in container["args"]
+    assert "--lease-duration=15" in container["args"]
+    namespace = next(e for e in container["env"] if e["name"] == "POD_NAMESPACE")
+    assert namespace["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    role = next(
+        r for r in of_kind(docs, "Role") if r["metadata"]["name"].endswith("leader-election")
+    )
+    assert role["metadata"]["namespace"] == "cxlab-system"
+    assert role["rules"] == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                              "verbs": ["get", "create", "update"]}]  # fmt: skip
+    spread = deployment["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    assert spread["preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"] == 100
+    single = render("replicas=1")
+    deployment = only(single, "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert deployment["spec"]["strategy"]["type"] == "Recreate"  # never two at once
+    assert "--leader-elect" not in container["args"] and not of_kind(single, "Role")

@@ -72,7 +72,8 @@ def test_the_next_trial_starts_when_one_ends(result_text: str) -> None:
     assert entry["result"]["tasksOk"] == 5 and entry["attempts"] == 1 and entry["node"] == "node-1"
     assert decision.create == [(second, 1, 0)]
     assert first.name not in decision.attempts
-    assert decision.delete == []  # the Pod goes only once its Result is in status: next pass
+    # its Pod goes in this pass, after the status that records its Result is written
+    assert decision.delete == [f"x-{first.name}-a1"]
     recorded = {first.name: entry}
     assert run(s, [done], recorded=recorded).delete == [done.name]
 
@@ -176,6 +177,8 @@ def test_failed_pods_are_kept_when_asked() -> None:
     failed = pod(first.name, phase="Failed", exit_code=1)
     recorded = {first.name: {"name": first.name, "phase": "Failed"}}
     assert run(s, [failed], recorded=recorded).delete == []
+    assert run(s, [failed], attempts={first.name: 1}).delete == []  # the pass recording it
+    assert run(spec(), [failed], attempts={first.name: 1}).delete == [failed.name]
 
 
 # A trial of several Pods: one attempt of all of them, released together at the barrier.

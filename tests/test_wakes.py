@@ -57,3 +57,13 @@ def test_a_write_the_watch_delivered_before_the_pass_ended_is_not_waited_for() -
     wakes.wrote(KEY, body("7", trials=1))
     live = body("9", trials=1)
     assert wakes.current(KEY, live) is live
+
+
+def test_the_queue_changed_only_when_an_experiment_joins_moves_or_leaves_it() -> None:
+    wakes = Wakes()
+    waiting = ("Pending", False)
+    assert wakes.queue_changed(KEY, waiting)  # it joins
+    assert not wakes.queue_changed(KEY, ("Pending", False))  # a status write of no consequence
+    assert wakes.queue_changed(KEY, ("Running", True))  # admitted: the others move up
+    assert wakes.queue_changed(KEY, None)  # finished: it leaves
+    assert not wakes.queue_changed(KEY, None)

@@ -9,9 +9,11 @@ Exit status: 0 done (even when trials failed: the table says which), 1 when a tr
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -260,18 +262,54 @@ def operator_command(args: argparse.Namespace) -> int:
 
     # Read by the handlers' configuration at import.
     os.environ["CXLAB_OPERATOR_METRICS_PORT"] = str(args.metrics_port)
-    import cxlab.controller.handlers  # noqa: F401 - registers the handlers with kopf
+    from cxlab.controller import handlers  # registers the handlers with kopf
+    from cxlab.controller.kube import load_configuration
+    from cxlab.controller.leader import LeaderElection, LeaseTimes, StandbyHealth, identity
+    from cxlab.controller.metrics import OperatorMetrics
 
     kopf.configure(verbose=args.verbose)  # kopf's log format, as `kopf run` sets it up
-    kopf.run(
-        standalone=True,  # one replica by design: no peering objects needed
-        clusterwide=not args.namespace,
-        namespaces=args.namespace or (),
-        liveness_endpoint=f"http://0.0.0.0:{args.health_port}/healthz"
-        if args.health_port
-        else None,
-    )
+    if not args.verbose:  # "Handler 'pod_changed' succeeded", for every Pod event: noise
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    handlers.METRICS = OperatorMetrics()
+    if args.metrics_port:  # a standby's too: Prometheus sees both replicas, and which leads
+        handlers.METRICS.serve(args.metrics_port)
+    election = None
+    if args.leader_elect:
+        load_configuration()
+        namespace = args.lease_namespace or os.environ.get("POD_NAMESPACE") or "default"
+        times = LeaseTimes(duration=args.lease_duration, renew_deadline=args.lease_duration * 2 / 3)
+        election = LeaderElection(namespace, args.lease_name, identity(), times)
+        standing_by = StandbyHealth(args.health_port)  # alive while it waits
+        try:
+            election.acquire(threading.Event())
+        finally:
+            standing_by.close()
+        handlers.METRICS.leader.set(1)
+        election.keep(lost=_lease_lost, stop=threading.Event())
+    else:
+        handlers.METRICS.leader.set(1)
+    try:
+        kopf.run(
+            # Replicas take turns through the Lease (--leader-elect), not kopf's peering,
+            # which pauses every replica of the same priority when it sees another.
+            standalone=True,
+            clusterwide=not args.namespace,
+            namespaces=args.namespace or (),
+            liveness_endpoint=f"http://0.0.0.0:{args.health_port}/healthz"
+            if args.health_port
+            else None,
+        )
+    finally:
+        if election is not None:
+            election.release()  # a clean stop hands over at once
     return 0
+
+
+def _lease_lost() -> None:
+    """Another replica may take over now: stop acting at once, mid-pass or not (every pass
+    is safe to cut short); the restarted process stands by."""
+    print("cxlab operator: lost the leader Lease; exiting", file=sys.stderr, flush=True)
+    os._exit(1)
 
 
 def _trial_timeout(text: str) -> float:
@@ -364,6 +402,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--metrics-port", type=int, default=8081, help="the operator's /metrics (0 = none)"
     )
     operator.add_argument("--verbose", action="store_true", help="log every handler call")
+    operator.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help="run only while holding a Lease: one active replica, the others stand by",
+    )
+    operator.add_argument(
+        "--lease-namespace", help="the Lease's namespace (default: $POD_NAMESPACE, else default)"
+    )
+    operator.add_argument("--lease-name", default="cxlab-operator", help="the Lease's name")
+    operator.add_argument(
+        "--lease-duration",
+        type=float,
+        default=15.0,
+        help="seconds without renewal before a standby takes over (the takeover time)",
+    )
     operator.set_defaults(handler=operator_command)
     return parser
 

@@ -32,25 +32,31 @@ def experiment_spec(
 class Operator:
     """`cxlab operator` as a child process, with its log in build/cluster/logs."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, args: tuple[str, ...] = (), log: str = "operator-test", metrics_port: int = 0
+    ) -> None:
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.args, self.log = args, log
+        self.metrics_port = metrics_port or OPERATOR_METRICS_PORT
 
     def start(self) -> None:
         LOGS.mkdir(parents=True, exist_ok=True)
         self.starts += 1
-        log = open(LOGS / "operator-test.log", "ab")  # noqa: SIM115 - lives with the process
+        log = open(LOGS / f"{self.log}.log", "ab")  # noqa: SIM115 - lives with the process
         command = [sys.executable, "-m", "cxlab.cli", "operator", "--health-port", "0"]
         # Only the tests' namespaces: an operator installed by the chart test, or another
         # run's, must not act on the same experiments.
         command += ["--namespace", "cxlab-test-*"]
-        command += ["--metrics-port", str(OPERATOR_METRICS_PORT)]
+        command += ["--metrics-port", str(self.metrics_port), *self.args]
         settings = {
             "CXLAB_UNSCHEDULABLE_GRACE": "8s",
             "CXLAB_IMAGE_PULL_GRACE": "6s",
             # Passes come from changes and from the deadlines a pass names; the safety
             # timer must never be what makes a test pass.
             "CXLAB_RECONCILE_INTERVAL": "1h",
+            # Short, so a test trial of a few seconds has its task count read while it runs.
+            "CXLAB_PROGRESS_INTERVAL": "2s",
             # Long enough for 8 Pods to start on a busy 2-core machine, short for a test
             # whose Pod can never be ready.
             "CXLAB_BARRIER_TIMEOUT": "40s",

@@ -179,7 +179,9 @@ def test_a_spec_change_while_running_is_reported(lab: Lab) -> None:
 
 
 def test_the_operator_serves_its_own_metrics(lab: Lab) -> None:
-    lab.apply("counted", experiment_spec(ASYNCIO))
+    # longer than the harness's progress interval (2 s): its task count is read while it runs
+    one_worker = [{"model": "asyncio", "workers": [1]}]  # 4 s of tasks
+    lab.apply("counted", experiment_spec(one_worker, {"type": "sleep", "tasks": 4, "rtt": "1s"}))
     lab.wait_finished("counted", timeout=120)
     text = scrape(OPERATOR_METRICS_PORT)
     lint = subprocess.run([program("promtool"), "check", "metrics"], input=text,
@@ -192,3 +194,6 @@ def test_the_operator_serves_its_own_metrics(lab: Lab) -> None:
     assert float(samples['cxlab_operator_trial_scrapes_total{outcome="ok"}']) >= 1
     assert float(samples["cxlab_operator_reconcile_duration_seconds_count"]) > 0
     assert float(samples["cxlab_operator_status_writes_total"]) >= 2
+    assert float(samples['cxlab_operator_api_requests_total{verb="POST"}']) >= 2  # Pods, Events
+    assert float(samples['cxlab_operator_api_requests_total{verb="PATCH"}']) >= 2  # status
+    assert float(samples["cxlab_operator_leader"]) == 1

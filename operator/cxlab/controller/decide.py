@@ -204,12 +204,16 @@ def decide(
         # Pods of an earlier attempt, and every Pod of an attempt one of them lost, go.
         doomed = older + (current if lost_now and not failed else [])
         decision.delete += [p.name for p in doomed if not p.deleting]
+        # A trial recorded in this pass loses its Pods in this pass too, once the status that
+        # records it is written (the reconciler's order): they free their cores at once.
         if len(succeeded) == len(pod_indexes(trial)):
             decision.finished.append(_from_succeeded(trial, succeeded, spec))
+            decision.delete += [p.name for p in current if not p.deleting]
         elif failed:
             why = f"{_whose(trial, failed[0])}{_why_failed(failed[0], spec)}"
             decision.finished.append(_entry(TrialOutcome(trial, None, why), failed))
-            decision.delete += [p.name for p in live]
+            kept = failed if spec.keep_pods_on_failure else []
+            decision.delete += [p.name for p in current if not p.deleting and p not in kept]
         elif current and not lost_now:
             decision.attempts[trial.name] = max(attempts.get(trial.name, 0), latest)
             decision.running += [(trial, p) for p in live]

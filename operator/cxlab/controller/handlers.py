@@ -34,6 +34,9 @@ QUEUE = "all"
 # Schedules are few and fire on the minute: a timer is simpler than events for them.
 SCHEDULE_INTERVAL_SECONDS = 1.0
 CONFIG = OperatorConfig.from_environment()
+# Set by `cxlab operator` before kopf starts (served already, a standby's too); made here
+# when kopf runs the handlers itself (`kopf run -m cxlab.controller.handlers`).
+METRICS: OperatorMetrics | None = None
 
 
 @kopf.on.startup()
@@ -62,10 +65,14 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     # exits at once when told (it waits on its stop flag), so no polling is needed.
     settings.background.instant_exit_timeout = 0.1
     load_configuration()
-    metrics = OperatorMetrics()
-    if CONFIG.operator_metrics_port:
-        metrics.serve(CONFIG.operator_metrics_port)
-    memo.reconciler = Reconciler(Kube(), CONFIG, metrics)
+    metrics = METRICS
+    if metrics is None:
+        metrics = OperatorMetrics()
+        if CONFIG.operator_metrics_port:
+            metrics.serve(CONFIG.operator_metrics_port)
+        metrics.leader.set(1)
+    sent = metrics.api_requests
+    memo.reconciler = Reconciler(Kube(lambda verb: sent.labels(verb).inc()), CONFIG, metrics)
     memo.schedules = ScheduleReconciler(memo.reconciler.kube, metrics, now)
     memo.wakes = Wakes()
     memo.passes = ThreadPoolExecutor(CONFIG.workers, thread_name_prefix="reconcile")
@@ -103,9 +110,7 @@ async def pod_changed(
     if not memo.wakes.pod_changed(key, namespace or "", view, name):
         return
     if view is None or view.phase in ("Succeeded", "Failed") or view.deleting:
-        for candidate in kwargs["experiment_queue"].get(QUEUE, []):
-            if not candidate.admitted:
-                memo.wakes.wake((candidate.namespace, candidate.name))
+        _wake_waiting(memo.wakes, kwargs)
 
 
 @kopf.index(GROUP, VERSION, PLURAL)
@@ -117,14 +122,28 @@ async def experiment_queue(body: kopf.Body, **_: Any) -> dict[str, Candidate]:
 
 @kopf.on.event(GROUP, VERSION, PLURAL)
 async def experiment_changed(
-    namespace: str | None, name: str, body: kopf.Body, type: str | None, memo: Any, **_: Any
+    namespace: str | None, name: str, body: kopf.Body, type: str | None, memo: Any, **kwargs: Any
 ) -> None:
-    """Wake the experiment's loop, unless this is its own status write coming back."""
+    """Wake the experiment's loop, unless this is its own status write coming back. When
+    the queue changed with it (it joined, was admitted, finished, went: kopf has updated the
+    index first), wake every experiment waiting in the queue: their places may have moved."""
     key = (namespace or "", name)
     if type == "DELETED":
         memo.wakes.forget(key)
+        _wake_waiting(memo.wakes, kwargs)
         return
     memo.wakes.experiment_seen(key, body["metadata"]["resourceVersion"])
+    queue: list[Candidate] = kwargs["experiment_queue"].get(QUEUE, [])
+    mine = next((c for c in queue if (c.namespace, c.name) == key), None)
+    if memo.wakes.queue_changed(key, mine):
+        _wake_waiting(memo.wakes, kwargs)
+
+
+def _wake_waiting(wakes: Wakes, kwargs: Mapping[str, Any]) -> None:
+    """Room may have come free: every experiment waiting in the queue looks again."""
+    for candidate in kwargs["experiment_queue"].get(QUEUE, []):
+        if not candidate.admitted:
+            wakes.wake((candidate.namespace, candidate.name))
 
 
 def _queue(kwargs: Mapping[str, Any]) -> list[Candidate]:
@@ -162,6 +181,7 @@ async def reconcile(
 
     def event(kind: str, reason: str, message: str) -> None:
         kopf.event(body, type=kind, reason=reason, message=message)
+        memo.reconciler.metrics.api_requests.labels("POST").inc()  # kopf posts it
 
     try:
         while not stopped:
@@ -185,9 +205,16 @@ async def reconcile(
             failures = 0
             if done.written is not None:
                 wakes.wrote(key, done.written)
-            timeout = min(done.recheck_seconds or math.inf, CONFIG.reconcile_interval_seconds)
+            recheck = math.inf if done.recheck_seconds is None else done.recheck_seconds
+            # A finished experiment sleeps until a change or its TTL: no safety timer for
+            # the thousands a busy cluster keeps.
+            timeout = recheck if done.idle else min(recheck, CONFIG.reconcile_interval_seconds)
             woken = asyncio.ensure_future(wake.wait())
-            await asyncio.wait({woken, stopping}, timeout=timeout, return_when=FIRST_COMPLETED)
+            await asyncio.wait(
+                {woken, stopping},
+                timeout=None if timeout == math.inf else timeout,
+                return_when=FIRST_COMPLETED,
+            )
             woken.cancel()
     finally:
         stopping.cancel()
@@ -216,6 +243,7 @@ async def schedule_runs(
 def schedule(body: kopf.Body, namespace: str | None, name: str, memo: Any, **kwargs: Any) -> None:
     def event(kind: str, reason: str, message: str) -> None:
         kopf.event(body, type=kind, reason=reason, message=message)
+        memo.reconciler.metrics.api_requests.labels("POST").inc()  # kopf posts it
 
     index: kopf.Index[tuple[str, str], RunView] = kwargs["schedule_runs"]
     runs = list(index.get((namespace or "", name), []))

@@ -5,6 +5,7 @@ Kubernetes allows it."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import kubernetes
@@ -68,9 +69,19 @@ def load_configuration() -> None:
 
 
 class Kube:
-    def __init__(self) -> None:
-        self.core = kubernetes.client.CoreV1Api()
-        self.custom = kubernetes.client.CustomObjectsApi()
+    def __init__(self, on_request: Callable[[str], None] | None = None) -> None:
+        """`on_request(method)` is told of every request sent (the operator counts them)."""
+        client = kubernetes.client.ApiClient()
+        if on_request is not None:
+            send = client.rest_client.request
+
+            def counted(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+                on_request(method)
+                return send(method, url, *args, **kwargs)
+
+            client.rest_client.request = counted  # type: ignore[method-assign]
+        self.core = kubernetes.client.CoreV1Api(client)
+        self.custom = kubernetes.client.CustomObjectsApi(client)
 
     def write_status(
         self, namespace: str, name: str, status: dict[str, Any], version: str | None = None
@@ -130,7 +141,7 @@ class Kube:
             if error.status == 404:
                 return None
             raise
-        serialized: dict[str, Any] = kubernetes.client.ApiClient().sanitize_for_serialization(pod)
+        serialized: dict[str, Any] = self.core.api_client.sanitize_for_serialization(pod)
         return serialized
 
     def get_experiment(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -190,7 +201,7 @@ class Kube:
     def list_nodes(self) -> list[dict[str, Any]]:
         """Every Node, as plain dicts (for capacity: allocatable, labels, taints)."""
         nodes = self.core.list_node(_request_timeout=10)
-        client = kubernetes.client.ApiClient()
+        client = self.core.api_client
         return [client.sanitize_for_serialization(node) for node in nodes.items]
 
     def delete_pods(self, namespace: str, selector: str) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -154,6 +154,18 @@ class OperatorMetrics:
         )
         self.status_writes = Counter(
             "cxlab_operator_status_writes", "Status writes to experiments.", registry=registry
+        )
+        self.api_requests = Counter(
+            "cxlab_operator_api_requests",
+            "Requests the operator sent the apiserver, by verb (its reconciler's and the Events"
+            " it posts; kopf's own watches and finalizer patches are not counted).",
+            ["verb"],
+            registry=registry,
+        )
+        self.leader = Gauge(
+            "cxlab_operator_leader",
+            "1 while this replica is the active one (holds the Lease), 0 while it stands by.",
+            registry=registry,
         )
         for outcome in ("succeeded", "failed"):
             self.trials_finished.labels(outcome)

@@ -52,6 +52,10 @@ from cxlab.status import (
 from cxlab_runner.durations import parse_duration
 
 FINISHED = ("Succeeded", "Failed")
+# A pass refused twice for a stale status (someone else writes the object) tries this soon.
+STALE_RETRY_SECONDS = 0.5
+# A start barrier whose release failed (a runner not answering yet) is tried again this soon.
+RELEASE_RETRY_SECONDS = 1.0
 # Nodes are listed at most this often (capacity changes slowly; every waiting experiment
 # asks on every pass).
 NODES_CACHE_SECONDS = 2.0
@@ -82,6 +86,8 @@ class Pass:
     recheck_seconds: float | None = None
     # The object as the pass's status write returned it (None: nothing written).
     written: dict[str, Any] | None = None
+    # Finished and tidied: only a change (or its TTL) can call for another pass.
+    idle: bool = False
 
 
 def _load_spec(body: Body) -> tuple[ExperimentSpec, bool]:
@@ -127,7 +133,11 @@ class Reconciler:
                 logging.getLogger(__name__).info("%s: reading it again", stale)
                 metadata = body["metadata"]
                 fresh = self.kube.get_experiment(metadata["namespace"], metadata["name"])
-                return self._reconcile(fresh, pods, event, waiting) if fresh else Pass()
+                try:
+                    return self._reconcile(fresh, pods, event, waiting) if fresh else Pass()
+                except StaleStatus as again:  # a busy object: the loop's next pass, soon
+                    logging.getLogger(__name__).info("%s again: next pass", again)
+                    return Pass(recheck_seconds=STALE_RETRY_SECONDS)
         except Exception:
             self.metrics.reconcile_errors.inc()
             raise
@@ -145,7 +155,7 @@ class Reconciler:
         outcome = Pass()
         if status.get("phase") in FINISHED:
             self.metrics.phases[(namespace, name)] = status["phase"]
-            return Pass(self._after_finish(body, pods, moment))
+            return Pass(self._after_finish(body, pods, moment), idle=True)
         try:
             spec, spec_changed = _load_spec(body)
         except (SpecError, ValidationError, ValueError) as error:
@@ -257,7 +267,7 @@ class Reconciler:
             )
             fresh = [e for e in decision.finished if e["name"] not in before]
             new_status = record(decision, fresh, [], new_status)
-        self._release(decision, memory)
+        unreleased = self._release(decision, memory)
         for pod_name in dict.fromkeys(decision.delete):
             self.kube.delete_pod(namespace, pod_name)
         self._announce(status, new_status, decision, event)
@@ -270,6 +280,11 @@ class Reconciler:
         outcome.recheck_seconds = self._recheck(
             decision, pods, spec, memory, moment, waiting=place is not None, body=body
         )
+        if new_status["phase"] in FINISHED:  # one more pass: tidy up, and time the TTL
+            outcome.recheck_seconds = 0.0
+        elif unreleased:  # no Pod event will say so: try the release again soon
+            outcome.recheck_seconds = min(outcome.recheck_seconds or RELEASE_RETRY_SECONDS,
+                                          RELEASE_RETRY_SECONDS)  # fmt: skip
         return outcome
 
     def _recheck(
@@ -301,10 +316,12 @@ class Reconciler:
         future = [d for d in due if d > 0]
         return min(future) + 0.05 if future else None
 
-    def _release(self, decision: Decision, memory: Memory) -> None:
+    def _release(self, decision: Decision, memory: Memory) -> bool:
         """Release each trial whose Pods all wait at the start barrier: one POST /start to
         every Pod at once (cxlab.barrier). Remembered per attempt, so a trial is released
-        once; after a restart, again, which the runners take as a no-op."""
+        once; after a restart, again, which the runners take as a no-op. Returns whether a
+        release failed (to be tried again)."""
+        failures = False
         for trial, pods in decision.release:
             key = (trial.name, pods[0].attempt)
             if key in memory.released:
@@ -315,8 +332,10 @@ class Reconciler:
                 logging.getLogger(__name__).warning(
                     "trial %s: the start barrier could not release %s", trial.name, failed
                 )
+                failures = True
                 continue
             memory.released.add(key)
+        return failures
 
     def _kueue_place(
         self, body: Body, spec: ExperimentSpec, decision: Decision, moment: datetime

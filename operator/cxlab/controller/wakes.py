@@ -41,6 +41,7 @@ class Wakes:
     def __init__(self) -> None:
         self._loops: dict[Key, _Loop] = {}
         self._pods: dict[tuple[str, str], PodView] = {}  # (namespace, Pod name) → last view
+        self._queue: dict[Key, object] = {}  # each experiment as the queue last saw it
 
     def _loop(self, key: Key) -> _Loop:
         return self._loops.setdefault(key, _Loop())
@@ -51,6 +52,7 @@ class Wakes:
 
     def forget(self, key: Key) -> None:
         self._loops.pop(key, None)
+        self._queue.pop(key, None)
 
     def wake(self, key: Key) -> None:
         self._loop(key).wake.set()
@@ -66,6 +68,17 @@ class Wakes:
         else:
             self._pods[pod_key] = view
         self.wake(key)
+        return True
+
+    def queue_changed(self, key: Key, candidate: object | None) -> bool:
+        """The experiment as the queue sees it now (None: not in it). Whether that changed
+        (it joined, was admitted, holds fewer slots, left): those waiting must look again."""
+        if self._queue.get(key) == candidate:
+            return False
+        if candidate is None:
+            self._queue.pop(key, None)
+        else:
+            self._queue[key] = candidate
         return True
 
     def experiment_seen(self, key: Key, version: str) -> None:

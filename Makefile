@@ -149,6 +149,14 @@ cluster-up: ## Start the local cluster, building what it needs; a no-op when it 
 cluster-down: ## Stop the local cluster and clean up after it (containers, mounts, cni0, iptables); safe to repeat
 	hack/cluster-down.sh
 
+.PHONY: kwok-up
+kwok-up: cluster-up ## KWOK next to the local cluster: 100 fake nodes (KWOK_NODES=N) whose trial Pods end with a Result
+	hack/kwok.sh start
+
+.PHONY: kwok-down
+kwok-down: ## Stop KWOK and delete its fake nodes
+	hack/kwok.sh stop
+
 .PHONY: images
 images: ## Build cxlab.dev/pause:dev, runner:dev and operator:dev (only when their inputs changed); import them if the cluster runs
 	hack/images.sh

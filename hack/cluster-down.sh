@@ -34,6 +34,8 @@ compgen -G "$PIDS/*.pid" >/dev/null && did=1
 #    containers are killed and removed through containerd.
 # Kueue (hack/kueue.sh), if it was started: its webhooks go with the apiserver's data.
 stop_component kueue 20
+# KWOK (hack/kwok.sh), if it was started: its fake nodes go with the apiserver's data.
+stop_component kwok 20
 stop_component kubelet 10
 (
   for c in kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do

@@ -68,7 +68,7 @@ def test_the_schema_rejects_what_the_models_reject_by_type(schema: dict[str, Any
 def test_cross_field_rules_are_declared_where_the_models_check_them() -> None:
     rules = {path: [r["message"] for r in rules] for path, rules in RULES.items()}
     assert any("locust" in m for m in rules["spec"])
-    assert any("at most 200 trials" in m for m in rules["spec"])
+    assert any("at most 1000 trials" in m for m in rules["spec"])
     assert any("gomaxprocs applies to goroutines only" in m for m in rules["spec.models[]"])
     assert any("exactly one of rtt or rtts" in m for m in rules["spec.workload"])
 

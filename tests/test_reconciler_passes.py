@@ -50,6 +50,12 @@ class Apiserver:
     def delete_pod(self, namespace: str, name: str) -> None:
         pass
 
+    def add_to_config_map(self, manifest: dict[str, Any]) -> None:
+        pass
+
+    def list_config_maps(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        return []
+
     def list_nodes(self) -> list[dict[str, Any]]:
         return [NODE]
 

@@ -328,6 +328,12 @@ class Apiserver:
     def delete_pod(self, namespace: str, name: str) -> None:
         self.deleted.append(name)
 
+    def add_to_config_map(self, manifest: dict[str, Any]) -> None:
+        pass
+
+    def list_config_maps(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        return []
+
     def list_nodes(self) -> list[dict[str, Any]]:
         return [NODE]
 

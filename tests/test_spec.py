@@ -119,21 +119,22 @@ def test_matrix_over_the_maximum_is_rejected() -> None:
     doc = document(
         models=[{"model": "threads", "workers": list(range(1, 33))}],
         workload={"type": "sleep", "tasks": 10, "rtts": ["1ms", "2ms", "3ms", "4ms"]},
-        repetitions=2,
+        repetitions=8,
     )
     message = problems(doc)
-    assert "the matrix has 256 trials" in message and f"the most allowed is {MAX_TRIALS}" in message
+    assert "the matrix has 1024 trials" in message
+    assert f"the most allowed is {MAX_TRIALS}" in message
 
 
 def test_results_over_the_maximum_are_rejected() -> None:
-    # 40 trials, but 8 Pods each keep 9 Results: 360
+    # 240 trials, but 8 Pods each keep 9 Results: 2160
     doc = document(
         models=[{"model": "asyncio", "workers": list(range(1, 11)), "pods": [8]}],
-        workload={"type": "sleep", "tasks": 10, "rtts": ["1ms", "2ms"]},
-        repetitions=2,
+        workload={"type": "sleep", "tasks": 10, "rtts": ["1ms", "2ms", "3ms", "4ms"]},
+        repetitions=6,
     )
     message = problems(doc)
-    assert "keep 360 Results in status" in message and f"most allowed is {MAX_RESULTS}" in message
+    assert "keep 2160 Results in status" in message and f"most allowed is {MAX_RESULTS}" in message
 
 
 def test_a_fraction_of_a_cpu_runs_unpinned_under_preferred() -> None:

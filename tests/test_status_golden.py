@@ -19,6 +19,7 @@ from cxlab.controller.config import OperatorConfig
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.observe import view_pod
 from cxlab.controller.reconciler import Reconciler
+from cxlab.controller.results_store import entries_of, with_full_entries
 from cxlab.local.backend import local_status
 from cxlab.plan import Trial, plan_trials
 from cxlab.spec import parse_experiment
@@ -52,6 +53,14 @@ class RecordingKube:
     def __init__(self) -> None:
         self.pods: dict[str, dict[str, Any]] = {}
         self.statuses: list[dict[str, Any]] = []
+        self.config_maps: dict[str, dict[str, Any]] = {}
+
+    def add_to_config_map(self, manifest: dict[str, Any]) -> None:
+        held = self.config_maps.setdefault(manifest["metadata"]["name"], copy.deepcopy(manifest))
+        held["binaryData"].update(manifest["binaryData"])
+
+    def list_config_maps(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        return list(self.config_maps.values())
 
     def write_status(
         self, namespace: str, name: str, status: dict[str, Any], version: str | None = None
@@ -89,6 +98,8 @@ def end_pod(pod: dict[str, Any], trial: Trial) -> None:
 
 
 def operator_status() -> dict[str, Any]:
+    """The status as the operator writes it, with the full trial entries from its ConfigMaps,
+    as `cxlab report cx/NAME` reads it."""
     kube = RecordingKube()
     moments = iter([STARTED] + [ENDED] * 50)
     reconciler = Reconciler(kube, OperatorConfig(), OperatorMetrics(), clock=lambda: next(moments))  # type: ignore[arg-type]
@@ -101,7 +112,8 @@ def operator_status() -> dict[str, Any]:
         reconciler.reconcile(body, [view_pod(p) for p in kube.pods.values()], lambda *_: None)
         body["status"] = kube.statuses[-1]
         if body["status"]["phase"] in ("Succeeded", "Failed"):
-            return body["status"]
+            assert not any("result" in e for e in body["status"]["trials"])  # compact in status
+            return with_full_entries(body["status"], entries_of(kube.config_maps.values()))
         for pod in kube.pods.values():
             if "status" not in pod:
                 end_pod(pod, by_name[pod["metadata"]["labels"]["cxlab.dev/trial"]])

@@ -36,11 +36,13 @@ KIND = "ConcurrencyExperiment"
 
 GO_MODELS = ("goroutines",)
 
-# Every trial's Result is kept in the resource's status (about 2 KiB each) and an object
-# must stay well under etcd's 1.5 MiB; a larger matrix is also almost always a typo. A trial
-# of N > 1 Pods keeps N + 1 Results (each Pod's and the merged one): MAX_RESULTS counts them.
-MAX_TRIALS = 200
-MAX_RESULTS = 200
+# A cluster experiment's status keeps a compact entry per trial (about 0.5 KiB) and its
+# Results go to ConfigMaps of 100 trials each (cxlab.controller.results_store): at 1,000
+# trials the status is about 0.5 MiB, a third of etcd's limit on one object. A trial of N > 1
+# Pods keeps N + 1 Results (each Pod's and the merged one): MAX_RESULTS counts them, so that
+# a chunk of 100 trials stays under the 1 MiB a ConfigMap holds (about 0.6 KiB gzip'd each).
+MAX_TRIALS = 1000
+MAX_RESULTS = 2000
 # Limits that let the apiserver bound the cost of the CRD's validation rules.
 MAX_MODELS = 7
 MAX_LIST_ITEMS = 32

@@ -86,6 +86,13 @@ class TrialEntry(Shape):
     """Whether the trial ran on exactly the cores it asked for (set once it has a Result)."""
     metrics_scraped: bool = optional()
     prometheus: PrometheusUsage = optional()
+    wall_seconds: float = optional()
+    """The Result's headline figures, in a cluster experiment's compact entry."""
+    throughput_per_second: float = optional()
+    latency_p99_seconds: float = optional()
+    results_in: str = optional()
+    """The ConfigMap holding the full entry (Result, each Pod's, Prometheus'), in a cluster
+    experiment (cxlab.controller.results_store); the local backend keeps it inline."""
     result: dict[str, Any] = optional()
     """The runner's Result (cxlab_contract/result-v1.schema.json); a trial of several Pods:
     their merged Result (cxlab.merge)."""
@@ -164,6 +171,12 @@ def trial_entry(outcome: TrialOutcome) -> dict[str, Any]:
     if outcome.pod_results:
         entry["podResults"] = outcome.pod_results
     return entry
+
+
+def has_result(entry: Mapping[str, Any]) -> bool:
+    """Whether a trial entry had a Result, full or compact (a cluster experiment's status keeps
+    the Result elsewhere): `pinned` is set exactly when there was one."""
+    return "result" in entry or "pinned" in entry
 
 
 def condition_of(conditions: Iterable[Mapping[str, Any]], type_: str) -> dict[str, Any]:
@@ -284,7 +297,7 @@ def outcomes_of(
 
 
 def _pinned(spec: ExperimentSpec, entries: list[dict[str, Any]]) -> tuple[bool | None, str]:
-    results = [e for e in entries if e.get("result")]
+    results = [e for e in entries if has_result(e)]
     if not results:
         return None, "no trial has finished yet"
     cpu = spec.resources.cpu
@@ -404,7 +417,7 @@ def build_status(
     pinned, why = _pinned(spec, entries)
     pinned_reason = {True: "ExclusiveCPUs", False: "SharedCPUs", None: "NoResults"}[pinned]
     condition("Pinned", pinned, pinned_reason, why)
-    missed = [e["name"] for e in entries if e.get("result") and not e.get("metricsScraped")]
+    missed = [e["name"] for e in entries if has_result(e) and not e.get("metricsScraped")]
     condition(
         "MetricsCollected",
         not missed if entries else None,

@@ -97,6 +97,10 @@ differ). Cluster-scoped reads: kopf discovers the resources it serves and namesp
 - apiGroups: ["", events.k8s.io]
   resources: [events]
   verbs: [create, patch]
+# the full trial entries, in ConfigMaps beside each experiment (its status keeps compact ones)
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list, create, update]
 {{- end }}
 
 {{/* The namespace of the helm test's experiment: the release's if the operator watches it. */}}

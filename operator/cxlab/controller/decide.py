@@ -19,7 +19,7 @@ from cxlab.controller.pods import COMPONENT_TARGET, COMPONENT_TRIAL, RUNNER_UID
 from cxlab.plan import LOCUST_MASTER_PORT, Trial, locust_master, pod_indexes
 from cxlab.results import ResultError, classify, parse_result
 from cxlab.spec import ExperimentSpec
-from cxlab.status import trial_entry
+from cxlab.status import has_result, trial_entry
 from cxlab.summary import TrialOutcome
 from cxlab_runner.durations import parse_duration
 
@@ -414,7 +414,7 @@ def _not_starting(
 def _image_ran(pods: list[PodView], recorded: dict[str, Entry]) -> bool:
     """Whether a trial Pod of this experiment has run its container (so the image is good)."""
     return any(p.phase in ("Running", "Succeeded") or p.exit_code is not None for p in pods) or any(
-        e.get("result") for e in recorded.values()
+        has_result(e) for e in recorded.values()
     )
 
 

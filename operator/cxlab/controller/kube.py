@@ -11,6 +11,7 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
+from cxlab.controller.results_store import entries_of, results_selector, with_full_entries
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 from cxlab.schedules.spec import SCHEDULE_KIND
 from cxlab.schedules.status import checked as checked_schedule_status
@@ -204,6 +205,29 @@ class Kube:
         client = self.core.api_client
         return [client.sanitize_for_serialization(node) for node in nodes.items]
 
+    def add_to_config_map(self, manifest: dict[str, Any]) -> None:
+        """Merge the manifest's binaryData into the ConfigMap (its keys added or replaced, the
+        others kept), creating the ConfigMap if it does not exist."""
+        namespace, name = manifest["metadata"]["namespace"], manifest["metadata"]["name"]
+        patch = {"binaryData": manifest["binaryData"]}
+        try:
+            self.core.patch_namespaced_config_map(name, namespace, patch)
+            return
+        except ApiException as error:
+            if error.status != 404:
+                raise
+        try:
+            self.core.create_namespaced_config_map(namespace, manifest)  # type: ignore[arg-type]
+        except ApiException as error:
+            if error.status != 409:  # created meanwhile: add to it
+                raise
+            self.core.patch_namespaced_config_map(name, namespace, patch)
+
+    def list_config_maps(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        found = self.core.list_namespaced_config_map(namespace, label_selector=selector)
+        client = self.core.api_client
+        return [client.sanitize_for_serialization(item) for item in found.items]
+
     def delete_pods(self, namespace: str, selector: str) -> None:
         self.core.delete_collection_namespaced_pod(
             namespace, label_selector=selector, grace_period_seconds=0
@@ -211,9 +235,14 @@ class Kube:
 
 
 def read_experiment(namespace: str, name: str) -> dict[str, Any]:
-    """One experiment from the cluster in KUBECONFIG (for cxlab report/summary)."""
+    """One experiment from the cluster in KUBECONFIG (for cxlab report/summary), its status
+    with the full trial entries from their ConfigMaps (cxlab.controller.results_store)."""
     load_configuration()
     found: Any = kubernetes.client.CustomObjectsApi().get_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, name
     )
-    return dict(found)
+    experiment = dict(found)
+    if experiment.get("status"):
+        chunks = Kube().list_config_maps(namespace, results_selector(name))
+        experiment["status"] = with_full_entries(experiment["status"], entries_of(chunks))
+    return experiment

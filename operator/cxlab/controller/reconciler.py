@@ -37,6 +37,14 @@ from cxlab.controller.pods import (
 )
 from cxlab.controller.prometheus import FIELDS, PrometheusClient, TrialWindow, trial_usage
 from cxlab.controller.queue import Candidate, candidate, candidate_created, spec_of, verdict
+from cxlab.controller.results_store import (
+    FULL_ONLY,
+    chunk_of,
+    compact,
+    config_map,
+    entries_of,
+    results_selector,
+)
 from cxlab.plan import Trial, plan_trials, pod_indexes
 from cxlab.scrape import tasks_done
 from cxlab.spec import ExperimentSpec, SpecError
@@ -161,6 +169,7 @@ class Reconciler:
         except (SpecError, ValidationError, ValueError) as error:
             return Pass(written=self._reject(body, str(error), event, moment))
         trials = plan_trials(spec)
+        # compact entries, their Results in ConfigMaps (cxlab.controller.results_store)
         recorded = {e["name"]: e for e in status.get("trials") or []}
         attempts: dict[str, int] = dict(status.get("attempts") or {})
         pods += self._unindexed(namespace, name, trials, recorded, attempts, pods)
@@ -181,15 +190,20 @@ class Reconciler:
         if spec.queue_name and not recorded:
             place, waited = self._kueue_place(body, spec, decision, moment)
 
+        positions = {t.name: i for i, t in enumerate(trials)}
+
         def record(decision: Decision, fresh: list[Entry], running: list[Entry], old: Body) -> Body:
             """Write the status after `decision`, whose `fresh` entries are new in this pass."""
             for entry in fresh:
                 entry["metricsScraped"] = entry["name"] in memory.scraped
                 self._add_prometheus_usage(entry, namespace, pods)
+            entries = [*recorded.values(), *decision.finished]
+            if len(entries) >= len(trials):  # the last pass: the summary reads every Result
+                entries = self._full_entries(body, entries)
             new_status = build_status(
                 spec=spec,
                 trials=trials,
-                entries=[*recorded.values(), *decision.finished],
+                entries=entries,
                 live=Live(
                     running=running,
                     attempts=decision.attempts,
@@ -207,7 +221,18 @@ class Reconciler:
                 spec_changed=spec_changed,
             )
             self.metrics.phases[(namespace, name)] = new_status["phase"]
+            # Results leave status for ConfigMaps: those of this pass's trials, and any still
+            # inline (an older operator's), written before the status that points at them
+            new = {e["name"] for e in fresh} | {e["name"] for e in old.get("trials") or []
+                                                if any(k in e for k in FULL_ONLY)}  # fmt: skip
+            full = [e for e in new_status["trials"] if e["name"] in new and e["name"] in positions
+                    and any(k in e for k in FULL_ONLY)]  # fmt: skip
+            new_status["trials"] = [
+                compact(e, name, positions[e["name"]]) if e["name"] in positions else e
+                for e in new_status["trials"]
+            ]
             if self._worth_patching(old, new_status, memory):
+                self._store(body, full, positions)
                 version = (outcome.written or body)["metadata"].get("resourceVersion")
                 outcome.written = self.kube.write_status(namespace, name, new_status, version)
                 self.metrics.status_writes.inc()
@@ -336,6 +361,31 @@ class Reconciler:
                 continue
             memory.released.add(key)
         return failures
+
+    def _full_entries(self, body: Body, entries: list[Entry]) -> list[Entry]:
+        """The trial entries, full: a compact one replaced by its full entry from the
+        experiment's ConfigMaps (one list). An entry with its Result inline (fresh in this
+        pass, or written by an operator before the ConfigMaps) is its own full entry."""
+        if not any("resultsIn" in e for e in entries):
+            return entries
+        metadata = body["metadata"]
+        chunks = self.kube.list_config_maps(
+            metadata["namespace"], results_selector(metadata["name"])
+        )
+        stored = entries_of(chunks)
+        return [stored.get(e["name"], e) if "resultsIn" in e else e for e in entries]
+
+    def _store(self, body: Body, entries: list[Entry], positions: dict[str, int]) -> None:
+        """Add these full entries to their chunks: one merge patch per chunk touched, the
+        keys of the entries only (the chunk's others stay as they are)."""
+        metadata = body["metadata"]
+        by_chunk: dict[int, list[Entry]] = {}
+        for entry in entries:
+            by_chunk.setdefault(chunk_of(positions[entry["name"]]), []).append(entry)
+        for chunk, mine in sorted(by_chunk.items()):
+            self.kube.add_to_config_map(
+                config_map(metadata["name"], metadata["namespace"], metadata["uid"], chunk, mine)
+            )
 
     def _kueue_place(
         self, body: Body, spec: ExperimentSpec, decision: Decision, moment: datetime

@@ -1,0 +1,94 @@
+"""Full trial entries in ConfigMaps, compact ones in status (cxlab.controller.results_store):
+a thousand trials stay far under etcd's limit on one object."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from test_spec import document
+from test_status_golden import result
+
+from cxlab.controller.results_store import (
+    CHUNK_TRIALS,
+    chunk_of,
+    compact,
+    config_map,
+    entries_of,
+    with_full_entries,
+)
+from cxlab.plan import plan_trials
+from cxlab.spec import MAX_TRIALS, parse_experiment
+from cxlab.status import Live, build_status, checked, trial_entry
+from cxlab.summary import TrialOutcome
+
+MOMENT = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+ETCD_LIMIT = 1_572_864  # bytes: etcd's default --max-request-bytes, the most one object holds
+CONFIG_MAP_LIMIT = 1_048_576
+
+
+def thousand_trials(**change: Any) -> tuple[Any, list[Any], list[dict[str, Any]]]:
+    workers = list(range(1, 26))
+    body = document(models=[{"model": "asyncio", "workers": workers, **change}],
+                    workload={"type": "sleep", "tasks": 64, "rtts": ["1ms", "2ms", "5ms", "10ms"]},
+                    repetitions=10)  # fmt: skip
+    spec = parse_experiment(body).spec
+    trials = plan_trials(spec)
+    entries = []
+    for trial in trials:
+        entry = trial_entry(TrialOutcome(trial, result(trial)))
+        entries.append(entry | {"attempts": 1, "node": "node-1", "metricsScraped": False})
+    return spec, trials, entries
+
+
+def status_of(spec: Any, trials: list[Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
+    status = build_status(spec=spec, trials=trials, entries=entries, live=Live(), old={},
+                          started_spec="{}", generation=1, now=MOMENT)  # fmt: skip
+    status["trials"] = [compact(e, "exp", i) for i, e in enumerate(status["trials"])]
+    return checked(status)
+
+
+def test_a_thousand_trials_keep_the_status_far_under_etcds_limit() -> None:
+    spec, trials, entries = thousand_trials()
+    assert len(trials) == MAX_TRIALS == 1000
+    size = len(json.dumps(status_of(spec, trials, entries)))
+    inline = len(json.dumps(entries))
+    print(f"\nstatus at {len(trials)} trials: {size / 1024:.0f} KiB compact "
+          f"(the entries alone inline: {inline / 1024:.0f} KiB)")  # fmt: skip
+    assert size < ETCD_LIMIT / 2, size
+    # inline, the entries alone would be near the limit, with the golden Result's short
+    # timelines (a runner's has up to 64 RSS samples)
+    assert inline > 2.5 * size
+
+
+def test_each_chunk_holds_its_hundred_trials_far_under_a_config_maps_limit() -> None:
+    _, _, entries = thousand_trials()
+    chunks: dict[int, list[dict[str, Any]]] = {}
+    for position, entry in enumerate(entries):
+        chunks.setdefault(chunk_of(position), []).append(entry)
+    assert sorted(chunks) == list(range(10)) and len(chunks[0]) == CHUNK_TRIALS
+    manifests = [config_map("exp", "lab", "u-1", k, mine) for k, mine in chunks.items()]
+    biggest = max(len(json.dumps(m)) for m in manifests)
+    print(f"\nlargest chunk of {CHUNK_TRIALS} trials: {biggest / 1024:.0f} KiB")
+    assert biggest < CONFIG_MAP_LIMIT / 4
+    assert manifests[3]["metadata"]["name"] == "exp-results-3"
+    assert manifests[3]["metadata"]["ownerReferences"][0]["uid"] == "u-1"  # goes with it
+
+
+def test_the_full_entries_come_back_whole_in_place_of_the_compact_ones() -> None:
+    spec, trials, entries = thousand_trials()
+    status = status_of(spec, trials, entries)
+    small = status["trials"][150]
+    assert "result" not in small and small["resultsIn"] == "exp-results-1"
+    assert small["latencyP99Seconds"] == entries[150]["result"]["latencySeconds"]["p99"]
+    chunks = [config_map("exp", "lab", "u-1", 1, entries[100:200])]
+    restored = with_full_entries(status, entries_of(chunks))["trials"]
+    assert restored[150] == entries[150]
+    assert restored[50] == status["trials"][50]  # its chunk was not read: left compact
+
+
+def test_a_failed_trial_without_a_result_stays_whole_in_status() -> None:
+    _, trials, _ = thousand_trials()
+    failed = trial_entry(TrialOutcome(trials[0], None, "runner exited 1: boom"))
+    assert compact(failed, "exp", 0) == failed  # nothing to move out, nothing to point at

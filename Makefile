@@ -76,6 +76,12 @@ bench-operator: deps cluster-up ## Operator costs on the local cluster: time to 
 	$(KUBECTL) wait --for condition=established --timeout=60s crd/concurrencyexperiments.cxlab.dev crd/experimentschedules.cxlab.dev
 	python operator/bench/bench_operator.py
 
+.PHONY: bench-scale
+bench-scale: deps kwok-up ## The operator at scale on KWOK: 50 experiments x 100 trials on 100 fake nodes, a kill -9 halfway
+	$(KUBECTL) apply --server-side --force-conflicts -f manifests/crds/
+	$(KUBECTL) wait --for condition=established --timeout=60s crd/concurrencyexperiments.cxlab.dev crd/experimentschedules.cxlab.dev
+	python operator/bench/bench_scale.py
+
 .PHONY: helm
 helm: $(BIN)/helm ## Build Helm (v3.16.4) into build/bin/ from the Go module proxy (once, about 1.5-5 min cold)
 

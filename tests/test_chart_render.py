@@ -96,7 +96,7 @@ def test_deployment_restricted_no_resources() -> None:
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["CXLAB_RUNNER_IMAGE"] == "cxlab.dev/runner:dev"
     assert env["CXLAB_RUNNER_LINGER"] == "0s"  # no PodMonitor: nothing to linger for
-    assert env["CXLAB_RECONCILE_INTERVAL"] == "30s" and env["CXLAB_WORKERS"] == "4"
+    assert env["CXLAB_RECONCILE_INTERVAL"] == "30s" and env["CXLAB_WORKERS"] == "16"
     assert not any(arg.startswith("--namespace") for arg in container["args"])
     # the selector must never catch trial Pods (app.kubernetes.io/name=cxlab, instance=<experiment>)
     assert spec["selector"]["matchLabels"]["app.kubernetes.io/component"] == "operator"

@@ -26,18 +26,7 @@ WEBHOOKS=cxlab-kueue                            # both configurations' name
 KUBECTL="$K8S_BIN/kubectl"
 export KUBECONFIG="$KUBECONFIG_FILE"
 
-build() {
-  local want stamp="$KUEUE/bin/.inputs"
-  want=$(hash_inputs "$MOD/go.mod" "$MOD/go.sum" -- "$(go version)")
-  if [[ -x $KUEUE_BIN && $(cat "$stamp" 2>/dev/null) == "$want" ]]; then
-    return 0
-  fi
-  log "building Kueue from the Go module proxy (about 3-5 min cold)"
-  mkdir -p "$KUEUE/bin"
-  (cd "$MOD" && CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "-s -w" \
-    -o "$KUEUE/bin/" tool)
-  echo "$want" > "$stamp"
-}
+build() { build_tool_module "$MOD" "$KUEUE" Kueue 3-5; }
 
 module_dir() {
   (cd "$MOD" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)

@@ -23,18 +23,7 @@ LABEL=type=kwok
 KUBECTL="$K8S_BIN/kubectl"
 export KUBECONFIG="$KUBECONFIG_FILE"
 
-build() {
-  local want stamp="$KWOK/bin/.inputs"
-  want=$(hash_inputs "$MOD/go.mod" "$MOD/go.sum" -- "$(go version)")
-  if [[ -x $KWOK_BIN && $(cat "$stamp" 2>/dev/null) == "$want" ]]; then
-    return 0
-  fi
-  log "building KWOK from the Go module proxy (about 2-4 min cold)"
-  mkdir -p "$KWOK/bin"
-  (cd "$MOD" && CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "-s -w" \
-    -o "$KWOK/bin/" tool)
-  echo "$want" > "$stamp"
-}
+build() { build_tool_module "$MOD" "$KWOK" KWOK 2-4; }
 
 running_pid() { component_pid kwok; }
 
@@ -77,7 +66,12 @@ wait_ready() {
 start() {
   [[ -f $KUBECONFIG_FILE ]] || die "no cluster: make cluster-up first"
   build
-  local pid
+  local pid stages
+  stages=$(hash_inputs "$MOD/stages.yaml")
+  if pid=$(running_pid) && [[ $(cat "$KWOK/stages.inputs" 2>/dev/null) != "$stages" ]]; then
+    log "hack/kwok/stages.yaml changed since KWOK started: starting it again"
+    stop
+  fi
   if ! pid=$(running_pid); then
     mkdir -p "$CLUSTER/pids"
     # --node-lease-duration-seconds: KWOK renews each node's Lease as a kubelet does (the node
@@ -98,6 +92,7 @@ start() {
       exit 1
     fi
     read -r pid _ < "$PID_FILE"
+    echo "$stages" > "$KWOK/stages.inputs"
   fi
   nodes
   wait_ready

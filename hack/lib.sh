@@ -97,6 +97,21 @@ component_pid() {
   echo "$pid"
 }
 
+# A Go program built from a module of hack/ that names it with a `tool` directive (Kueue,
+# KWOK): into DIR/bin/, again only when the module's go.mod/go.sum or Go itself changed.
+# build_tool_module MODULE_DIR DIR NAME MINUTES
+build_tool_module() {
+  local mod=$1 dir=$2 name=$3 want stamp="$2/bin/.inputs"
+  want=$(hash_inputs "$mod/go.mod" "$mod/go.sum" -- "$(go version)")
+  if [[ -x $dir/bin/$(basename "$dir") && $(cat "$stamp" 2>/dev/null) == "$want" ]]; then
+    return 0
+  fi
+  log "building $name from the Go module proxy (about $4 min cold)"
+  mkdir -p "$dir/bin"
+  (cd "$mod" && CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "-s -w" -o "$dir/bin/" tool)
+  echo "$want" > "$stamp"
+}
+
 # Stopping a process by the pid recorded for it.
 pid_gone() { ! kill -0 "$1" 2>/dev/null; }
 stop_pid() { # pid name seconds: SIGTERM, then SIGKILL after a grace period

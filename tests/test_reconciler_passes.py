@@ -95,3 +95,21 @@ def test_a_pass_asks_to_look_again_when_a_starting_pods_grace_or_a_progress_read
     running = replace(unplaced, phase="Running", unschedulable=None, ready=True, ip="10.0.0.9")
     done = reconciler(kube, **config).reconcile(copy.deepcopy(body), [running], lambda *_: None)
     assert done.recheck_seconds is not None and 6.9 < done.recheck_seconds < 7.2  # 10 - 3
+
+
+def test_a_pod_just_created_is_not_read_back_nor_made_again_before_its_event() -> None:
+    body = experiment()
+    body["metadata"]["resourceVersion"] = "1"
+    kube = Apiserver(copy.deepcopy(body))
+    reads: list[str] = []
+    kube.get_pod = lambda namespace, name: reads.append(name)  # type: ignore[method-assign,assignment,func-returns-value]
+    operator = reconciler(kube)
+    done = operator.reconcile(copy.deepcopy(body), [], lambda *_: None)
+    assert done.written is not None and len(kube.created) == 1
+    # the next pass comes before the index has the Pod: no read, no second Pod, no new attempt
+    again = operator.reconcile(done.written, [], lambda *_: None)
+    assert reads == [] and len(kube.created) == 1
+    assert (
+        again.written is None
+        or again.written["status"]["attempts"] == done.written["status"]["attempts"]
+    )

@@ -72,7 +72,8 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
             metrics.serve(CONFIG.operator_metrics_port)
         metrics.leader.set(1)
     sent = metrics.api_requests
-    memo.reconciler = Reconciler(Kube(lambda verb: sent.labels(verb).inc()), CONFIG, metrics)
+    kube = Kube(lambda verb: sent.labels(verb).inc(), connections=CONFIG.workers + 4)
+    memo.reconciler = Reconciler(kube, CONFIG, metrics)
     memo.schedules = ScheduleReconciler(memo.reconciler.kube, metrics, now)
     memo.wakes = Wakes()
     memo.passes = ThreadPoolExecutor(CONFIG.workers, thread_name_prefix="reconcile")

@@ -9,7 +9,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -62,6 +62,9 @@ from cxlab_runner.durations import parse_duration
 FINISHED = ("Succeeded", "Failed")
 # A pass refused twice for a stale status (someone else writes the object) tries this soon.
 STALE_RETRY_SECONDS = 0.5
+# A Pod this process created and the index does not have yet is taken as created this long
+# (its watch event is on its way); then it is read from the apiserver.
+CREATED_TRUST_SECONDS = 10.0
 # A start barrier whose release failed (a runner not answering yet) is tried again this soon.
 RELEASE_RETRY_SECONDS = 1.0
 # Nodes are listed at most this often (capacity changes slowly; every waiting experiment
@@ -83,6 +86,9 @@ class Memory:
     last_progress_patch: float = 0.0
     next_scrape: float = 0.0  # time.monotonic() from which running trials are read again
     tasks_done: dict[str, int] = field(default_factory=dict)  # running trials, last read
+    # Pods this process created, until the index has them (time.monotonic(), as sent)
+    created: dict[str, tuple[float, PodView]] = field(default_factory=dict)
+    deleted: set[str] = field(default_factory=set)  # Pods it deleted, while still indexed
     released: set[tuple[str, int]] = field(default_factory=set)  # (trial, attempt)
 
 
@@ -172,7 +178,7 @@ class Reconciler:
         # compact entries, their Results in ConfigMaps (cxlab.controller.results_store)
         recorded = {e["name"]: e for e in status.get("trials") or []}
         attempts: dict[str, int] = dict(status.get("attempts") or {})
-        pods += self._unindexed(namespace, name, trials, recorded, attempts, pods)
+        pods += self._unindexed(namespace, name, trials, recorded, attempts, pods, memory)
         target = next((p for p in pods if p.component == COMPONENT_TARGET), None)
         target_ready = bool(target and target.ready and target.ip)
         impossible = never_fits(Request.of(spec), self._nodes())
@@ -273,6 +279,8 @@ class Reconciler:
                 )
                 if self.kube.create_pod(pod) and index == 0:
                     self.metrics.trials_started.inc()
+                view = replace(view_pod(pod), created=moment)
+                memory.created[pod["metadata"]["name"]] = (time.monotonic(), view)
                 created.append(pod["metadata"]["name"])
         except PodRefused as refused:
             # No Pod of this experiment can be created: it ends, its status saying why before
@@ -293,8 +301,12 @@ class Reconciler:
             fresh = [e for e in decision.finished if e["name"] not in before]
             new_status = record(decision, fresh, [], new_status)
         unreleased = self._release(decision, memory)
+        # a Pod this process deleted may show in the index a moment longer: once is enough
+        memory.deleted &= {p.name for p in pods}
         for pod_name in dict.fromkeys(decision.delete):
-            self.kube.delete_pod(namespace, pod_name)
+            if pod_name not in memory.deleted:
+                self.kube.delete_pod(namespace, pod_name)
+                memory.deleted.add(pod_name)
         self._announce(status, new_status, decision, event)
         if place is not None:
             self.metrics.queued[(namespace, name)] = place["since"]
@@ -479,10 +491,18 @@ class Reconciler:
         recorded: dict[str, Any],
         attempts: dict[str, int],
         pods: list[PodView],
+        memory: Memory,
     ) -> list[PodView]:
         """Pods counted in status but not (yet) in the index — just created, or the index is
-        still filling after a restart: read them, so they are not taken for lost."""
+        still filling after a restart: read them, so they are not taken for lost. One this
+        process created moments ago is taken as created (its event is on its way)."""
         seen = {p.name for p in pods}
+        now = time.monotonic()
+        memory.created = {
+            n: (at, view)
+            for n, (at, view) in memory.created.items()
+            if n not in seen and now - at < CREATED_TRUST_SECONDS
+        }
         found = []
         for trial in trials:
             attempt = attempts.get(trial.name, 0)
@@ -490,7 +510,11 @@ class Reconciler:
                 continue
             for index in pod_indexes(trial):
                 pod_name = trial_pod_name(name, trial, attempt, index)
-                if pod_name not in seen and (pod := self.kube.get_pod(namespace, pod_name)):
+                if pod_name in seen:
+                    continue
+                if pod_name in memory.created:
+                    found.append(memory.created[pod_name][1])
+                elif pod := self.kube.get_pod(namespace, pod_name):
                     found.append(view_pod(pod))
         return found
 

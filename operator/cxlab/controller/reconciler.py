@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -68,8 +69,8 @@ CREATED_TRUST_SECONDS = 10.0
 # A start barrier whose release failed (a runner not answering yet) is tried again this soon.
 RELEASE_RETRY_SECONDS = 1.0
 # Nodes are listed at most this often (capacity changes slowly; every waiting experiment
-# asks on every pass).
-NODES_CACHE_SECONDS = 2.0
+# asks on every pass, and a list of a hundred Nodes costs the operator tens of milliseconds).
+NODES_CACHE_SECONDS = 5.0
 
 Body = dict[str, Any]
 Entry = dict[str, Any]
@@ -126,6 +127,7 @@ class Reconciler:
         self.clock = clock  # every time written to status comes from here
         self.memory: dict[tuple[str, str], Memory] = {}
         self._nodes_read: tuple[float, list[NodeView]] | None = None
+        self._nodes_lock = threading.Lock()
 
     def reconcile(
         self,
@@ -181,10 +183,15 @@ class Reconciler:
         pods += self._unindexed(namespace, name, trials, recorded, attempts, pods, memory)
         target = next((p for p in pods if p.component == COMPONENT_TARGET), None)
         target_ready = bool(target and target.ready and target.ip)
-        impossible = never_fits(Request.of(spec), self._nodes())
+        # The nodes matter before admission (can a trial ever fit?) and to a Pod the scheduler
+        # cannot place (busy or impossible?); other passes do not read them.
+        admitted = status.get("phase") == "Running" or bool(recorded) or any(attempts.values())
+        unplaced = any(p.unschedulable for p in pods)
+        impossible = (
+            never_fits(Request.of(spec), self._nodes()) if not admitted or unplaced else None
+        )
         place: dict[str, Any] | None = None  # its place in the queue while it waits
         waited: float | None = None  # seconds it waited, in the pass that admits it
-        admitted = status.get("phase") == "Running" or bool(recorded) or any(attempts.values())
         ruled: Decision | None = None  # the queue's decision: wait, or fail before any Pod
         if not admitted:
             ruled, place, waited = self._admission(body, spec, trials, impossible, queue, moment)
@@ -418,9 +425,13 @@ class Reconciler:
         return None, None
 
     def _nodes(self) -> list[NodeView]:
-        if self._nodes_read is None or time.monotonic() - self._nodes_read[0] > NODES_CACHE_SECONDS:
-            self._nodes_read = (time.monotonic(), [view_node(n) for n in self.kube.list_nodes()])
-        return self._nodes_read[1]
+        """The Nodes, read at most every NODES_CACHE_SECONDS by one thread at a time."""
+        with self._nodes_lock:
+            read = self._nodes_read
+            if read is None or time.monotonic() - read[0] > NODES_CACHE_SECONDS:
+                read = (time.monotonic(), [view_node(n) for n in self.kube.list_nodes()])
+                self._nodes_read = read
+            return read[1]
 
     def _admission(
         self,

@@ -40,7 +40,7 @@ class Apiserver:
         self.body["metadata"]["resourceVersion"] = str(int(version or 0) + 1)
         return self.body
 
-    def get_experiment(self, namespace: str, name: str) -> dict[str, Any]:
+    def get_experiment(self, namespace: str, name: str, full: bool = False) -> dict[str, Any]:
         return copy.deepcopy(self.body)
 
     def create_pod(self, manifest: dict[str, Any]) -> bool:

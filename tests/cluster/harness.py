@@ -14,6 +14,7 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
+from cxlab.controller.kube import Kube
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,6 +107,15 @@ class Lab:
         return created
 
     def get(self, name: str) -> dict[str, Any]:
+        """The experiment with its full trial entries (Results from its ConfigMaps), as
+        `cxlab report cx/NAME` reads it; a 404 raises."""
+        found = Kube().get_experiment(self.namespace, name, full=True)
+        if found is None:
+            raise ApiException(status=404, reason=f"no experiment {name}")
+        return found
+
+    def stored(self, name: str) -> dict[str, Any]:
+        """The experiment as the apiserver holds it (compact trial entries)."""
         found: dict[str, Any] = self.custom.get_namespaced_custom_object(
             GROUP, VERSION, self.namespace, PLURAL, name
         )

@@ -96,10 +96,18 @@ def release(cluster: None) -> Iterator[Release]:
         core.delete_namespace(namespace)
 
 
-def test_operator_runs_ready_without_resources(release: Release) -> None:
+def test_two_replicas_run_ready_without_resources_one_holding_the_lease(
+    release: Release,
+) -> None:
     core = kubernetes.client.CoreV1Api()
-    (pod,) = core.list_namespaced_pod(release.namespace, label_selector=OPERATOR_PODS).items
-    assert any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
+    pods = core.list_namespaced_pod(release.namespace, label_selector=OPERATOR_PODS).items
+    assert len(pods) == 2
+    for pod in pods:  # the standby is alive and ready too: it serves /healthz and /metrics
+        assert any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
+    lease = kubernetes.client.CoordinationV1Api().read_namespaced_lease(RELEASE, release.namespace)
+    leaders = [p for p in pods if lease.spec.holder_identity.startswith(f"{p.metadata.name}-")]
+    assert len(leaders) == 1, lease.spec.holder_identity
+    pod = leaders[0]
     (container,) = pod.spec.containers
     assert not (container.resources.requests or container.resources.limits)
     assert pod.spec.security_context.run_as_user == 65532
@@ -138,6 +146,11 @@ def test_helm_test_runs_an_experiment_to_succeeded(release: Release) -> None:
         ("update", "experimentschedules.cxlab.dev --subresource=status", "release", True),
         ("create", "experimentschedules.cxlab.dev", "release", False),
         ("list", "nodes", "release", True),  # the queue: what the nodes can hold
+        ("update", "leases.coordination.k8s.io", "release", True),  # one active replica
+        ("update", "leases.coordination.k8s.io", "default", False),
+        ("create", "configmaps", "release", True),  # the full trial entries
+        ("patch", "configmaps", "release", True),
+        ("delete", "configmaps", "release", False),
         ("patch", "nodes", "release", False),
     ],
 )

@@ -36,11 +36,13 @@ def test_a_thousand_trial_experiment_on_fake_nodes_is_summarized_whole(
 ) -> None:
     workload = {"type": "sleep", "tasks": 10, "rtts": ["1ms", "2ms", "3ms", "4ms"]}
     models = [{"model": "asyncio", "workers": list(range(1, 26))}]  # 25 x 4 RTTs x 10 = 1000
-    lab.apply("thousand", experiment_spec(models, workload, repetitions=10, parallelism=50,
+    lab.apply("thousand", experiment_spec(models, workload, repetitions=10, parallelism=32,
                                           placement=FAKE_NODES))  # fmt: skip
-    experiment = lab.wait_finished("thousand", timeout=600)
+    lab.wait_finished("thousand", timeout=600)
+    experiment = lab.stored("thousand")
     status = experiment["status"]
-    assert status["phase"] == "Succeeded", status.get("conditions")
+    failed = [(e["name"], e.get("message")) for e in status["trials"] if e["phase"] == "Failed"]
+    assert status["phase"] == "Succeeded", failed[:5] or status.get("conditions")
     assert status["progress"]["trialsDone"] == 1000 and len(status["trials"]) == 1000
     assert not any("result" in e for e in status["trials"])  # compact: Results elsewhere
     size = len(json.dumps(experiment))

@@ -86,9 +86,9 @@ BAD_INPUT = [
         experiment_spec(
             [{"model": "threads", "workers": list(range(1, 21))}],
             {"type": "sleep", "tasks": 5, "rtts": ["1ms", "2ms", "3ms", "4ms", "5ms"]},
-            repetitions=3,
+            repetitions=11,
         ),
-        "at most 200 trials",
+        "at most 1000 trials",
     ),
 ]
 

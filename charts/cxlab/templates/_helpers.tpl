@@ -100,7 +100,7 @@ differ). Cluster-scoped reads: kopf discovers the resources it serves and namesp
 # the full trial entries, in ConfigMaps beside each experiment (its status keeps compact ones)
 - apiGroups: [""]
   resources: [configmaps]
-  verbs: [get, list, create, update]
+  verbs: [get, list, create, patch]
 {{- end }}
 
 {{/* The namespace of the helm test's experiment: the release's if the operator watches it. */}}

@@ -156,7 +156,12 @@ class Kube:
         serialized: dict[str, Any] = self.core.api_client.sanitize_for_serialization(pod)
         return serialized
 
-    def get_experiment(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def get_experiment(
+        self, namespace: str, name: str, full: bool = False
+    ) -> dict[str, Any] | None:
+        """The experiment as stored, or with `full` its status's trial entries replaced by
+        the full ones from their ConfigMaps (cxlab.controller.results_store), as a reader of
+        its Results wants it."""
         try:
             found: Any = self.custom.get_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL, name
@@ -165,7 +170,11 @@ class Kube:
             if error.status == 404:
                 return None
             raise
-        return dict(found)
+        experiment = dict(found)
+        if full and experiment.get("status"):
+            chunks = self.list_config_maps(namespace, results_selector(name))
+            experiment["status"] = with_full_entries(experiment["status"], entries_of(chunks))
+        return experiment
 
     def create_experiment(self, manifest: dict[str, Any]) -> str | None:
         """None once it exists (409 too: a pass before this one made it); the apiserver's
@@ -250,11 +259,7 @@ def read_experiment(namespace: str, name: str) -> dict[str, Any]:
     """One experiment from the cluster in KUBECONFIG (for cxlab report/summary), its status
     with the full trial entries from their ConfigMaps (cxlab.controller.results_store)."""
     load_configuration()
-    found: Any = kubernetes.client.CustomObjectsApi().get_namespaced_custom_object(
-        GROUP, VERSION, namespace, PLURAL, name
-    )
-    experiment = dict(found)
-    if experiment.get("status"):
-        chunks = Kube().list_config_maps(namespace, results_selector(name))
-        experiment["status"] = with_full_entries(experiment["status"], entries_of(chunks))
+    experiment = Kube().get_experiment(namespace, name, full=True)
+    if experiment is None:
+        raise ApiException(status=404, reason=f"no ConcurrencyExperiment {namespace}/{name}")
     return experiment

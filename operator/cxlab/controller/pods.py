@@ -13,7 +13,7 @@ from cxlab.controller.config import OperatorConfig
 from cxlab.crd import GROUP, VERSION
 from cxlab.plan import LOCUST_MASTER_PORT, Trial, locust_master, runner_command
 from cxlab.spec import DEFAULT_RESPONSE_BYTES, KIND, ExperimentSpec
-from cxlab_runner.durations import parse_duration
+from cxlab_runner.durations import format_duration, parse_duration
 
 LABEL_EXPERIMENT = "cxlab.dev/experiment"
 LABEL_TRIAL = "cxlab.dev/trial"
@@ -98,6 +98,16 @@ def _exclusive_affinity(affinity: dict[str, Any] | None) -> dict[str, Any]:
     return merged
 
 
+# A runner waits this much longer at the start barrier than the operator does: the operator
+# is the one to fail the trial, naming the late Pod; the runner's own timeout is for when no
+# operator is left to release or fail it.
+RUNNER_BARRIER_MARGIN_SECONDS = 15.0
+
+
+def runner_barrier_timeout(operator_timeout: str) -> str:
+    return format_duration(parse_duration(operator_timeout) + RUNNER_BARRIER_MARGIN_SECONDS)
+
+
 def build_trial_pod(
     *,
     experiment: str,
@@ -125,7 +135,7 @@ def build_trial_pod(
         linger=config.linger,
         target_url=target_url,
         pod=pod,
-        barrier_timeout=config.barrier_timeout,
+        barrier_timeout=runner_barrier_timeout(config.barrier_timeout),
         locust_address=f"0.0.0.0:{LOCUST_MASTER_PORT}" if pod == master else locust_address,
     )
     resources = {"cpu": str(spec.resources.cpu), "memory": spec.resources.memory}

@@ -83,7 +83,8 @@ class ScheduleReconciler:
 
         def run(run_name: str) -> dict[str, Any] | None:
             if run_name not in fetched:
-                fetched[run_name] = self.kube.get_experiment(namespace, run_name)
+                # with its Results: the history's points are the trials' figures
+                fetched[run_name] = self.kube.get_experiment(namespace, run_name, full=True)
             return fetched[run_name]
 
         def history_entry(run_name: str) -> dict[str, Any] | None:

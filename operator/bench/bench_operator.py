@@ -27,6 +27,8 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
+from cxlab.controller.kube import Kube
+
 ROOT = Path(__file__).resolve().parents[2]
 KUBECONFIG = ROOT / "build" / "cluster" / "kubeconfig"
 TRIALS = 10
@@ -141,9 +143,10 @@ def main() -> None:
         )
         threads[1].join()
         finished = time.time()
-        status = custom.get_namespaced_custom_object(
-            "cxlab.dev", "v1alpha1", namespace, "concurrencyexperiments", name
-        )["status"]
+        # with the trials' full entries (their Results are in ConfigMaps beside it)
+        found = Kube().get_experiment(namespace, name, full=True)
+        assert found is not None
+        status = found["status"]
         report(status, pods, applied, finished, status_changes)
         print(f"{'operator RSS now / peak':<44}{memory_kib(operator.pid, 'VmRSS:') / 1024:.0f} / "
               f"{memory_kib(operator.pid, 'VmHWM:') / 1024:.0f} MiB")  # fmt: skip

@@ -23,7 +23,7 @@ LABEL=type=kwok
 KUBECTL="$K8S_BIN/kubectl"
 export KUBECONFIG="$KUBECONFIG_FILE"
 
-build() { build_tool_module "$MOD" "$KWOK" KWOK 2-4; }
+build() { build_tool_module "$MOD" "$KWOK" KWOK 2-5; }
 
 running_pid() { component_pid kwok; }
 

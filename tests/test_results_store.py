@@ -1,9 +1,11 @@
-"""Full trial entries in ConfigMaps, compact ones in status (cxlab.controller.results_store):
-a thousand trials stay far under etcd's limit on one object."""
+"""Full trial entries and the whole summary in ConfigMaps, compact ones in status
+(cxlab.controller.results_store): a thousand trials stay far under etcd's limit on one
+object, even as a thousand distinct points."""
 
 from __future__ import annotations
 
 import json
+import random
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,9 +16,11 @@ from cxlab.controller.results_store import (
     CHUNK_TRIALS,
     chunk_of,
     compact,
+    compact_summary,
     config_map,
     entries_of,
-    with_full_entries,
+    summary_config_map,
+    with_full_results,
 )
 from cxlab.plan import plan_trials
 from cxlab.spec import MAX_TRIALS, parse_experiment
@@ -42,10 +46,36 @@ def thousand_trials(**change: Any) -> tuple[Any, list[Any], list[dict[str, Any]]
     return spec, trials, entries
 
 
+def distinct_points() -> tuple[Any, list[Any], list[dict[str, Any]]]:
+    """A thousand trials, each its own point (5 models x 25 worker counts x 8 RTTs, one
+    repetition), each with its own figures: the largest summary 1,000 trials can have."""
+    models = ["asyncio", "threads", "gevent", "processes", "goroutines"]
+    rtts = ["1ms", "2ms", "5ms", "10ms", "20ms", "50ms", "100ms", "200ms"]
+    body = document(models=[{"model": m, "workers": list(range(1, 26))} for m in models],
+                    workload={"type": "sleep", "tasks": 64, "rtts": rtts})  # fmt: skip
+    spec = parse_experiment(body).spec
+    trials = plan_trials(spec)
+    draw = random.Random(14)
+    entries = []
+    for trial in trials:
+        figures = result(trial)
+        for key in ("wallSeconds", "cpuUserSeconds", "peakRssBytes", "throughputPerSecond"):
+            figures[key] = round(figures[key] * draw.uniform(0.5, 2), 6)
+        entry = trial_entry(TrialOutcome(trial, figures))
+        entries.append(entry | {"attempts": 1, "node": "node-1", "metricsScraped": False})
+    return spec, trials, entries
+
+
+def full_status(spec: Any, trials: list[Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
+    return build_status(spec=spec, trials=trials, entries=entries, live=Live(), old={},
+                        started_spec="{}", generation=1, now=MOMENT)  # fmt: skip
+
+
 def status_of(spec: Any, trials: list[Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
-    status = build_status(spec=spec, trials=trials, entries=entries, live=Live(), old={},
-                          started_spec="{}", generation=1, now=MOMENT)  # fmt: skip
+    """The status as the operator writes it: compact entries and summary."""
+    status = full_status(spec, trials, entries)
     status["trials"] = [compact(e, "exp", i) for i, e in enumerate(status["trials"])]
+    status["summary"] = compact_summary(status["summary"], "exp")
     return checked(status)
 
 
@@ -83,7 +113,7 @@ def test_the_full_entries_come_back_whole_in_place_of_the_compact_ones() -> None
     assert "result" not in small and small["resultsIn"] == "exp-results-1"
     assert small["latencyP99Seconds"] == entries[150]["result"]["latencySeconds"]["p99"]
     chunks = [config_map("exp", "lab", "u-1", 1, entries[100:200])]
-    restored = with_full_entries(status, entries_of(chunks))["trials"]
+    restored = with_full_results(status, chunks)["trials"]
     assert restored[150] == entries[150]
     assert restored[50] == status["trials"][50]  # its chunk was not read: left compact
 
@@ -92,3 +122,38 @@ def test_a_failed_trial_without_a_result_stays_whole_in_status() -> None:
     _, trials, _ = thousand_trials()
     failed = trial_entry(TrialOutcome(trials[0], None, "runner exited 1: boom"))
     assert compact(failed, "exp", 0) == failed  # nothing to move out, nothing to point at
+
+
+def test_a_thousand_distinct_points_keep_the_status_far_under_etcds_limit() -> None:
+    spec, trials, entries = distinct_points()
+    whole = full_status(spec, trials, entries)
+    assert len(trials) == len(whole["summary"]["points"]) == MAX_TRIALS
+    size = len(json.dumps(status_of(spec, trials, entries)))
+    summary = summary_config_map("exp", "lab", "u-1", whole["summary"])
+    stored = len(json.dumps(summary))
+    inline = len(json.dumps(whole["summary"]))
+    print(f"\n{len(trials)} distinct points: status {size / 1024:.0f} KiB, the whole summary "
+          f"{inline / 1024:.0f} KiB inline, its ConfigMap {stored / 1024:.0f} KiB")  # fmt: skip
+    assert size < ETCD_LIMIT / 2, size
+    assert stored < CONFIG_MAP_LIMIT / 2, stored
+    assert inline > ETCD_LIMIT / 2  # inline, the summary alone would be past the goal
+
+
+def test_the_whole_summary_comes_back_in_place_of_the_compact_one() -> None:
+    spec, trials, entries = distinct_points()
+    whole = full_status(spec, trials, entries)["summary"]
+    status = status_of(spec, trials, entries)
+    small = status["summary"]
+    assert small["summaryIn"] == "exp-summary" and small["pointCount"] == 1000
+    assert "points" not in small and "knees" not in small
+    first, short = whole["recommendations"][0], small["recommendations"][0]
+    assert short == {k: v for k, v in first.items() if k != "tiedWith"} | (
+        {"tiedCount": len(first["tiedWith"])} if first["tiedWith"] else {}
+    )
+    maps = [config_map("exp", "lab", "u-1", 0, entries[:100]),
+            summary_config_map("exp", "lab", "u-1", whole)]  # fmt: skip
+    restored = with_full_results(status, maps)
+    assert restored["summary"] == whole
+    assert restored["trials"][5] == entries[5]  # the summary is no trial entry
+    assert len(entries_of(maps)) == 100
+    assert with_full_results(status, maps[:1])["summary"] == small  # not found: as stored

@@ -19,7 +19,7 @@ from cxlab.controller.config import OperatorConfig
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.observe import view_pod
 from cxlab.controller.reconciler import Reconciler
-from cxlab.controller.results_store import entries_of, with_full_entries
+from cxlab.controller.results_store import SUFFIX, with_full_results
 from cxlab.local.backend import local_status
 from cxlab.plan import Trial, plan_trials
 from cxlab.spec import parse_experiment
@@ -65,6 +65,12 @@ class RecordingKube:
     def write_status(
         self, namespace: str, name: str, status: dict[str, Any], version: str | None = None
     ) -> dict[str, Any]:
+        # what a status points at is stored before it
+        stored = {
+            f"{k[: -len(SUFFIX)]}" for m in self.config_maps.values() for k in m["binaryData"]
+        }
+        assert all(e["name"] in stored for e in status.get("trials") or [] if "resultsIn" in e)
+        assert "summaryIn" not in status.get("summary", {}) or "summary" in stored
         self.statuses.append(copy.deepcopy(status))
         return {"metadata": {"resourceVersion": str(len(self.statuses))}, "status": status}
 
@@ -113,7 +119,8 @@ def operator_status() -> dict[str, Any]:
         body["status"] = kube.statuses[-1]
         if body["status"]["phase"] in ("Succeeded", "Failed"):
             assert not any("result" in e for e in body["status"]["trials"])  # compact in status
-            return with_full_entries(body["status"], entries_of(kube.config_maps.values()))
+            assert "points" not in body["status"]["summary"]
+            return with_full_results(body["status"], kube.config_maps.values())
         for pod in kube.pods.values():
             if "status" not in pod:
                 end_pod(pod, by_name[pod["metadata"]["labels"]["cxlab.dev/trial"]])

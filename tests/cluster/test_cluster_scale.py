@@ -45,12 +45,15 @@ def test_a_thousand_trial_experiment_on_fake_nodes_is_summarized_whole(
     assert status["phase"] == "Succeeded", failed[:5] or status.get("conditions")
     assert status["progress"]["trialsDone"] == 1000 and len(status["trials"]) == 1000
     assert not any("result" in e for e in status["trials"])  # compact: Results elsewhere
+    assert status["summary"]["summaryIn"] == "thousand-summary"  # points and knees too
+    assert status["summary"]["pointCount"] == 100 and "points" not in status["summary"]
     size = len(json.dumps(experiment))
     chunks = lab.core.list_namespaced_config_map(
         lab.namespace, label_selector="cxlab.dev/experiment=thousand"
     ).items
-    assert sorted(c.metadata.name for c in chunks) == [f"thousand-results-{k}" for k in range(10)]
-    assert all(len(c.binary_data) == 100 for c in chunks)
+    names = sorted(c.metadata.name for c in chunks)
+    assert names == [f"thousand-results-{k}" for k in range(10)] + ["thousand-summary"]
+    assert all(len(c.binary_data) == 100 for c in chunks if "-results-" in c.metadata.name)
     biggest = max(len(json.dumps(c.binary_data)) for c in chunks)
     print(f"\n1000 trials: the experiment object {size / 1024:.0f} KiB, "
           f"its largest results ConfigMap {biggest / 1024:.0f} KiB")  # fmt: skip

@@ -11,7 +11,7 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from cxlab.controller.results_store import entries_of, results_selector, with_full_entries
+from cxlab.controller.results_store import results_selector, with_full_results
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 from cxlab.schedules.spec import SCHEDULE_KIND
 from cxlab.schedules.status import checked as checked_schedule_status
@@ -159,9 +159,9 @@ class Kube:
     def get_experiment(
         self, namespace: str, name: str, full: bool = False
     ) -> dict[str, Any] | None:
-        """The experiment as stored, or with `full` its status's trial entries replaced by
-        the full ones from their ConfigMaps (cxlab.controller.results_store), as a reader of
-        its Results wants it."""
+        """The experiment as stored, or with `full` its status's trial entries and summary
+        replaced by the full ones from their ConfigMaps (cxlab.controller.results_store), as a
+        reader of its Results wants it."""
         try:
             found: Any = self.custom.get_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL, name
@@ -173,7 +173,7 @@ class Kube:
         experiment = dict(found)
         if full and experiment.get("status"):
             chunks = self.list_config_maps(namespace, results_selector(name))
-            experiment["status"] = with_full_entries(experiment["status"], entries_of(chunks))
+            experiment["status"] = with_full_results(experiment["status"], chunks)
         return experiment
 
     def create_experiment(self, manifest: dict[str, Any]) -> str | None:
@@ -257,7 +257,8 @@ class Kube:
 
 def read_experiment(namespace: str, name: str) -> dict[str, Any]:
     """One experiment from the cluster in KUBECONFIG (for cxlab report/summary), its status
-    with the full trial entries from their ConfigMaps (cxlab.controller.results_store)."""
+    with the full trial entries and summary from their ConfigMaps
+    (cxlab.controller.results_store)."""
     load_configuration()
     experiment = Kube().get_experiment(namespace, name, full=True)
     if experiment is None:

@@ -42,9 +42,11 @@ from cxlab.controller.results_store import (
     FULL_ONLY,
     chunk_of,
     compact,
+    compact_summary,
     config_map,
     entries_of,
     results_selector,
+    summary_config_map,
 )
 from cxlab.plan import Trial, plan_trials, pod_indexes
 from cxlab.scrape import tasks_done
@@ -244,8 +246,15 @@ class Reconciler:
                 compact(e, name, positions[e["name"]]) if e["name"] in positions else e
                 for e in new_status["trials"]
             ]
+            summary = new_status.get("summary")  # the last pass's: it goes beside the Results
+            if summary:
+                new_status["summary"] = compact_summary(summary, name)
             if self._worth_patching(old, new_status, memory):
                 self._store(body, full, positions)
+                if summary:
+                    self.kube.add_to_config_map(
+                        summary_config_map(name, namespace, metadata["uid"], summary)
+                    )
                 version = (outcome.written or body)["metadata"].get("resourceVersion")
                 outcome.written = self.kube.write_status(namespace, name, new_status, version)
                 self.metrics.status_writes.inc()

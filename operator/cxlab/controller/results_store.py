@@ -17,6 +17,12 @@ the full entries go to ConfigMaps named `<experiment>-results-<k>`:
 The operator keeps none of them in memory: it reads them back (one list) only when the
 experiment finishes, for its summary, and `cxlab report`/`summary` read them the same way.
 
+The summary goes the same way, for the same limit: its table has a row per point of the
+matrix, up to 1,000 of them at about 1 KB each, and each recommendation lists the points
+tied with it. The status keeps the tolerance and the recommendations (the answer, their ties
+counted); the whole summary is one gzip'd key of the ConfigMap `<experiment>-summary`,
+written before the status that points at it (`summaryIn`).
+
 The status stays the record of what is recorded: a full entry is written to its chunk before
 the status write that records its trial, and one in a chunk but not in status is ignored.
 """
@@ -34,6 +40,7 @@ from cxlab.controller.pods import LABEL_COMPONENT, LABEL_EXPERIMENT
 CHUNK_TRIALS = 100
 COMPONENT_RESULTS = "results"
 SUFFIX = ".json.gz"
+SUMMARY_KEY = "summary" + SUFFIX  # in <experiment>-summary; no trial is named "summary"
 # What stays in status of a full entry: everything but the Results, plus headline figures.
 FULL_ONLY = ("result", "podResults", "prometheus")
 
@@ -78,16 +85,52 @@ def decode(data: str) -> Entry:
     return entry
 
 
+def summary_name(experiment: str) -> str:
+    return f"{experiment}-summary"
+
+
+def compact_summary(summary: Mapping[str, Any], experiment: str) -> dict[str, Any]:
+    """The status's summary of a whole one: the recommendations with their ties counted, not
+    listed, and where the whole summary is (points, knees, ties)."""
+    recommendations = []
+    for recommendation in summary.get("recommendations") or []:
+        small = {k: v for k, v in recommendation.items() if k != "tiedWith"}
+        if tied := len(recommendation.get("tiedWith") or []):
+            small["tiedCount"] = tied
+        recommendations.append(small)
+    return {
+        "tolerance": summary["tolerance"],
+        "recommendations": recommendations,
+        "pointCount": len(summary.get("points") or []),
+        "summaryIn": summary_name(experiment),
+    }
+
+
 def config_map(
     experiment: str, namespace: str, uid: str, chunk: int, entries: Iterable[Mapping[str, Any]]
 ) -> dict[str, Any]:
     """The chunk's ConfigMap, owned by the experiment, with these entries: created so, or
     merge-patched onto the existing chunk (the keys add to those it has)."""
+    keys = {f"{e['name']}{SUFFIX}": encode(e) for e in entries}
+    return _owned_config_map(chunk_name(experiment, chunk), experiment, namespace, uid, keys)
+
+
+def summary_config_map(
+    experiment: str, namespace: str, uid: str, summary: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The ConfigMap holding the experiment's whole summary."""
+    keys = {SUMMARY_KEY: encode(summary)}
+    return _owned_config_map(summary_name(experiment), experiment, namespace, uid, keys)
+
+
+def _owned_config_map(
+    name: str, experiment: str, namespace: str, uid: str, binary: dict[str, str]
+) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": chunk_name(experiment, chunk),
+            "name": name,
             "namespace": namespace,
             "labels": {LABEL_EXPERIMENT: experiment, LABEL_COMPONENT: COMPONENT_RESULTS},
             "ownerReferences": [
@@ -101,7 +144,7 @@ def config_map(
                 }
             ],
         },
-        "binaryData": {f"{e['name']}{SUFFIX}": encode(e) for e in entries},
+        "binaryData": binary,
     }
 
 
@@ -110,14 +153,31 @@ def entries_of(config_maps: Iterable[Mapping[str, Any]]) -> dict[str, Entry]:
     found: dict[str, Entry] = {}
     for item in config_maps:
         for key, data in (item.get("binaryData") or {}).items():
-            if key.endswith(SUFFIX):
+            if key.endswith(SUFFIX) and key != SUMMARY_KEY:
                 entry = decode(data)
                 found[entry["name"]] = entry
     return found
 
 
-def with_full_entries(status: Mapping[str, Any], full: Mapping[str, Entry]) -> dict[str, Any]:
-    """The status with each compact trial entry replaced by its full one where there is one
-    (what `cxlab report` and `cxlab summary` read, as the local backend writes it)."""
-    trials = [full.get(e["name"], e) for e in status.get("trials") or []]
-    return {**status, "trials": trials}
+def summary_of(config_maps: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The whole summary among an experiment's ConfigMaps, if it has one."""
+    for item in config_maps:
+        data = (item.get("binaryData") or {}).get(SUMMARY_KEY)
+        if data:
+            return decode(data)
+    return None
+
+
+def with_full_results(
+    status: Mapping[str, Any], config_maps: Iterable[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The status with each compact trial entry replaced by its full one where there is one,
+    and the whole summary in place of the compact one (what `cxlab report` and `cxlab
+    summary` read, as the local backend writes it)."""
+    config_maps = list(config_maps)
+    full = entries_of(config_maps)
+    restored = {**status, "trials": [full.get(e["name"], e) for e in status.get("trials") or []]}
+    summary = summary_of(config_maps) if (status.get("summary") or {}).get("summaryIn") else None
+    if summary is not None:
+        restored["summary"] = summary
+    return restored

@@ -23,6 +23,23 @@ EXAMPLES = ROOT / "manifests" / "examples"
 NODE = {"metadata": {"name": "node-1"}, "status": {"allocatable": {"cpu": "4", "memory": "16Gi"}}}
 
 
+class ApiserverBase:
+    """What a fake of the operator's Kube answers unless a test says otherwise: one roomy
+    Node, no ConfigMaps kept, no Pod found by a read."""
+
+    def add_to_config_map(self, manifest: dict[str, Any]) -> None:
+        pass
+
+    def list_config_maps(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        return []
+
+    def list_nodes(self) -> list[dict[str, Any]]:
+        return [NODE]
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return None
+
+
 def program(name: str) -> str:
     path = shutil.which(name) or str(BIN / name)
     if not Path(path).exists():

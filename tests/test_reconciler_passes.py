@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from helpers import NODE
+from helpers import ApiserverBase
 from test_decide import pod
 from test_refusals import experiment
 
@@ -22,7 +22,7 @@ from cxlab.spec import parse_experiment
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 
 
-class Apiserver:
+class Apiserver(ApiserverBase):
     """Status writes with a resourceVersion precondition, as the apiserver checks it."""
 
     def __init__(self, body: dict[str, Any]) -> None:
@@ -49,18 +49,6 @@ class Apiserver:
 
     def delete_pod(self, namespace: str, name: str) -> None:
         pass
-
-    def add_to_config_map(self, manifest: dict[str, Any]) -> None:
-        pass
-
-    def list_config_maps(self, namespace: str, selector: str) -> list[dict[str, Any]]:
-        return []
-
-    def list_nodes(self) -> list[dict[str, Any]]:
-        return [NODE]
-
-    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return None
 
 
 def reconciler(kube: Apiserver, **config: Any) -> Reconciler:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from helpers import NODE
+from helpers import ApiserverBase
 from kubernetes.client.exceptions import ApiException
 
 from cxlab.controller.config import OperatorConfig
@@ -297,7 +297,7 @@ def test_a_refusal_names_the_experiments_field(message: str, field: str) -> None
 # --- the reconciler carries it out, and a restart loses and repeats nothing ----------------
 
 
-class Apiserver:
+class Apiserver(ApiserverBase):
     """The apiserver as the Reconciler sees it, refusing trial Pods with `error`."""
 
     def __init__(self, error: ApiException) -> None:
@@ -327,18 +327,6 @@ class Apiserver:
 
     def delete_pod(self, namespace: str, name: str) -> None:
         self.deleted.append(name)
-
-    def add_to_config_map(self, manifest: dict[str, Any]) -> None:
-        pass
-
-    def list_config_maps(self, namespace: str, selector: str) -> list[dict[str, Any]]:
-        return []
-
-    def list_nodes(self) -> list[dict[str, Any]]:
-        return [NODE]
-
-    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return None
 
 
 def experiment(**change: Any) -> dict[str, Any]:

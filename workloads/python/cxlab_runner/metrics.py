@@ -4,6 +4,7 @@ and the kernel, so a task pays nothing for being observable (names: workloads/CO
 from __future__ import annotations
 
 import bisect
+import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -178,5 +179,9 @@ class MetricsServer:
 
     def close(self) -> None:
         if self._server is not None:
+            # shutdown() returns once serve_forever's loop sees it, and the loop looks every
+            # 0.5 s: the Pod would outlive its Result by up to that. A listening socket shut
+            # down is always ready, so the loop comes round at once.
+            self._server.socket.shutdown(socket.SHUT_RDWR)
             self._server.shutdown()
             self._server.server_close()

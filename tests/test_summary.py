@@ -125,6 +125,20 @@ def test_terminal_summary_shows_failed_points_and_trials() -> None:
     assert f"  {trials[1].name}: boom" in text
 
 
+def test_a_compact_summary_whose_config_map_is_gone_still_shows_the_recommendation() -> None:
+    from cxlab.controller.results_store import compact_summary
+    from cxlab.table import render_summary
+
+    trials = [Trial(0, "threads", 10, None, 0.1, 1), Trial(1, "threads", 20, None, 0.1, 1)]
+    outcomes = [TrialOutcome(trials[0], result(10, 1.0)), TrialOutcome(trials[1], None, "boom")]
+    status = experiment_status(trials, outcomes)
+    status["summary"] = compact_summary(status["summary"], "x")
+    text = render_summary({"metadata": {"name": "x"}, "status": status})
+    assert "No points or knees: ConfigMap x-summary not found." in text
+    assert status["summary"]["recommendations"][0]["text"] in text
+    assert f"  {trials[1].name}: boom" in text
+
+
 def test_a_workload_without_rtt_gets_one_overall_recommendation() -> None:
     outcomes = [  # the GIL seed: the cpu workload has no RTT
         outcome("sequential", 1, 0.96, rtt=None, cpu=0.95),

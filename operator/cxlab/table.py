@@ -171,8 +171,16 @@ def render_summary(document: dict[str, Any]) -> str:
         "Medians of each point's repetitions; 95% CI: of the mean wall time, from 3 "
         f"repetitions; noisy: CV over the {tolerance} tolerance."
     )
-    parts = [head, "", points_table(summary), legend, ""]
-    if summary["knees"]:
+    if "points" in summary:
+        parts = [head, "", points_table(summary), legend, ""]
+    else:  # a cluster's compact summary whose ConfigMap is gone (results_store)
+        parts = [
+            head,
+            "",
+            f"No points or knees: ConfigMap {summary.get('summaryIn')} not found.",
+            "",
+        ]
+    if summary.get("knees"):
         parts += [
             f"Knees (fewest workers within {tolerance} of each model's best):",
             knees_table(summary),

@@ -75,6 +75,23 @@ def dashboard() -> Any:
             "ops",
             query("sum(rate(cxlab_operator_status_writes_total[$__rate_interval]))", "writes"),
         ),
+        graph(
+            "API requests by verb",
+            "Requests the operator sent the apiserver per second, by verb: its passes' reads "
+            "and writes and the Events it posts (kopf's own watches are not counted).",
+            "reqps",
+            query(
+                "sum by (verb) (rate(cxlab_operator_api_requests_total[$__rate_interval]))",
+                "{{verb}}",
+            ),
+        ),
+        graph(
+            "Active replica",
+            "1 for the replica that holds the Lease and reconciles, 0 for one standing by; "
+            "a handover shows as the 1 moving from one instance to another.",
+            "short",
+            query("max by (instance) (cxlab_operator_leader)", "{{instance}}"),
+        ),
     ]
     return build(
         "cxlab / operator health",

@@ -62,6 +62,14 @@ def refusal(pod: str, error: ApiException) -> PodRefused | None:
     return PodRefused(pod, int(error.status), reason, message or "no message")
 
 
+def unread(answer: Any) -> None:
+    """Give back the connection of an answer (_preload_content=False) whose body is not
+    needed. Left unread, the connection is closed rather than pooled, and the next request
+    opens another with a TLS handshake: two per trial (its Pod created and deleted) before."""
+    answer.drain_conn()
+    answer.release_conn()
+
+
 def load_configuration() -> None:
     try:
         kubernetes.config.load_incluster_config()
@@ -127,7 +135,8 @@ class Kube:
             # The client takes a plain manifest as well as a V1Pod.
             namespace = manifest["metadata"]["namespace"]
             # _preload_content=False: the answer is not read into the client's typed models
-            self.core.create_namespaced_pod(namespace, manifest, _preload_content=False)  # type: ignore[arg-type]
+            answer = self.core.create_namespaced_pod(namespace, manifest, _preload_content=False)  # type: ignore[arg-type]
+            unread(answer)
         except ApiException as error:
             if error.status == 409:
                 return False
@@ -139,9 +148,10 @@ class Kube:
 
     def delete_pod(self, namespace: str, name: str) -> None:
         try:
-            self.core.delete_namespaced_pod(
+            answer = self.core.delete_namespaced_pod(
                 name, namespace, grace_period_seconds=5, _preload_content=False
             )
+            unread(answer)
         except ApiException as error:
             if error.status != 404:
                 raise

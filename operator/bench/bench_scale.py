@@ -70,6 +70,7 @@ class Operator:
         self.process: subprocess.Popen[bytes] | None = None
         self.cpu = 0.0  # seconds, of every process started so far (the killed one's too)
         self.peak_rss_mib = 0.0
+        self.peaks: list[float] = []  # MiB, each process's, in order (the killed one first)
         self.requests: Counter[str] = Counter()  # by verb, every process's
 
     def start(self) -> None:
@@ -104,6 +105,7 @@ class Operator:
         cpu, rss, requests = self.sample()
         self.cpu += cpu
         self.peak_rss_mib = max(self.peak_rss_mib, rss)
+        self.peaks.append(rss)
         self.requests += requests
 
     def kill(self) -> None:
@@ -130,6 +132,17 @@ def apiserver_requests() -> int:
             if line.startswith("apiserver_request_total{")
         )
     )
+
+
+def import_floor_mib() -> float:
+    """The operator's RSS once its modules are imported, before it does anything."""
+    probe = (
+        "import cxlab.controller.handlers\n"
+        "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmRSS')))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, env={"MALLOC_ARENA_MAX": "2", **os.environ})  # fmt: skip
+    return int(out.stdout) / 1024
 
 
 def main() -> None:
@@ -196,6 +209,11 @@ def main() -> None:
         )
     killed_at = None
     while not done.wait(0.5):
+        assert operator.process is not None
+        if operator.process.poll() is not None:  # not killed by us: it failed on its own
+            abandon(custom, core, namespace)
+            sys.exit(f"the operator exited with {operator.process.returncode}: see "
+                     "build/cluster/logs/operator-bench-scale.log")  # fmt: skip
         if killed_at is None and len(recorded) >= total // 2:
             killed_at = time.time()
             operator.kill()  # SIGKILL: no chance to tidy up
@@ -215,6 +233,20 @@ def main() -> None:
     ):
         time.sleep(1)
     operator.stop(account=False)
+
+
+def abandon(custom: Any, core: Any, namespace: str) -> None:
+    """Delete the namespace without an operator: its experiments' finalizers go first, or
+    it would stay Terminating (and the next run's operator would pick them up)."""
+    core.delete_namespace(namespace)
+    listed = custom.list_namespaced_custom_object(
+        "cxlab.dev", "v1alpha1", namespace, "concurrencyexperiments"
+    )
+    for body in listed["items"]:
+        custom.patch_namespaced_custom_object(
+            "cxlab.dev", "v1alpha1", namespace, "concurrencyexperiments",
+            body["metadata"]["name"], {"metadata": {"finalizers": None}},
+        )  # fmt: skip
 
 
 def report(run: dict[str, Any]) -> None:
@@ -238,7 +270,9 @@ def report(run: dict[str, Any]) -> None:
         ("ideal (tasks only, each experiment)", f"{ideal:.0f} s; with KWOK's start-up "
                                                 f"{ideal + 0.5 * TRIALS / PARALLELISM:.0f} s"),
         ("operator CPU", f"{operator.cpu:.0f} s ({1000 * operator.cpu / total:.0f} ms per trial)"),
-        ("operator peak RSS", f"{operator.peak_rss_mib:.0f} MiB"),
+        ("operator peak RSS", f"{operator.peak_rss_mib:.0f} MiB (each process: "
+                              + ", ".join(f"{p:.0f}" for p in operator.peaks)
+                              + f"; its imports alone {import_floor_mib():.0f})"),
         ("apiserver requests per trial", f"operator {mine / total:.1f} "
                                          f"({verbs}); "
                                          f"everyone {run['everyone'] / total:.1f}"),

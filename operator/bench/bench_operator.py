@@ -151,9 +151,34 @@ def main() -> None:
         print(f"{'operator RSS now / peak':<44}{memory_kib(operator.pid, 'VmRSS:') / 1024:.0f} / "
               f"{memory_kib(operator.pid, 'VmHWM:') / 1024:.0f} MiB")  # fmt: skip
     finally:
+        remove_namespace(core, custom, namespace, seconds=60)
         operator.terminate()
         operator.wait(timeout=30)
-        core.delete_namespace(namespace)
+
+
+def remove_namespace(core: Any, custom: Any, namespace: str, seconds: float) -> None:
+    """Delete a benchmark's namespace while its operator still runs: the operator removes
+    its experiments' finalizers. What is left after `seconds` (or with no operator, 0) loses
+    them here: no later operator would, since kopf stops serving a namespace once it is
+    Terminating, and the namespace would stay Terminating for good."""
+    core.delete_namespace(namespace)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            core.read_namespace(namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return
+            raise
+        time.sleep(1)
+    listed = custom.list_namespaced_custom_object(
+        "cxlab.dev", "v1alpha1", namespace, "concurrencyexperiments"
+    )
+    for body in listed["items"]:
+        custom.patch_namespaced_custom_object(
+            "cxlab.dev", "v1alpha1", namespace, "concurrencyexperiments",
+            body["metadata"]["name"], {"metadata": {"finalizers": None}},
+        )  # fmt: skip
 
 
 def report(

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes
-from bench_operator import KUBECONFIG, ROOT, events, memory_kib
+from bench_operator import KUBECONFIG, ROOT, events, memory_kib, remove_namespace
 
 EXPERIMENTS = int(os.environ.get("CXLAB_SCALE_EXPERIMENTS", "50"))
 TRIALS = int(os.environ.get("CXLAB_SCALE_TRIALS", "100"))
@@ -211,7 +211,7 @@ def main() -> None:
     while not done.wait(0.5):
         assert operator.process is not None
         if operator.process.poll() is not None:  # not killed by us: it failed on its own
-            abandon(custom, core, namespace)
+            remove_namespace(core, custom, namespace, seconds=0)
             sys.exit(f"the operator exited with {operator.process.returncode}: see "
                      "build/cluster/logs/operator-bench-scale.log")  # fmt: skip
         if killed_at is None and len(recorded) >= total // 2:
@@ -225,28 +225,8 @@ def main() -> None:
     everyone = apiserver_requests() - requests_before
     operator.account()
     report(locals())
-    # the operator removes the experiments' finalizers: the namespace goes before it stops
-    core.delete_namespace(namespace)
-    deadline = time.time() + 120
-    while time.time() < deadline and any(
-        n.metadata.name == namespace for n in core.list_namespace().items
-    ):
-        time.sleep(1)
+    remove_namespace(core, custom, namespace, seconds=120)
     operator.stop(account=False)
-
-
-def abandon(custom: Any, core: Any, namespace: str) -> None:
-    """Delete the namespace without an operator: its experiments' finalizers go first, or
-    it would stay Terminating (and the next run's operator would pick them up)."""
-    core.delete_namespace(namespace)
-    listed = custom.list_namespaced_custom_object(
-        "cxlab.dev", "v1alpha1", namespace, "concurrencyexperiments"
-    )
-    for body in listed["items"]:
-        custom.patch_namespaced_custom_object(
-            "cxlab.dev", "v1alpha1", namespace, "concurrencyexperiments",
-            body["metadata"]["name"], {"metadata": {"finalizers": None}},
-        )  # fmt: skip
 
 
 def report(run: dict[str, Any]) -> None:

@@ -150,9 +150,10 @@ build_runner() {
   finish_python_image "$dir" "$app" "$RUNNER_IMAGE" "$hash"
 }
 
-# The operator, laid out as in the repository: /app/operator/cxlab,
-# /app/workloads/python/cxlab_runner and cxlab_contract (the contract's files, package data); its
-# packages in the image's dist-packages. Runs as 65532, nothing written outside /tmp.
+# The operator, laid out as in the repository: /app/operator/cxlab and
+# /app/workloads/python/cxlab_contract (the contract it shares with the runners: the Result, its
+# limits, durations, the histogram); its packages in the image's dist-packages. No runner: the
+# operator starts runners in Pods of the runner image. Runs as 65532, nothing written outside /tmp.
 build_operator() {
   local dir="$IMAGES/operator" hash app site pins
   build_base
@@ -160,7 +161,7 @@ build_operator() {
   mapfile -t pins < <(read_pins operator)
   ((${#pins[@]})) || die "could not read the operator's pins from pyproject.toml"
   hash=$(hash_inputs "$IMAGES/base-bookworm/.inputs" "$ROOT/hack/image-requirements.py" \
-    "$ROOT/operator/cxlab" "$ROOT/workloads/python/cxlab_runner" "$ROOT/workloads/python/cxlab_contract" \
+    "$ROOT/operator/cxlab" "$ROOT/workloads/python/cxlab_contract" \
     "$ROOT/hack/images/docker-archive.py" "$ROOT/hack/images.sh" \
     -- "$OPERATOR_IMAGE" "$("$PYTHON" -VV)" "${pins[*]}")
   if [[ -f $dir/image.tar && $(cat "$dir/.inputs" 2>/dev/null) == "$hash" ]]; then return; fi
@@ -172,7 +173,6 @@ build_operator() {
   chmod -R 0755 "$app"
   pip_target "$site" "${pins[@]}"
   cp -r --preserve=timestamps "$ROOT/operator/cxlab" "$app/app/operator/"
-  cp -r --preserve=timestamps "$ROOT/workloads/python/cxlab_runner" "$app/app/workloads/python/"
   cp -r --preserve=timestamps "$ROOT/workloads/python/cxlab_contract" "$app/app/workloads/python/"
   find "$app/app" -name __pycache__ -prune -exec rm -rf {} +
   "$PYTHON" -m compileall -q "$app/app" "$site"

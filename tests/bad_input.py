@@ -27,7 +27,7 @@ from cxlab.spec import (
     MAX_TRIALS,
     NAME_MAX_LENGTH,
 )
-from cxlab_runner.durations import DURATION_PATTERN, format_duration, parse_duration
+from cxlab_contract.durations import DURATION_PATTERN, format_duration, parse_duration
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from cxlab.crd import CRD_PATH
-from cxlab_runner.durations import DURATION_PATTERN
+from cxlab_contract.durations import DURATION_PATTERN
 
 # Kubernetes' own schemas of Pod fields, embedded as they are (cxlab.placement): their
 # integers carry their format's range, their strings and lists Kubernetes' own limits.

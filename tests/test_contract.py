@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from cxlab_contract import runner_contract
 from helpers import ROOT
 
-from cxlab_runner import histogram
+from cxlab_contract import histogram, result, result_schema, runner_contract
+from cxlab_contract.durations import format_duration, parse_duration
+from cxlab_contract.result import encode, floor_seconds
 from cxlab_runner.config import UsageError, build_parser, parse_config
-from cxlab_runner.durations import format_duration, parse_duration
-from cxlab_runner.result import encode, floor_seconds
 
 TESTDATA = ROOT / "workloads" / "testdata"
 
@@ -106,3 +105,40 @@ def test_every_limit_is_a_flag_or_a_spec_fields() -> None:
     # responseBytes: the delay target's; pods: a trial's Pods (spec.models[].pods)
     flags = set(runner_contract().flags)
     assert set(runner_contract().limits) - flags == {"responseBytes", "pods"}
+
+
+def _typed_keys(typed: type) -> dict[str, set[str]]:
+    """A TypedDict's keys: (required, optional)."""
+    return {"required": set(typed.__required_keys__), "optional": set(typed.__optional_keys__)}
+
+
+def _schema_keys(node: dict[str, object]) -> dict[str, set[str]]:
+    properties = set(node["properties"])  # type: ignore[call-overload]
+    required = set(node.get("required", []))  # type: ignore[call-overload]
+    return {"required": required, "optional": properties - required}
+
+
+@pytest.mark.parametrize(
+    ("typed", "path"),
+    [
+        (result.Result, ()),
+        (result.Latencies, ("latencySeconds",)),
+        (result.ContextSwitches, ("taskContextSwitches",)),
+        (result.Syscalls, ("syscalls",)),
+        (result.RssTimeline, ("rssTimeline",)),
+        (result.Error, ("errors", "items")),
+        (histogram.Histogram, ("latencyHistogram",)),
+    ],
+)
+def test_the_typed_result_has_the_schemas_keys(typed: type, path: tuple[str, ...]) -> None:
+    node = result_schema()
+    for step in path:
+        node = node["properties"][step] if step != "items" else node["items"]
+    assert _typed_keys(typed) == _schema_keys(node)
+
+
+def test_the_results_limits_are_the_schemas() -> None:
+    properties = result_schema()["properties"]
+    assert result.MAX_ERRORS == properties["errors"]["maxItems"] == 5
+    assert result.MAX_SYSCALL_COUNTS == 12
+    assert result.MAX_TIMELINE_SAMPLES == 64

@@ -1,6 +1,6 @@
 import pytest
 
-from cxlab_runner.durations import format_duration, parse_duration
+from cxlab_contract.durations import format_duration, parse_duration
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from helpers import BIN, EXAMPLES, ROOT
 
-from cxlab_runner import histogram
+from cxlab_contract import histogram
 
 CXLAB = [sys.executable, "-m", "cxlab.cli"]
 SLEEP = {"type": "sleep", "tasks": 5, "rtt": "1ms"}

@@ -10,9 +10,9 @@ import shutil
 import subprocess
 
 import pytest
-from cxlab_contract import runner_contract
 from helpers import parse_result, run_runner, runner_argv
 
+from cxlab_contract import runner_contract
 from cxlab_runner.measure import Sampler, Switches
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.syscalls import parse_summary

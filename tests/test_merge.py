@@ -10,11 +10,10 @@ from typing import Any
 
 import jsonschema
 import pytest
-from cxlab_contract import result_schema
 
 from cxlab.merge import merge_results, skew_seconds
-from cxlab_runner import histogram
-from cxlab_runner.result import latency_seconds, percentile
+from cxlab_contract import histogram, result_schema
+from cxlab_contract.result import latency_seconds, percentile
 
 MIB = 2**20
 VALIDATOR = jsonschema.Draft202012Validator(result_schema())

@@ -20,7 +20,7 @@ from cxlab.spec import (
     NAME_MAX_LENGTH,
     parse_experiment,
 )
-from cxlab_runner.durations import format_duration, parse_duration
+from cxlab_contract.durations import format_duration, parse_duration
 
 # Kubernetes' own rules (k8s.io/apimachinery/pkg/util/validation).
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

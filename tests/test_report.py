@@ -32,8 +32,8 @@ from cxlab.report.svg import (
 from cxlab.results import parse_result
 from cxlab.spec import ExperimentSpec, parse_experiment
 from cxlab.summary import TrialOutcome
-from cxlab_runner import histogram
-from cxlab_runner.durations import parse_duration
+from cxlab_contract import histogram
+from cxlab_contract.durations import parse_duration
 
 MIB = 2**20
 

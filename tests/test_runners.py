@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from cxlab_contract import runner_contract
 from helpers import program, run_runner, runner_argv, scrape
 
 from cxlab.barrier import is_ready, release
 from cxlab.results import parse_result
+from cxlab_contract import runner_contract
 
 PYTHON_MODELS = ["sequential", "threads", "processes", "gevent", "asyncio"]
 ALL_MODELS = [*PYTHON_MODELS, "goroutines"]

@@ -9,8 +9,8 @@ import time
 from typing import Any
 
 from cxlab.merge import merge_results
-from cxlab_runner import histogram
-from cxlab_runner.result import percentile
+from cxlab_contract import histogram
+from cxlab_contract.result import percentile
 
 TASKS_PER_POD = 10_000
 

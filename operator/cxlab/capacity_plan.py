@@ -58,7 +58,7 @@ from cxlab.plan import Trial
 from cxlab.shape import Shape, nullable, optional, shaped
 from cxlab.spec import CapacityTarget, ExperimentSpec
 from cxlab.summary import PointRuns, Result, TrialOutcome, group_points, workers_label
-from cxlab_runner.durations import format_duration, parse_duration
+from cxlab_contract.durations import format_duration, parse_duration
 
 # Kubernetes' documented limit of one cluster: a plan past it is no plan (and its byte
 # counts would leave the int64 the apiserver stores).

@@ -41,7 +41,7 @@ from cxlab.status import ExperimentStatus
 from cxlab.summary import workers_label
 from cxlab.table import capacity_text, render_summary, render_table, rtt_cell
 from cxlab.trend import plan_trend, regressions_text, trend_tables
-from cxlab_runner.durations import format_duration, parse_duration
+from cxlab_contract.durations import format_duration, parse_duration
 
 USAGE_ERROR = 2
 

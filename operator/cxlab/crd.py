@@ -9,9 +9,9 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import cxlab_contract
 import yaml
 
+import cxlab_contract
 from cxlab.schedules.spec import SCHEDULE_KIND, SCHEDULE_NAME_MAX_LENGTH, ScheduleSpec
 from cxlab.schedules.status import ScheduleStatus
 from cxlab.spec import (

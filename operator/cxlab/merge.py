@@ -12,12 +12,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from cxlab_runner import histogram
-from cxlab_runner.result import MAX_ERRORS
-from cxlab_runner.syscalls import MAX_COUNTS
+from cxlab_contract import histogram
+from cxlab_contract.result import MAX_ERRORS, MAX_SYSCALL_COUNTS, MAX_TIMELINE_SAMPLES
 
 Result = dict[str, Any]
-TIMELINE_SAMPLES = 64  # the schema's rssTimeline maxItems
 
 # Copied from the first Pod: the trial's labels and settings, the same in every Pod.
 SHARED = (
@@ -104,7 +102,7 @@ def _task_switches(results: list[Result]) -> dict[str, int] | None:
 
 def _syscalls(results: list[Result]) -> dict[str, Any] | None:
     """Counted in every Pod: totals and counts summed. A count is then a lower bound where a
-    Pod had dropped that call from its own most frequent MAX_COUNTS; the total is exact."""
+    Pod had dropped that call from its own most frequent MAX_SYSCALL_COUNTS; the total is exact."""
     counted = [r["syscalls"] for r in results]
     if all(c is None for c in counted):
         return None
@@ -117,7 +115,7 @@ def _syscalls(results: list[Result]) -> dict[str, Any] | None:
     for c in counted:
         calls.update(c["counts"])
     # As a runner keeps them (cxlab_runner.syscalls): the most frequent, futex always.
-    top = sorted(calls, key=lambda name: (-calls[name], name))[:MAX_COUNTS]
+    top = sorted(calls, key=lambda name: (-calls[name], name))[:MAX_SYSCALL_COUNTS]
     if "futex" in calls and "futex" not in top:
         top[-1] = "futex"
     top.sort(key=lambda name: (-calls[name], name))
@@ -145,7 +143,7 @@ def _timeline(timelines: list[dict[str, Any]]) -> dict[str, Any]:
         total += [0] * (len(kept) - len(total))
         for index, value in enumerate(kept):
             total[index] += value
-    while len(total) > TIMELINE_SAMPLES:  # cannot happen from valid Results; cut as runners do
+    while len(total) > MAX_TIMELINE_SAMPLES:  # cannot happen from valid Results; cut as runners do
         total, interval = total[::2], interval * 2
     return {"intervalSeconds": interval, "rssBytes": total}
 

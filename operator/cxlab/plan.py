@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cxlab.spec import GO_MODELS, ExperimentSpec
-from cxlab_runner.config import resolve_workers
-from cxlab_runner.durations import format_duration, parse_duration
-from cxlab_runner.result import floor_seconds as runner_floor_seconds
+from cxlab_contract.durations import format_duration, parse_duration
+from cxlab_contract.result import floor_seconds as runner_floor_seconds
+from cxlab_contract.result import resolve_workers
 
 PYTHON_RUNNER = ("python3", "-m", "cxlab_runner")
 GO_RUNNER = ("cxlab-runner-go",)

@@ -7,11 +7,11 @@ from functools import cache
 from typing import Any
 
 import jsonschema
-from cxlab_contract import result_schema
 
 from cxlab.merge import merge_locust, merge_results
 from cxlab.plan import Trial, locust_master
 from cxlab.summary import TrialOutcome
+from cxlab_contract import result_schema
 
 
 class ResultError(Exception):

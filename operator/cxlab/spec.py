@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from cxlab_contract import runner_contract
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -29,7 +28,8 @@ from pydantic_core import ErrorDetails
 
 from cxlab import placement
 from cxlab.inputs import InputError, load_yaml_documents
-from cxlab_runner.durations import DURATION_PATTERN, format_duration, parse_duration
+from cxlab_contract import runner_contract
+from cxlab_contract.durations import DURATION_PATTERN, format_duration, parse_duration
 
 API_VERSION = "cxlab.dev/v1alpha1"
 KIND = "ConcurrencyExperiment"

@@ -15,7 +15,7 @@ from typing import Any
 
 from cxlab.plan import Trial
 from cxlab.stats import Spread, center, present_stats, separable, stats
-from cxlab_runner.durations import format_duration
+from cxlab_contract.durations import format_duration
 
 Result = dict[str, Any]
 Point = dict[str, Any]

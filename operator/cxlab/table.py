@@ -7,7 +7,7 @@ from typing import Any
 
 from cxlab.stats import center
 from cxlab.summary import NOISE_CHECKED, spread_cells, syscalls_requested, workers_label
-from cxlab_runner.durations import format_duration
+from cxlab_contract.durations import format_duration
 
 
 def render_table(headers: list[str], rows: list[list[str]]) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from harness import Lab, experiment_spec
 
-from cxlab_runner import histogram
+from cxlab_contract import histogram
 
 # One node with 1 allocatable CPU (the static CPU manager keeps core 0): three Pods fit in
 # it only as fractions of a CPU, in the node's shared pool.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from cxlab_runner.durations import parse_duration
+from cxlab_contract.durations import parse_duration
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from cxlab.results import ResultError, classify, parse_result
 from cxlab.spec import ExperimentSpec
 from cxlab.status import has_result, trial_entry
 from cxlab.summary import TrialOutcome
-from cxlab_runner.durations import parse_duration
+from cxlab_contract.durations import parse_duration
 
 Entry = dict[str, Any]
 ACTIVE_PHASES = ("Pending", "Running")

@@ -13,7 +13,7 @@ from cxlab.controller.config import OperatorConfig
 from cxlab.crd import GROUP, VERSION
 from cxlab.plan import LOCUST_MASTER_PORT, Trial, locust_master, runner_command
 from cxlab.spec import DEFAULT_RESPONSE_BYTES, KIND, ExperimentSpec
-from cxlab_runner.durations import format_duration, parse_duration
+from cxlab_contract.durations import format_duration, parse_duration
 
 LABEL_EXPERIMENT = "cxlab.dev/experiment"
 LABEL_TRIAL = "cxlab.dev/trial"

@@ -60,7 +60,7 @@ from cxlab.status import (
     running_entry,
     spec_json,
 )
-from cxlab_runner.durations import parse_duration
+from cxlab_contract.durations import parse_duration
 
 FINISHED = ("Succeeded", "Failed")
 # A pass refused twice for a stale status (someone else writes the object) tries this soon.

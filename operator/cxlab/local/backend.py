@@ -36,7 +36,7 @@ from cxlab.scrape import tasks_done
 from cxlab.spec import DEFAULT_RESPONSE_BYTES, GO_MODELS, ConcurrencyExperiment
 from cxlab.status import Live, build_status, spec_json, trial_entry
 from cxlab.summary import TrialOutcome
-from cxlab_runner.durations import format_duration
+from cxlab_contract.durations import format_duration
 
 POLL_SECONDS = 0.5
 # A trial's processes are ready within a second or two (imports); this bounds one that

@@ -12,7 +12,7 @@ from cxlab.report import svg
 from cxlab.spec import ExperimentSpec
 from cxlab.status import outcomes_of
 from cxlab.summary import summarize
-from cxlab_runner.durations import parse_duration
+from cxlab_contract.durations import parse_duration
 
 Json = Mapping[str, Any]
 MIB = 2**20

@@ -15,7 +15,7 @@ from cxlab.summary import (
     variant_text,
     workers_label,
 )
-from cxlab_runner.durations import format_duration
+from cxlab_contract.durations import format_duration
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: set[int]) -> str:

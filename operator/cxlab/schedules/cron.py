@@ -23,7 +23,7 @@ import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from cxlab_runner.durations import DURATION_PATTERN, parse_duration
+from cxlab_contract.durations import DURATION_PATTERN, parse_duration
 
 # Below 10 s the operator's 1 s reconcile pass and Pod start-up dominate, and runs overlap.
 MIN_EVERY: str = "10s"

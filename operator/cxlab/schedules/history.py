@@ -16,15 +16,15 @@ from cxlab.shape import Shape, optional
 from cxlab.spec import parse_experiment
 from cxlab.status import outcomes_of
 from cxlab.summary import Result, group_points
-from cxlab_runner.durations import format_duration
+from cxlab_contract.durations import format_duration
 
 # Where a run's slot is written on the run itself (the operator sets it when creating it).
 SCHEDULED_TIME_ANNOTATION = "cxlab.dev/scheduled-time"
-# status.history in all: whatever the template's matrix (up to 200 points), the schedule stays
+# status.history in all: whatever the template's matrix (up to 1,000 trials), the schedule stays
 # far below etcd's 1.5 MiB; a larger matrix keeps fewer entries than historyLimit.
 MAX_HISTORY_BYTES = 512 * 1024
 # Significant digits kept per value: far finer than any run-to-run noise, and it keeps an
-# entry of a 20-point run near 3 KiB (README: status size).
+# entry of a 20-point run near 3 KiB (docs/schedules.md).
 DIGITS = 5
 
 

@@ -30,7 +30,7 @@ SCHEDULE_KIND = "ExperimentSchedule"
 SCHEDULE_NAME_MAX_LENGTH = 29
 SCHEDULE_MAX_LENGTH = 100
 TIME_ZONE_MAX_LENGTH = 64
-# Entries in status.history: each is a few hundred bytes per point (README: status size), and
+# Entries in status.history: each is a few hundred bytes per point (docs/schedules.md), and
 # the object must stay far below etcd's 1.5 MiB whatever the template's matrix.
 MAX_HISTORY = 100
 # Runs (experiments) kept: each holds every trial's Result, up to ~400 KiB.

@@ -26,7 +26,7 @@ type Histogram struct {
 }
 
 // bucketIndex is the bucket of v > 0 at schema >= 0, from frexp so that powers of two land
-// exactly on their boundary (the Python runner's cxlab_runner.histogram.bucket_index).
+// exactly on their boundary (cxlab_contract.histogram.bucket_index, which the Python runner uses).
 func bucketIndex(v float64, schema int) int {
 	frac, exp := math.Frexp(v)
 	if frac == 0.5 {

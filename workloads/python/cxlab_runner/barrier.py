@@ -8,8 +8,7 @@ import threading
 import time
 
 from cxlab_contract import runner_contract
-
-from cxlab_runner.durations import format_duration
+from cxlab_contract.durations import format_duration
 
 NOT_RELEASED = runner_contract().exit_status["notReleased"]
 

@@ -9,8 +9,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cxlab_contract import runner_contract
-
-from cxlab_runner.durations import parse_duration
+from cxlab_contract.durations import parse_duration
+from cxlab_contract.result import resolve_workers
 
 PYTHON_MODELS = runner_contract().python_models
 WORKLOADS = runner_contract().workloads
@@ -43,14 +43,6 @@ class RunnerConfig:
     @property
     def one_per_task(self) -> bool:
         return self.workers == self.tasks
-
-
-def resolve_workers(model: str, workers: int, tasks: int) -> int:
-    """Workers a trial really has: 0 means one per task, never more than tasks, and
-    sequential always has one."""
-    if model == "sequential":
-        return 1
-    return tasks if workers == 0 else min(workers, tasks)
 
 
 class UsageError(Exception):

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-from cxlab_contract import runner_contract
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -22,6 +21,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from cxlab_contract import runner_contract
 from cxlab_runner import measure
 from cxlab_runner.barrier import StartBarrier
 from cxlab_runner.phase import TaskPhase

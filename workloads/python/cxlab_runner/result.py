@@ -1,53 +1,23 @@
-"""The Result document (cxlab_contract/result-v1.schema.json): built once at the end of a
-trial, compact enough for a Pod termination message."""
+"""The Result document (cxlab_contract.result): built once at the end of a trial, written to
+the result path and stdout."""
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import platform
-from typing import Any
 
-from cxlab_contract import runner_contract
-
-from cxlab_runner import histogram, measure
+from cxlab_contract import histogram
+from cxlab_contract.result import (
+    MAX_ERRORS,
+    SCHEMA,
+    Result,
+    floor_seconds,
+    latency_seconds,
+)
+from cxlab_runner import measure
 from cxlab_runner.config import RunnerConfig
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
-
-SCHEMA = "cxlab.dev/result/v1"
-MAX_BYTES = runner_contract().result_max_bytes  # a Pod's termination message holds 4096 bytes
-MAX_ERRORS = 5
-
-
-def percentile(ordered: list[float], fraction: float) -> float:
-    """Nearest-rank percentile of sorted values (0 for none)."""
-    if not ordered:
-        return 0.0
-    rank = max(1, math.ceil(fraction * len(ordered)))
-    return ordered[rank - 1]
-
-
-def latency_seconds(ordered: list[float]) -> dict[str, float]:
-    """The Result's latencySeconds: exact nearest-rank percentiles of sorted latencies."""
-    return {
-        "p50": round(percentile(ordered, 0.50), 6),
-        "p90": round(percentile(ordered, 0.90), 6),
-        "p99": round(percentile(ordered, 0.99), 6),
-        "max": round(ordered[-1] if ordered else 0.0, 6),
-    }
-
-
-def floor_seconds(workload: str, tasks: int, workers: int, rtt: float, hold: float) -> float | None:
-    """ceil(tasks / workers) waves of one RTT (or hold) each; None for cpu, which has no
-    physical floor. The planner's estimate uses this too."""
-    waves = math.ceil(tasks / workers)
-    if workload in ("sleep", "http"):
-        return waves * rtt
-    if workload == "hold":
-        return waves * hold
-    return None
 
 
 def runtime_version(model: str) -> str:
@@ -65,7 +35,7 @@ def runtime_version(model: str) -> str:
 
 def build_result(
     config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase, workers: int
-) -> dict[str, Any]:
+) -> Result:
     wall = phase.elapsed()
     ordered = sorted(recorder.latencies)
     floor = floor_seconds(config.workload, config.tasks, config.workers, config.rtt, config.hold)
@@ -122,30 +92,6 @@ def build_result(
             for message, count in recorder.errors.most_common(MAX_ERRORS)
         ],
     }
-
-
-def encode(result: dict[str, Any]) -> str:
-    """Compact JSON whose line, newline included, fits in MAX_BYTES (a termination message).
-    The contract's rule, the same in the Go runner: drop errors, least frequent first, then
-    the least frequent system calls (futex last), then halve the RSS timeline's resolution;
-    only absurd labels can still leave it too long."""
-    while True:
-        text = json.dumps(result, separators=(",", ":"))
-        if len(text.encode()) + 1 <= MAX_BYTES:
-            return text
-        timeline = result["rssTimeline"]
-        counts = (result.get("syscalls") or {}).get("counts", {})
-        if result["errors"]:
-            result["errors"].pop()
-        elif len(counts) > 1:
-            del counts[min(counts, key=lambda name: (name == "futex", counts[name]))]
-        elif len(timeline["rssBytes"]) > 1:
-            result["rssTimeline"] = {
-                "intervalSeconds": timeline["intervalSeconds"] * 2,
-                "rssBytes": timeline["rssBytes"][::2],
-            }
-        else:
-            return text
 
 
 def write(text: str, path: str | None) -> None:

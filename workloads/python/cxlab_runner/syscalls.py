@@ -20,9 +20,8 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from cxlab_runner.result import encode, write
-
-MAX_COUNTS = 12  # the schema's bound: the most frequent calls, futex always among them
+from cxlab_contract.result import MAX_SYSCALL_COUNTS, Syscalls, encode
+from cxlab_runner.result import write
 
 
 def parse_summary(text: str) -> dict[str, Any] | None:
@@ -37,17 +36,17 @@ def parse_summary(text: str) -> dict[str, Any] | None:
         counts[fields[-1]] = counts.get(fields[-1], 0) + int(fields[3])
     if not counts:
         return None
-    top = sorted(counts, key=lambda name: -counts[name])[:MAX_COUNTS]
+    top = sorted(counts, key=lambda name: -counts[name])[:MAX_SYSCALL_COUNTS]
     if "futex" in counts and "futex" not in top:
         top[-1] = "futex"
     return {"total": sum(counts.values()), "counts": {name: counts[name] for name in top}}
 
 
-def unavailable(reason: str) -> dict[str, str]:
+def unavailable(reason: str) -> Syscalls:
     return {"unavailable": reason[:200]}
 
 
-def run_traced(argv: list[str], result_path: str | None) -> tuple[int, dict[str, str] | None]:
+def run_traced(argv: list[str], result_path: str | None) -> tuple[int, Syscalls | None]:
     """Run the runner with argv (without --syscalls) under strace. Returns the exit status,
     and None when the traced run did it all; otherwise why strace could not be used, for the
     caller to run the trial untraced."""

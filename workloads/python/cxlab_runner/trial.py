@@ -7,16 +7,17 @@ import gc
 import signal
 import time
 
+from cxlab_contract.result import Syscalls, encode
 from cxlab_runner import measure, models
 from cxlab_runner.barrier import StartBarrier
 from cxlab_runner.config import RunnerConfig
 from cxlab_runner.metrics import MetricsServer, TrialCollector
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
-from cxlab_runner.result import build_result, encode, runtime_version, write
+from cxlab_runner.result import build_result, runtime_version, write
 
 
-def run_trial(config: RunnerConfig, syscalls: dict[str, str] | None = None) -> None:
+def run_trial(config: RunnerConfig, syscalls: Syscalls | None = None) -> None:
     """syscalls: why system calls were asked for but cannot be counted, for the Result."""
     measure.raise_open_files_limit()
     run_model = models.load(config.model)

@@ -11,8 +11,8 @@ import time
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
+from cxlab_contract.durations import format_duration
 from cxlab_runner.config import RunnerConfig
-from cxlab_runner.durations import format_duration
 
 # A task waits at most this long for the delay target before it counts as failed.
 HTTP_TIMEOUT_SECONDS = 300.0

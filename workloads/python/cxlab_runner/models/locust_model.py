@@ -20,9 +20,9 @@ from locust import FastHttpUser, constant, task
 from locust.env import Environment
 from locust.exception import StopUser
 
+from cxlab_contract.durations import format_duration
 from cxlab_runner.barrier import NOT_RELEASED
 from cxlab_runner.config import RunnerConfig
-from cxlab_runner.durations import format_duration
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
 from cxlab_runner.workloads import HTTP_TIMEOUT_SECONDS, HttpStatusError, request_target

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
+from typing import TypedDict
 
 from cxlab_contract import runner_contract
 
@@ -16,7 +16,17 @@ INITIAL_SCHEMA: int = _SETTINGS["initialSchema"]
 MIN_SCHEMA: int = _SETTINGS["minSchema"]
 MAX_BUCKETS: int = _SETTINGS["maxBuckets"]
 
-Histogram = dict[str, Any]
+
+class Histogram(TypedDict):
+    """The Result's latencyHistogram."""
+
+    schema: int
+    zeroCount: int
+    offset: int
+    counts: list[int]
+    sum: float
+    min: float
+    max: float
 
 
 def bucket_index(value: float, schema: int) -> int:

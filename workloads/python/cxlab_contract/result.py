@@ -1,0 +1,164 @@
+"""The Result (result-v1.schema.json) as a type, its limits, and the rules that shape it: the
+runners build one, the operator and the local backend read, merge and summarise them.
+
+`Result` is a TypedDict, not a model class: a Result is JSON from its first byte (a runner
+prints it, a Pod's termination message carries it, a ConfigMap stores it), so a type checker
+reads it as a typed document and nothing is converted or imported at a runner's start-up
+(the runners' overhead is measured against bare programs). tests/test_contract.py keeps the
+keys and the schema's properties the same."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TypedDict
+
+from cxlab_contract import result_schema, runner_contract
+from cxlab_contract.histogram import Histogram
+
+SCHEMA = "cxlab.dev/result/v1"
+MAX_BYTES = runner_contract().result_max_bytes  # a Pod's termination message holds 4096 bytes
+
+_PROPERTIES = result_schema()["properties"]
+# The schema's bounds on the Result's lists, which the runners and the merge keep to.
+MAX_ERRORS: int = _PROPERTIES["errors"]["maxItems"]
+MAX_SYSCALL_COUNTS: int = _PROPERTIES["syscalls"]["properties"]["counts"]["maxProperties"]
+MAX_TIMELINE_SAMPLES: int = _PROPERTIES["rssTimeline"]["properties"]["rssBytes"]["maxItems"]
+
+
+class Latencies(TypedDict):
+    p50: float
+    p90: float
+    p99: float
+    max: float
+
+
+class ContextSwitches(TypedDict):
+    voluntary: int
+    involuntary: int
+
+
+class Syscalls(TypedDict, total=False):
+    """Counted ({total, counts}) or {unavailable: why}; never a count of 0."""
+
+    unavailable: str
+    total: int
+    counts: dict[str, int]
+
+
+class RssTimeline(TypedDict):
+    intervalSeconds: float
+    rssBytes: list[int]
+
+
+class Error(TypedDict):
+    message: str
+    count: int
+
+
+class Result(TypedDict):
+    """One trial's (or one Pod's) Result, key for key the schema's."""
+
+    schema: str
+    experiment: str
+    trial: str
+    pods: int
+    locustWorkers: int | None
+    podIndex: int | None
+    model: str
+    workload: str
+    workers: int
+    pool: str | None
+    workersStarted: int
+    gomaxprocs: int | None
+    tasks: int
+    rttSeconds: float | None
+    iterations: int | None
+    holdSeconds: float | None
+    tasksOk: int
+    tasksFailed: int
+    wallSeconds: float
+    startedAtUnixSeconds: float
+    barrierWaitSeconds: float | None
+    startSkewSeconds: float | None
+    floorSeconds: float | None
+    efficiency: float | None
+    cpuUserSeconds: float
+    cpuSystemSeconds: float
+    cpuPercent: float
+    peakRssBytes: int
+    peakVmBytes: int
+    baselineRssBytes: int
+    peakThreads: int
+    voluntaryContextSwitches: int
+    involuntaryContextSwitches: int
+    taskContextSwitches: ContextSwitches | None
+    syscalls: Syscalls | None
+    throughputPerSecond: float
+    latencySeconds: Latencies
+    latencyHistogram: Histogram
+    rssTimeline: RssTimeline
+    cpus: list[int]
+    runtime: str
+    errors: list[Error]
+
+
+def percentile(ordered: list[float], fraction: float) -> float:
+    """Nearest-rank percentile of sorted values (0 for none)."""
+    if not ordered:
+        return 0.0
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
+
+
+def latency_seconds(ordered: list[float]) -> Latencies:
+    """The Result's latencySeconds: exact nearest-rank percentiles of sorted latencies."""
+    return {
+        "p50": round(percentile(ordered, 0.50), 6),
+        "p90": round(percentile(ordered, 0.90), 6),
+        "p99": round(percentile(ordered, 0.99), 6),
+        "max": round(ordered[-1] if ordered else 0.0, 6),
+    }
+
+
+def resolve_workers(model: str, workers: int, tasks: int) -> int:
+    """Workers a trial really has: 0 means one per task, never more than tasks, and
+    sequential always has one."""
+    if model == "sequential":
+        return 1
+    return tasks if workers == 0 else min(workers, tasks)
+
+
+def floor_seconds(workload: str, tasks: int, workers: int, rtt: float, hold: float) -> float | None:
+    """ceil(tasks / workers) waves of one RTT (or hold) each; None for cpu, which has no
+    physical floor. The planner's estimate uses this too."""
+    waves = math.ceil(tasks / workers)
+    if workload in ("sleep", "http"):
+        return waves * rtt
+    if workload == "hold":
+        return waves * hold
+    return None
+
+
+def encode(result: Result) -> str:
+    """Compact JSON whose line, newline included, fits in MAX_BYTES (a termination message).
+    The contract's rule, the same in the Go runner: drop errors, least frequent first, then
+    the least frequent system calls (futex last), then halve the RSS timeline's resolution;
+    only absurd labels can still leave it too long."""
+    while True:
+        text = json.dumps(result, separators=(",", ":"))
+        if len(text.encode()) + 1 <= MAX_BYTES:
+            return text
+        timeline = result["rssTimeline"]
+        counts = (result["syscalls"] or {}).get("counts", {})
+        if result["errors"]:
+            result["errors"].pop()
+        elif len(counts) > 1:
+            del counts[min(counts, key=lambda name: (name == "futex", counts[name]))]
+        elif len(timeline["rssBytes"]) > 1:
+            result["rssTimeline"] = {
+                "intervalSeconds": timeline["intervalSeconds"] * 2,
+                "rssBytes": timeline["rssBytes"][::2],
+            }
+        else:
+            return text

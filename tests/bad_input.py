@@ -20,7 +20,7 @@ import yaml
 from crd_rules import manifest
 from test_bounds import own, spec_fields
 
-from cxlab.spec import (
+from cxlab.experiments.spec import (
     IMAGE_MAX_LENGTH,
     MAX_CPU,
     MAX_LIST_ITEMS,

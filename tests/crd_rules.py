@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from cxlab.spec import API_VERSION, KIND
+from cxlab.experiments.spec import API_VERSION, KIND
 
 BASE_SPEC: dict[str, Any] = {
     "workload": {"type": "sleep", "tasks": 10, "rtt": "10ms"},

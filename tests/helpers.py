@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from cxlab.results import parse_result
+from cxlab.experiments.outcome import parse_result
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / "build" / "bin"

@@ -1,5 +1,5 @@
-"""The capacity plan (cxlab.capacity_plan): measured points → Pods and cores for a target load,
-per model, and the cheapest model that meets the latency objective."""
+"""The capacity plan (cxlab.experiments.capacity_plan): measured points → Pods and cores for a
+target load, per model, and the cheapest model that meets the latency objective."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from cxlab.capacity_plan import CapacityPlan, ModelPlan, capacity_plan
-from cxlab.plan import Trial
-from cxlab.spec import ExperimentSpec, parse_experiment
-from cxlab.summary import TrialOutcome
+from cxlab.experiments.capacity_plan import CapacityPlan, ModelPlan, capacity_plan
+from cxlab.experiments.plan import Trial
+from cxlab.experiments.spec import ExperimentSpec, parse_experiment
+from cxlab.experiments.summary import TrialOutcome
 
 MIB = 2**20
 TARGET = {"ratePerSecond": 20000, "latency": {"percentile": "p99", "max": "250ms"}}

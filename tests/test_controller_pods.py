@@ -7,9 +7,9 @@ from typing import Any
 from test_spec import document
 
 from cxlab.controller.config import OperatorConfig
-from cxlab.controller.pods import build_target_pod, build_trial_pod
-from cxlab.plan import plan_trials
-from cxlab.spec import parse_experiment
+from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.pods import build_target_pod, build_trial_pod
+from cxlab.experiments.spec import parse_experiment
 
 CONFIG = OperatorConfig()
 

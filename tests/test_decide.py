@@ -12,10 +12,10 @@ from helpers import run_runner
 from test_spec import document
 
 from cxlab.controller.config import OperatorConfig
-from cxlab.controller.decide import decide, next_deadline
-from cxlab.controller.observe import PodView
-from cxlab.plan import plan_trials
-from cxlab.spec import ExperimentSpec, parse_experiment
+from cxlab.experiments.decide import decide, next_deadline
+from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.pod_view import PodView
+from cxlab.experiments.spec import ExperimentSpec, parse_experiment
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 CONFIG = OperatorConfig(max_attempts=3, unschedulable_grace_seconds=15)

@@ -32,7 +32,7 @@ TOP_FOLDERS = (
     ".ci/",
 )
 TOP_FILES = ("Makefile", "pyproject.toml", "README.md")
-# ... or is a module written from its package's folder, as the prose does (`cxlab/merge.py`).
+# ... or is a module written from its package's folder, as the prose does (`cxlab/plan.py`).
 PACKAGE_FOLDERS = {
     "cxlab/": "operator/cxlab/",
     "cxlab_runner/": "workloads/python/cxlab_runner/",
@@ -189,7 +189,7 @@ def repository_path(word: str) -> str | None:
     """The repository path a word of code names, from the root, or None if it names none."""
     word = word.lstrip("'\"([{").rstrip("'\")]},;.")
     word = re.sub(r"::.*$", "", word)  # tests/test_x.py::test_y
-    word = re.sub(r":\d+(?:[-:]\d+)*$", "", word)  # operator/cxlab/spec.py:44
+    word = re.sub(r":\d+(?:[-:]\d+)*$", "", word)  # operator/cxlab/experiments/spec.py:44
     word = word.rstrip(":")
     for short, full in PACKAGE_FOLDERS.items():
         if word.startswith(short):
@@ -314,8 +314,11 @@ def test_the_checks_see_what_they_check() -> None:
     )
     assert make_targets("make run EXAMPLE=manifests/examples/x.yaml") == (".", ["run"])
     assert make_targets("make -C hack -j 2 up down") == ("hack", ["up", "down"])
-    assert repository_path("operator/cxlab/spec.py:44,") == "operator/cxlab/spec.py"
-    assert repository_path("cxlab/merge.py") == "operator/cxlab/merge.py"
+    assert (
+        repository_path("operator/cxlab/experiments/spec.py:44,")
+        == "operator/cxlab/experiments/spec.py"
+    )
+    assert repository_path("cxlab/experiments/merge.py") == "operator/cxlab/experiments/merge.py"
     assert repository_path("build/bin/helm") is None
     assert slug("make bench-scale: 5,000 trials on 100 fake nodes") == (
         "make-bench-scale-5000-trials-on-100-fake-nodes"

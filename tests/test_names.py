@@ -9,9 +9,9 @@ import re
 from typing import Any
 
 from cxlab.controller.config import OperatorConfig
-from cxlab.controller.pods import build_target_pod, build_trial_pod
-from cxlab.plan import plan_trials
-from cxlab.spec import (
+from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.pods import build_target_pod, build_trial_pod
+from cxlab.experiments.spec import (
     API_VERSION,
     KIND,
     LIMITS,

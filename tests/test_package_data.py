@@ -30,9 +30,9 @@ def test_an_installed_package_validates_results_without_the_repository(tmp_path:
     )  # fmt: skip
     shutil.rmtree(source)  # nothing may be read from the sources any more
     probe = (
-        "import cxlab.crd, cxlab.results; "
-        "assert cxlab.results.__file__.startswith(sys.argv[1]), cxlab.results.__file__; "
-        "cxlab.results._validator(); cxlab.crd.status_schema(); print('ok')"
+        "import cxlab.crd; from cxlab.experiments import outcome; "
+        "assert outcome.__file__.startswith(sys.argv[1]), outcome.__file__; "
+        "outcome._validator(); cxlab.crd.status_schema(); print('ok')"
     )
     done = subprocess.run(
         [sys.executable, "-c", f"import sys; {probe}", str(site)],

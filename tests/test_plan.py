@@ -7,8 +7,8 @@ import re
 import pytest
 from test_spec import document
 
-from cxlab.plan import floor_seconds, plan_trials, pod_tasks, runner_command
-from cxlab.spec import parse_experiment
+from cxlab.experiments.plan import floor_seconds, plan_trials, pod_tasks, runner_command
+from cxlab.experiments.spec import parse_experiment
 
 
 def test_matrix_and_order() -> None:

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from test_spec import document
 
-from cxlab.controller.capacity import (
+from cxlab.controller.config import OperatorConfig
+from cxlab.experiments.nodes import (
     Held,
     NodeView,
     Request,
@@ -21,13 +22,12 @@ from cxlab.controller.capacity import (
     quantity,
     view_node,
 )
-from cxlab.controller.config import OperatorConfig
-from cxlab.controller.observe import view_pod
-from cxlab.controller.pods import build_trial_pod
-from cxlab.controller.queue import AGING_SECONDS, Candidate, candidate_of, order, verdict
-from cxlab.plan import plan_trials
-from cxlab.spec import parse_experiment
-from cxlab.status import Live, build_status, queue_place
+from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.pod_view import view_pod
+from cxlab.experiments.pods import build_trial_pod
+from cxlab.experiments.queue import AGING_SECONDS, Candidate, candidate_of, order, verdict
+from cxlab.experiments.spec import parse_experiment
+from cxlab.experiments.status import Live, build_status, queue_place
 from cxlab.table import render_summary
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -226,7 +226,7 @@ def test_with_a_queue_name_kueue_holds_the_queue() -> None:
 def test_a_trial_of_several_pods_waits_until_all_of_them_fit() -> None:
     from decimal import Decimal
 
-    from cxlab.controller.capacity import Held, NodeView, Request, fits_now
+    from cxlab.experiments.nodes import Held, NodeView, Request, fits_now
 
     node = NodeView("n", Decimal("1"), Decimal(2**34), {}, (), False)
     pod = Request(Decimal("0.3"), Decimal(2**27), {}, (), {})

@@ -13,11 +13,11 @@ from test_decide import pod
 from test_refusals import experiment
 
 from cxlab.controller.config import OperatorConfig
+from cxlab.controller.experiment_pass import Reconciler
 from cxlab.controller.kube import StaleStatus
 from cxlab.controller.metrics import OperatorMetrics
-from cxlab.controller.reconciler import Reconciler
-from cxlab.plan import plan_trials
-from cxlab.spec import parse_experiment
+from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.spec import parse_experiment
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 

@@ -17,13 +17,13 @@ from helpers import ApiserverBase
 from kubernetes.client.exceptions import ApiException
 
 from cxlab.controller.config import OperatorConfig
-from cxlab.controller.decide import decide, pod_refused
+from cxlab.controller.experiment_pass import Reconciler
 from cxlab.controller.kube import PodRefused, refusal
 from cxlab.controller.metrics import OperatorMetrics
-from cxlab.controller.observe import PodView, view_pod
-from cxlab.controller.reconciler import Reconciler
-from cxlab.plan import plan_trials
-from cxlab.spec import ExperimentSpec, parse_experiment
+from cxlab.experiments.decide import decide, pod_refused
+from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.pod_view import PodView, view_pod
+from cxlab.experiments.spec import ExperimentSpec, parse_experiment
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 CONFIG = OperatorConfig(max_attempts=3, unschedulable_grace_seconds=15, image_pull_grace_seconds=60)

@@ -15,8 +15,11 @@ from typing import Any
 
 import pytest
 
+from cxlab.experiments.outcome import parse_result
+from cxlab.experiments.plan import Trial, floor_seconds, plan_trials
+from cxlab.experiments.spec import ExperimentSpec, parse_experiment
+from cxlab.experiments.summary import TrialOutcome
 from cxlab.local.backend import local_status
-from cxlab.plan import Trial, floor_seconds, plan_trials
 from cxlab.report import render_report
 from cxlab.report.svg import (
     Axis,
@@ -29,9 +32,6 @@ from cxlab.report.svg import (
     linear_ticks,
     log_ticks,
 )
-from cxlab.results import parse_result
-from cxlab.spec import ExperimentSpec, parse_experiment
-from cxlab.summary import TrialOutcome
 from cxlab_contract import histogram
 from cxlab_contract.durations import parse_duration
 

@@ -1,5 +1,5 @@
 """Full trial entries and the whole summary in ConfigMaps, compact ones in status
-(cxlab.controller.results_store): a thousand trials stay far under etcd's limit on one
+(cxlab.experiments.results_store): a thousand trials stay far under etcd's limit on one
 object, even as a thousand distinct points."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Any
 from test_spec import document
 from test_status_golden import result
 
-from cxlab.controller.results_store import (
+from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.results_store import (
     CHUNK_TRIALS,
     chunk_of,
     compact,
@@ -22,10 +23,9 @@ from cxlab.controller.results_store import (
     summary_config_map,
     with_full_results,
 )
-from cxlab.plan import plan_trials
-from cxlab.spec import MAX_TRIALS, parse_experiment
-from cxlab.status import Live, build_status, checked, trial_entry
-from cxlab.summary import TrialOutcome
+from cxlab.experiments.spec import MAX_TRIALS, parse_experiment
+from cxlab.experiments.status import Live, build_status, checked, trial_entry
+from cxlab.experiments.summary import TrialOutcome
 
 MOMENT = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 ETCD_LIMIT = 1_572_864  # bytes: etcd's default --max-request-bytes, the most one object holds

@@ -15,7 +15,7 @@ import pytest
 from helpers import program, run_runner, runner_argv, scrape
 
 from cxlab.barrier import is_ready, release
-from cxlab.results import parse_result
+from cxlab.experiments.outcome import parse_result
 from cxlab_contract import runner_contract
 
 PYTHON_MODELS = ["sequential", "threads", "processes", "gevent", "asyncio"]

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from cxlab.experiments.spec import SpecError
 from cxlab.schedules.decide import Pass, RunView, decide, run_name
 from cxlab.schedules.spec import parse_experiment_schedule
 from cxlab.schedules.status import ScheduleStatus
-from cxlab.spec import SpecError
 
 CREATED = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from helpers import EXAMPLES
 
-from cxlab.spec import (
+from cxlab.experiments.spec import (
     MAX_RESULTS,
     MAX_TRIALS,
     SpecError,

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from cxlab.crd import CRD_PATH, status_schema
-from cxlab.status import (
+from cxlab.experiments.status import (
     ExperimentStatus,
     checked,
     prometheus_usage,

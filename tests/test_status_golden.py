@@ -1,5 +1,5 @@
 """What each backend writes for the same trials: the local backend's result.json status and
-the operator's status patches, built by the one builder (cxlab.status.build_status). The
+the operator's status patches, built by the one builder (cxlab.experiments.status.build_status). The
 operator side runs the real Reconciler against a stand-in for the apiserver that records
 what it is asked to do; the trial Pods end with a frozen real Result (golden/result.json).
 Regenerate golden/status.json with CXLAB_UPDATE_GOLDEN=1 after an intended change."""
@@ -16,14 +16,14 @@ from typing import Any
 from helpers import NODE
 
 from cxlab.controller.config import OperatorConfig
+from cxlab.controller.experiment_pass import Reconciler
 from cxlab.controller.metrics import OperatorMetrics
-from cxlab.controller.observe import view_pod
-from cxlab.controller.reconciler import Reconciler
-from cxlab.controller.results_store import SUFFIX, with_full_results
+from cxlab.experiments.plan import Trial, plan_trials
+from cxlab.experiments.pod_view import view_pod
+from cxlab.experiments.results_store import SUFFIX, with_full_results
+from cxlab.experiments.spec import parse_experiment
+from cxlab.experiments.summary import TrialOutcome
 from cxlab.local.backend import local_status
-from cxlab.plan import Trial, plan_trials
-from cxlab.spec import parse_experiment
-from cxlab.summary import TrialOutcome
 
 GOLDEN = Path(__file__).parent / "golden"
 STARTED = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from cxlab.experiments.outcome import classify
+from cxlab.experiments.plan import Trial
+from cxlab.experiments.spec import parse_experiment
+from cxlab.experiments.summary import TrialOutcome, concurrency, find_knees, summarize, workers_text
 from cxlab.local.backend import local_status
-from cxlab.plan import Trial
-from cxlab.results import classify
-from cxlab.spec import parse_experiment
 from cxlab.stats import stats
-from cxlab.summary import TrialOutcome, concurrency, find_knees, summarize, workers_text
 
 
 def result(
@@ -126,7 +126,7 @@ def test_terminal_summary_shows_failed_points_and_trials() -> None:
 
 
 def test_a_compact_summary_whose_config_map_is_gone_still_shows_the_recommendation() -> None:
-    from cxlab.controller.results_store import compact_summary
+    from cxlab.experiments.results_store import compact_summary
     from cxlab.table import render_summary
 
     trials = [Trial(0, "threads", 10, None, 0.1, 1), Trial(1, "threads", 20, None, 0.1, 1)]

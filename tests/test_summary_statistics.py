@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from cxlab.experiments.plan import Trial
+from cxlab.experiments.spec import parse_experiment
+from cxlab.experiments.summary import TrialOutcome, summarize
 from cxlab.local.backend import local_status
-from cxlab.plan import Trial
 from cxlab.report.tables import knees_table as html_knees
 from cxlab.report.tables import points_table as html_points
-from cxlab.spec import parse_experiment
 from cxlab.stats import separable, stats, t975
-from cxlab.summary import TrialOutcome, summarize
 from cxlab.table import points_table
 
 MIB = 2**20

@@ -69,7 +69,6 @@ class Operator:
         self.glob = namespace_glob
         self.process: subprocess.Popen[bytes] | None = None
         self.cpu = 0.0  # seconds, of every process started so far (the killed one's too)
-        self.peak_rss_mib = 0.0
         self.peaks: list[float] = []  # MiB, each process's, in order (the killed one first)
         self.requests: Counter[str] = Counter()  # by verb, every process's
 
@@ -104,7 +103,6 @@ class Operator:
         """Add the running process's figures (before it is killed or stopped)."""
         cpu, rss, requests = self.sample()
         self.cpu += cpu
-        self.peak_rss_mib = max(self.peak_rss_mib, rss)
         self.peaks.append(rss)
         self.requests += requests
 
@@ -250,7 +248,7 @@ def report(run: dict[str, Any]) -> None:
         ("ideal (tasks only, each experiment)", f"{ideal:.0f} s; with KWOK's start-up "
                                                 f"{ideal + 0.5 * TRIALS / PARALLELISM:.0f} s"),
         ("operator CPU", f"{operator.cpu:.0f} s ({1000 * operator.cpu / total:.0f} ms per trial)"),
-        ("operator peak RSS", f"{operator.peak_rss_mib:.0f} MiB (each process: "
+        ("operator peak RSS", f"{max(operator.peaks):.0f} MiB (each process: "
                               + ", ".join(f"{p:.0f}" for p in operator.peaks)
                               + f"; its imports alone {import_floor_mib():.0f})"),
         ("apiserver requests per trial", f"operator {mine / total:.1f} "

@@ -19,16 +19,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cxlab.inputs import InputError, load_json_document
-from cxlab.local.backend import LocalBackend
-from cxlab.local.cores import DoesNotFit, check_fits, helper_cores, trial_cores
-from cxlab.local.history import load_history, save_run
-from cxlab.local.progress import Progress
-from cxlab.plan import PYTHON_RUNNER, floor_seconds, plan_trials, runner_command
-from cxlab.report import render_report
-from cxlab.schedules.regression import Policy, flagged, regressions
-from cxlab.schedules.spec import MAX_BASELINE_RUNS
-from cxlab.spec import (
+from cxlab.experiments.plan import PYTHON_RUNNER, floor_seconds, plan_trials, runner_command
+from cxlab.experiments.spec import (
     DEFAULT_RESPONSE_BYTES,
     MAX_TRIAL_TIMEOUT,
     MIN_TRIAL_TIMEOUT,
@@ -37,8 +29,16 @@ from cxlab.spec import (
     load_experiments,
     parse_experiment,
 )
-from cxlab.status import ExperimentStatus
-from cxlab.summary import workers_label
+from cxlab.experiments.status import ExperimentStatus
+from cxlab.experiments.summary import workers_label
+from cxlab.inputs import InputError, load_json_document
+from cxlab.local.backend import LocalBackend
+from cxlab.local.cores import DoesNotFit, check_fits, helper_cores, trial_cores
+from cxlab.local.history_folder import load_history, save_run
+from cxlab.local.progress import Progress
+from cxlab.report import render_report
+from cxlab.schedules.regression import Policy, flagged, regressions
+from cxlab.schedules.spec import MAX_BASELINE_RUNS
 from cxlab.table import capacity_text, render_summary, render_table, rtt_cell
 from cxlab.trend import plan_trend, regressions_text, trend_tables
 from cxlab_contract.durations import format_duration, parse_duration

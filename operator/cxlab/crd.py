@@ -12,9 +12,7 @@ from typing import Any
 import yaml
 
 import cxlab_contract
-from cxlab.schedules.spec import SCHEDULE_KIND, SCHEDULE_NAME_MAX_LENGTH, ScheduleSpec
-from cxlab.schedules.status import ScheduleStatus
-from cxlab.spec import (
+from cxlab.experiments.spec import (
     API_VERSION,
     KIND,
     MAX_MODELS,
@@ -25,7 +23,9 @@ from cxlab.spec import (
     NAME_PATTERN,
     ExperimentSpec,
 )
-from cxlab.status import ExperimentStatus
+from cxlab.experiments.status import ExperimentStatus
+from cxlab.schedules.spec import SCHEDULE_KIND, SCHEDULE_NAME_MAX_LENGTH, ScheduleSpec
+from cxlab.schedules.status import ScheduleStatus
 
 GROUP, VERSION = API_VERSION.split("/")
 PLURAL = "concurrencyexperiments"
@@ -280,8 +280,8 @@ def result_schema() -> Schema:
 
 
 def status_schema() -> Schema:
-    """Generated from the typed status (cxlab.status.ExperimentStatus); the runner's Result
-    inside each trial entry from its own JSON Schema."""
+    """Generated from the typed status (cxlab.experiments.status.ExperimentStatus); the
+    runner's Result inside each trial entry from its own JSON Schema."""
     source = ExperimentStatus.model_json_schema(by_alias=True)
     schema = structural(source, source.get("$defs", {}))
     schema["properties"]["trials"]["items"]["properties"]["result"] = result_schema()

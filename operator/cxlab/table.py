@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from cxlab.experiments.summary import NOISE_CHECKED, spread_cells, syscalls_requested, workers_label
 from cxlab.stats import center
-from cxlab.summary import NOISE_CHECKED, spread_cells, syscalls_requested, workers_label
 from cxlab_contract.durations import format_duration
 
 

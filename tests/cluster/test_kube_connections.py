@@ -8,24 +8,12 @@ was 10,000 handshakes.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-
-import kubernetes
 import pytest
+from harness import Lab
 
 from cxlab.controller.kube import Kube
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture
-def namespace(cluster: None) -> Iterator[str]:
-    name = f"cxlab-test-conn-{uuid.uuid4().hex[:6]}"
-    core = kubernetes.client.CoreV1Api()
-    core.create_namespace({"metadata": {"name": name}})
-    yield name
-    core.delete_namespace(name)
 
 
 def opened(kube: Kube) -> int:
@@ -35,8 +23,8 @@ def opened(kube: Kube) -> int:
     return int(pool.num_connections)
 
 
-def test_creating_and_deleting_pods_reuses_one_connection(namespace: str) -> None:
-    kube = Kube()
+def test_creating_and_deleting_pods_reuses_one_connection(lab: Lab) -> None:
+    kube, namespace = Kube(), lab.namespace
     for i in range(5):
         manifest = {
             "apiVersion": "v1",

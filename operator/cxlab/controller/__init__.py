@@ -1,7 +1,6 @@
-"""The kopf operator: ConcurrencyExperiment → pinned trial Pods → Results in status.
-
-handlers.py holds every @kopf decorator and nothing else; reconciler.py runs one pass, the
-only place with I/O: gather, decide, build the status, write it, act on Pods; decide.py
-decides (pure), cxlab/status.py builds the status (pure), pods.py builds manifests (pure),
-observe.py reads Pods (pure), kube.py talks to the apiserver.
+"""The operator's shell: kopf handlers (handlers.py, every @kopf decorator and nothing else),
+the passes that read, decide and act (experiment_pass.py, schedule_pass.py), the Kubernetes
+I/O (kube.py), Prometheus (prometheus.py), leader election (leader.py), the wake-ups
+(wakes.py), the operator's own metrics and settings. What is decided and built lives in the
+kinds' pure packages, cxlab.experiments and cxlab.schedules.
 """

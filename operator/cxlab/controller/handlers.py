@@ -18,15 +18,15 @@ from typing import Any
 import kopf
 
 from cxlab.controller.config import OperatorConfig
+from cxlab.controller.experiment_pass import Pass, Reconciler
 from cxlab.controller.kube import Kube, load_configuration
 from cxlab.controller.metrics import OperatorMetrics
-from cxlab.controller.observe import PodView, now, view_pod
-from cxlab.controller.pods import COMPONENT_TRIAL, LABEL_EXPERIMENT
-from cxlab.controller.queue import Candidate, candidate_of, with_nodes
-from cxlab.controller.reconciler import Pass, Reconciler
-from cxlab.controller.schedules import LABEL_SCHEDULE, ScheduleReconciler, view_run
+from cxlab.controller.schedule_pass import LABEL_SCHEDULE, ScheduleReconciler, view_run
 from cxlab.controller.wakes import Wakes
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
+from cxlab.experiments.pod_view import PodView, now, view_pod
+from cxlab.experiments.pods import COMPONENT_TRIAL, LABEL_EXPERIMENT
+from cxlab.experiments.queue import Candidate, candidate_of, with_nodes
 from cxlab.schedules.decide import RunView
 
 RECONCILE_ID = "reconcile"

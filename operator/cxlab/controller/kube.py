@@ -11,11 +11,11 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from cxlab.controller.results_store import results_selector, with_full_results
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
+from cxlab.experiments.results_store import results_selector, with_full_results
+from cxlab.experiments.status import checked
 from cxlab.schedules.spec import SCHEDULE_KIND
 from cxlab.schedules.status import checked as checked_schedule_status
-from cxlab.status import checked
 
 # What the apiserver answers a Pod it refuses for what it is (Invalid, BadRequest): sending
 # it again cannot help. Throttling (429) and server errors (5xx) are "not now".
@@ -170,7 +170,7 @@ class Kube:
         self, namespace: str, name: str, full: bool = False
     ) -> dict[str, Any] | None:
         """The experiment as stored, or with `full` its status's trial entries and summary
-        replaced by the full ones from their ConfigMaps (cxlab.controller.results_store), as a
+        replaced by the full ones from their ConfigMaps (cxlab.experiments.results_store), as a
         reader of its Results wants it."""
         try:
             found: Any = self.custom.get_namespaced_custom_object(
@@ -268,7 +268,7 @@ class Kube:
 def read_experiment(namespace: str, name: str) -> dict[str, Any]:
     """One experiment from the cluster in KUBECONFIG (for cxlab report/summary), its status
     with the full trial entries and summary from their ConfigMaps
-    (cxlab.controller.results_store)."""
+    (cxlab.experiments.results_store)."""
     load_configuration()
     experiment = Kube().get_experiment(namespace, name, full=True)
     if experiment is None:

@@ -9,7 +9,7 @@ so clocks that disagree between nodes do not matter. A holder that could not ren
 standby): by the time a standby may take over, the old holder has stopped acting.
 
 Two active replicas would still not record a trial twice: status writes carry the version
-they were decided from, and Pod names carry the attempt (cxlab.controller.reconciler). The
+they were decided from, and Pod names carry the attempt (cxlab.controller.experiment_pass). The
 Lease keeps them from wasting passes on each other's conflicts.
 """
 

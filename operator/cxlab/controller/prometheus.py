@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from cxlab.status import prometheus_usage
+from cxlab.experiments.status import prometheus_usage
 
 CONTAINER = "runner"  # the trial Pod's one container (pods.py)
 

@@ -22,7 +22,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from cxlab.controller.observe import PodView
+from cxlab.experiments.pod_view import PodView
 
 Key = tuple[str, str]  # (namespace, name) of an experiment
 # Versions of one experiment the watch delivered, newest last; a pass's own write is found

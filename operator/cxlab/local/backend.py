@@ -19,10 +19,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from cxlab.barrier import is_ready, release
-from cxlab.local.cores import check_fits, helper_cores, trial_cores
-from cxlab.local.delay_target import delay_target, find_program, free_port
-from cxlab.local.progress import Progress
-from cxlab.plan import (
+from cxlab.experiments.outcome import ResultError, classify, parse_result
+from cxlab.experiments.plan import (
     PYTHON_RUNNER,
     Trial,
     locust_master,
@@ -30,12 +28,14 @@ from cxlab.plan import (
     pod_indexes,
     runner_command,
 )
+from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES, GO_MODELS, ConcurrencyExperiment
+from cxlab.experiments.status import Live, build_status, spec_json, trial_entry
+from cxlab.experiments.summary import TrialOutcome
+from cxlab.local.cores import check_fits, helper_cores, trial_cores
+from cxlab.local.delay_target import delay_target, find_program, free_port
+from cxlab.local.progress import Progress
 from cxlab.report import render_report
-from cxlab.results import ResultError, classify, parse_result
 from cxlab.scrape import tasks_done
-from cxlab.spec import DEFAULT_RESPONSE_BYTES, GO_MODELS, ConcurrencyExperiment
-from cxlab.status import Live, build_status, spec_json, trial_entry
-from cxlab.summary import TrialOutcome
 from cxlab_contract.durations import format_duration
 
 POLL_SECONDS = 0.5

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from cxlab.spec import Resources, memory_bytes
+from cxlab.experiments.spec import Resources, memory_bytes
 
 
 class DoesNotFit(Exception):

@@ -7,11 +7,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cxlab.plan import plan_trials
+from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.spec import ExperimentSpec
+from cxlab.experiments.status import outcomes_of
+from cxlab.experiments.summary import summarize
 from cxlab.report import svg
-from cxlab.spec import ExperimentSpec
-from cxlab.status import outcomes_of
-from cxlab.summary import summarize
 from cxlab_contract.durations import parse_duration
 
 Json = Mapping[str, Any]

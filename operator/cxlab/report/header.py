@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from cxlab.experiments.spec import ExperimentSpec
+from cxlab.experiments.status import ExperimentStatus, Phase, Progress
 from cxlab.report.data import Json
-from cxlab.spec import ExperimentSpec
-from cxlab.status import ExperimentStatus, Phase, Progress
 
 
 def _describe_workload(workload: Json) -> str:
@@ -117,7 +117,7 @@ def answer_section(summary: Json | None, status: Json) -> str:
     )
 
 
-# How a recommendation is chosen, and what "tied" means (cxlab.summary.recommend).
+# How a recommendation is chosen, and what "tied" means (cxlab.experiments.summary.recommend).
 _RANKING = (
     "Of the configurations whose median wall time is within the tolerance of the fastest: "
     "the least CPU time, then the least peak RSS, then the fewest workers. Two that the "

@@ -6,13 +6,13 @@ renders to the same bytes and a report can be regenerated from result.json at an
 
 from __future__ import annotations
 
+from cxlab.experiments.spec import ExperimentSpec
+from cxlab.experiments.status import ExperimentStatus
 from cxlab.report.charts import rtt_section
 from cxlab.report.data import Context, Json, by_rtt, report_points, variant_styles
 from cxlab.report.header import answer_section, header_section
 from cxlab.report.page import page_html
 from cxlab.report.tables import failed_table, knees_table, points_table
-from cxlab.spec import ExperimentSpec
-from cxlab.status import ExperimentStatus
 
 
 def render_report(document: Json) -> str:

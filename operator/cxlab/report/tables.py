@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
-from cxlab.report import svg
-from cxlab.report.data import MIB, Json, measured
-from cxlab.stats import center
-from cxlab.summary import (
+from cxlab.experiments.summary import (
     NOISE_CHECKED,
     spread_cells,
     syscalls_requested,
     variant_text,
     workers_label,
 )
+from cxlab.report import svg
+from cxlab.report.data import MIB, Json, measured
+from cxlab.stats import center
 from cxlab_contract.durations import format_duration
 
 

@@ -1,6 +1,6 @@
 """One pass over one ExperimentSchedule, pure: from its spec, its status and its runs as the
 operator sees them, decide which run to start (if any), which to stop or delete, and the new
-status. The operator (cxlab.controller.schedules) then writes the status, guarded by the
+status. The operator (cxlab.controller.schedule_pass) then writes the status, guarded by the
 object's resourceVersion, and acts.
 
 Why a run can never start twice: its name comes from its slot (<schedule>-<unix seconds>),
@@ -18,11 +18,11 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from cxlab.experiments.status import condition_of, set_condition, timestamp
 from cxlab.schedules.cron import Schedule
 from cxlab.schedules.history import appended, newest_succeeded
 from cxlab.schedules.regression import Policy, Regression, regressions, summary_line
 from cxlab.schedules.spec import ExperimentSchedule
-from cxlab.status import condition_of, set_condition, timestamp
 
 FINISHED = ("Succeeded", "Failed")
 # Regressions listed in status (the condition names the worst; the rest are for `kubectl get

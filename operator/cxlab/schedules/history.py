@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from cxlab.plan import plan_trials
+from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.spec import parse_experiment
+from cxlab.experiments.status import outcomes_of
+from cxlab.experiments.summary import Result, group_points
 from cxlab.shape import Shape, optional
-from cxlab.spec import parse_experiment
-from cxlab.status import outcomes_of
-from cxlab.summary import Result, group_points
 from cxlab_contract.durations import format_duration
 
 # Where a run's slot is written on the run itself (the operator sets it when creating it).

@@ -1,7 +1,7 @@
 """The ExperimentSchedule resource as typed models: a ConcurrencyExperiment spec re-run on a
 schedule, with CronJob's conventions (schedule, timeZone, suspend, concurrencyPolicy,
 startingDeadlineSeconds, history limits), how its runs are compared (regression) and how many
-of them it keeps. Shared by the operator and the CRD generator, as cxlab.spec is for
+of them it keeps. Shared by the operator and the CRD generator, as cxlab.experiments.spec is for
 experiments; the CRD repeats what the apiserver can check."""
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from cxlab.schedules.cron import CRON_PATTERN, CronError, Schedule, parse_schedule, time_zone
-from cxlab.spec import (
+from cxlab.experiments.spec import (
     API_VERSION,
     KIND,
     NAME_PATTERN,
@@ -23,6 +22,7 @@ from cxlab.spec import (
     _describe,
     _Strict,
 )
+from cxlab.schedules.cron import CRON_PATTERN, CronError, Schedule, parse_schedule, time_zone
 
 SCHEDULE_KIND = "ExperimentSchedule"
 # A run is named <schedule>-<unix seconds of its slot> (10 digits until 2286) and a run is an

@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from cxlab.capacity_plan import CapacityPlan
+from cxlab.experiments.capacity_plan import CapacityPlan
+from cxlab.experiments.status import Condition
 from cxlab.schedules.history import HistoryEntry
 from cxlab.shape import Shape, optional
-from cxlab.status import Condition
 
 
 class FoundRegression(Shape):

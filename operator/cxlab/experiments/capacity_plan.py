@@ -54,10 +54,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cxlab.plan import Trial
+from cxlab.experiments.plan import Trial
+from cxlab.experiments.spec import CapacityTarget, ExperimentSpec
+from cxlab.experiments.summary import PointRuns, Result, TrialOutcome, group_points, workers_label
 from cxlab.shape import Shape, nullable, optional, shaped
-from cxlab.spec import CapacityTarget, ExperimentSpec
-from cxlab.summary import PointRuns, Result, TrialOutcome, group_points, workers_label
 from cxlab_contract.durations import format_duration, parse_duration
 
 # Kubernetes' documented limit of one cluster: a plan past it is no plan (and its byte

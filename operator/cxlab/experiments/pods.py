@@ -11,8 +11,8 @@ from typing import Any
 
 from cxlab.controller.config import OperatorConfig
 from cxlab.crd import GROUP, VERSION
-from cxlab.plan import LOCUST_MASTER_PORT, Trial, locust_master, runner_command
-from cxlab.spec import DEFAULT_RESPONSE_BYTES, KIND, ExperimentSpec
+from cxlab.experiments.plan import LOCUST_MASTER_PORT, Trial, locust_master, runner_command
+from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES, KIND, ExperimentSpec
 from cxlab_contract.durations import format_duration, parse_duration
 
 LABEL_EXPERIMENT = "cxlab.dev/experiment"

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from cxlab.controller.pods import LABEL_ATTEMPT, LABEL_COMPONENT, LABEL_POD, LABEL_TRIAL
+from cxlab.experiments.pods import LABEL_ATTEMPT, LABEL_COMPONENT, LABEL_POD, LABEL_TRIAL
 
 # Pod-level reasons that mean the Pod was lost, not that the model failed: retry it.
 LOST_REASONS = frozenset({"Evicted", "NodeLost", "Shutdown", "Terminated", "NodeShutdown"})

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cxlab.plan import Trial
+from cxlab.experiments.plan import Trial
 from cxlab.stats import Spread, center, present_stats, separable, stats
 from cxlab_contract.durations import format_duration
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cxlab.spec import GO_MODELS, ExperimentSpec
+from cxlab.experiments.spec import GO_MODELS, ExperimentSpec
 from cxlab_contract.durations import format_duration, parse_duration
 from cxlab_contract.result import floor_seconds as runner_floor_seconds
 from cxlab_contract.result import resolve_workers

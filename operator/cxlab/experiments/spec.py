@@ -37,7 +37,7 @@ KIND = "ConcurrencyExperiment"
 GO_MODELS = ("goroutines",)
 
 # A cluster experiment's status keeps a compact entry per trial (about 0.5 KiB) and its
-# Results go to ConfigMaps of 100 trials each (cxlab.controller.results_store): at 1,000
+# Results go to ConfigMaps of 100 trials each (cxlab.experiments.results_store): at 1,000
 # trials the status is about 0.5 MiB, a third of etcd's limit on one object. A trial of N > 1
 # Pods keeps N + 1 Results (each Pod's and the merged one): MAX_RESULTS counts them, so that
 # a chunk of 100 trials stays under the 1 MiB a ConfigMap holds (about 0.6 KiB gzip'd each).

@@ -17,28 +17,29 @@ from typing import Any
 from pydantic import ValidationError
 
 from cxlab.barrier import release
-from cxlab.controller.capacity import NodeView, Request, never_fits, view_node
 from cxlab.controller.config import OperatorConfig
-from cxlab.controller.decide import (
+from cxlab.controller.kube import Kube, PodRefused, StaleStatus
+from cxlab.controller.metrics import OperatorMetrics
+from cxlab.controller.prometheus import FIELDS, PrometheusClient, TrialWindow, trial_usage
+from cxlab.experiments.decide import (
     Decision,
     decide,
     fail_experiment,
     next_deadline,
     pod_refused,
 )
-from cxlab.controller.kube import Kube, PodRefused, StaleStatus
-from cxlab.controller.metrics import OperatorMetrics
-from cxlab.controller.observe import PodView, now, view_pod
-from cxlab.controller.pods import (
+from cxlab.experiments.nodes import NodeView, Request, never_fits, view_node
+from cxlab.experiments.plan import Trial, plan_trials, pod_indexes
+from cxlab.experiments.pod_view import PodView, now, view_pod
+from cxlab.experiments.pods import (
     COMPONENT_TARGET,
     build_target_pod,
     build_trial_pod,
     target_pod_name,
     trial_pod_name,
 )
-from cxlab.controller.prometheus import FIELDS, PrometheusClient, TrialWindow, trial_usage
-from cxlab.controller.queue import Candidate, candidate, candidate_created, spec_of, verdict
-from cxlab.controller.results_store import (
+from cxlab.experiments.queue import Candidate, candidate, candidate_created, spec_of, verdict
+from cxlab.experiments.results_store import (
     FULL_ONLY,
     chunk_of,
     compact,
@@ -48,10 +49,8 @@ from cxlab.controller.results_store import (
     results_selector,
     summary_config_map,
 )
-from cxlab.plan import Trial, plan_trials, pod_indexes
-from cxlab.scrape import tasks_done
-from cxlab.spec import ExperimentSpec, SpecError
-from cxlab.status import (
+from cxlab.experiments.spec import ExperimentSpec, SpecError
+from cxlab.experiments.status import (
     Live,
     build_status,
     prometheus_usage,
@@ -60,6 +59,7 @@ from cxlab.status import (
     running_entry,
     spec_json,
 )
+from cxlab.scrape import tasks_done
 from cxlab_contract.durations import parse_duration
 
 FINISHED = ("Succeeded", "Failed")
@@ -179,7 +179,7 @@ class Reconciler:
         except (SpecError, ValidationError, ValueError) as error:
             return Pass(written=self._reject(body, str(error), event, moment))
         trials = plan_trials(spec)
-        # compact entries, their Results in ConfigMaps (cxlab.controller.results_store)
+        # compact entries, their Results in ConfigMaps (cxlab.experiments.results_store)
         recorded = {e["name"]: e for e in status.get("trials") or []}
         attempts: dict[str, int] = dict(status.get("attempts") or {})
         pods += self._unindexed(namespace, name, trials, recorded, attempts, pods, memory)
@@ -453,7 +453,7 @@ class Reconciler:
     ) -> tuple[Decision | None, dict[str, Any] | None, float | None]:
         """An experiment that has started no trial yet: it fails at once if no node could
         ever hold a trial, or once it has waited spec.queueTimeout; it is admitted when the
-        queue (cxlab.controller.queue) says so; else it keeps its place, with no Pods.
+        queue (cxlab.experiments.queue) says so; else it keeps its place, with no Pods.
         Returns the decision (None once admitted: the usual one follows), its queue place
         (None unless it waits) and how long it waited (once admitted)."""
         recorded = {e["name"]: e for e in (body.get("status") or {}).get("trials") or []}

@@ -14,13 +14,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from cxlab.controller.config import OperatorConfig
-from cxlab.controller.observe import LOST_REASONS, PodView
-from cxlab.controller.pods import COMPONENT_TARGET, COMPONENT_TRIAL, RUNNER_UID
-from cxlab.plan import LOCUST_MASTER_PORT, Trial, locust_master, pod_indexes
-from cxlab.results import ResultError, classify, parse_result
-from cxlab.spec import ExperimentSpec
-from cxlab.status import has_result, trial_entry
-from cxlab.summary import TrialOutcome
+from cxlab.experiments.outcome import ResultError, classify, parse_result
+from cxlab.experiments.plan import LOCUST_MASTER_PORT, Trial, locust_master, pod_indexes
+from cxlab.experiments.pod_view import LOST_REASONS, PodView
+from cxlab.experiments.pods import COMPONENT_TARGET, COMPONENT_TRIAL, RUNNER_UID
+from cxlab.experiments.spec import ExperimentSpec
+from cxlab.experiments.status import has_result, trial_entry
+from cxlab.experiments.summary import TrialOutcome
 from cxlab_contract.durations import parse_duration
 
 Entry = dict[str, Any]
@@ -171,7 +171,7 @@ def decide(
     capacity_exists: bool = True,
 ) -> Decision:
     """`capacity_exists`: some node matching the placement could hold a trial if it were
-    empty, so a trial the scheduler finds no room for only waits (cxlab.controller.capacity).
+    empty, so a trial the scheduler finds no room for only waits (cxlab.experiments.nodes).
 
     A trial of several Pods is one attempt of all of them: it succeeds when every one has,
     fails when one fails, and a lost one (deleted, evicted) loses the whole attempt, whose

@@ -27,9 +27,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cxlab.controller.capacity import Held, NodeView, Request, fits_now
-from cxlab.plan import plan_trials
-from cxlab.spec import API_VERSION, KIND, ExperimentSpec, SpecError, parse_experiment
+from cxlab.experiments.nodes import Held, NodeView, Request, fits_now
+from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.spec import API_VERSION, KIND, ExperimentSpec, SpecError, parse_experiment
 
 AGING_SECONDS = 300.0
 

@@ -35,7 +35,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cxlab.controller.pods import LABEL_COMPONENT, LABEL_EXPERIMENT
+from cxlab.experiments.pods import LABEL_COMPONENT, LABEL_EXPERIMENT
 
 CHUNK_TRIALS = 100
 COMPONENT_RESULTS = "results"

@@ -11,11 +11,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from cxlab.capacity_plan import CapacityPlan, capacity_plan
-from cxlab.plan import Trial
+from cxlab.experiments.capacity_plan import CapacityPlan, capacity_plan
+from cxlab.experiments.plan import Trial
+from cxlab.experiments.spec import ExperimentSpec
+from cxlab.experiments.summary import TrialOutcome, best_line, summarize
 from cxlab.shape import Shape, nullable, optional, shaped
-from cxlab.spec import ExperimentSpec
-from cxlab.summary import TrialOutcome, best_line, summarize
 
 
 class Phase(StrEnum):
@@ -92,16 +92,16 @@ class TrialEntry(Shape):
     latency_p99_seconds: float = optional()
     results_in: str = optional()
     """The ConfigMap holding the full entry (Result, each Pod's, Prometheus'), in a cluster
-    experiment (cxlab.controller.results_store); the local backend keeps it inline."""
+    experiment (cxlab.experiments.results_store); the local backend keeps it inline."""
     result: dict[str, Any] = optional()
     """The runner's Result (cxlab_contract/result-v1.schema.json); a trial of several Pods:
-    their merged Result (cxlab.merge)."""
+    their merged Result (cxlab.experiments.merge)."""
     pod_results: list[dict[str, Any]] = optional()
     """Each Pod's own Result, in Pod order, for a trial of several Pods."""
 
 
 class QueuePlace(Shape):
-    """Where an experiment waiting for capacity stands (cxlab.controller.queue)."""
+    """Where an experiment waiting for capacity stands (cxlab.experiments.queue)."""
 
     position: int = optional()
     """1 = next to be admitted."""

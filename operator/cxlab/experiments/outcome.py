@@ -8,9 +8,9 @@ from typing import Any
 
 import jsonschema
 
-from cxlab.merge import merge_locust, merge_results
-from cxlab.plan import Trial, locust_master
-from cxlab.summary import TrialOutcome
+from cxlab.experiments.merge import merge_locust, merge_results
+from cxlab.experiments.plan import Trial, locust_master
+from cxlab.experiments.summary import TrialOutcome
 from cxlab_contract import result_schema
 
 

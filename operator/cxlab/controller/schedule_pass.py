@@ -14,11 +14,11 @@ from typing import Any
 from cxlab.controller.kube import Kube
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.crd import GROUP
+from cxlab.experiments.spec import API_VERSION, KIND, SpecError
+from cxlab.experiments.status import condition_of, set_condition
 from cxlab.schedules.decide import RunView, add_count, decide
 from cxlab.schedules.history import SCHEDULED_TIME_ANNOTATION, entry_of
 from cxlab.schedules.spec import SCHEDULE_KIND, parse_experiment_schedule
-from cxlab.spec import API_VERSION, KIND, SpecError
-from cxlab.status import condition_of, set_condition
 
 # The label every run carries: the schedule's name (the index and `kubectl get cx -l` use it).
 LABEL_SCHEDULE = f"{GROUP}/schedule"

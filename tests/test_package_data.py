@@ -29,9 +29,14 @@ def test_an_installed_package_validates_results_without_the_repository(tmp_path:
         check=True, capture_output=True,
     )  # fmt: skip
     shutil.rmtree(source)  # nothing may be read from the sources any more
+    # Every module of the packages from the installed copy: a subpackage left out of the
+    # package would otherwise be found in the checkout (the editable install's finder).
     probe = (
-        "import cxlab.crd; from cxlab.experiments import outcome; "
-        "assert outcome.__file__.startswith(sys.argv[1]), outcome.__file__; "
+        "import cxlab.crd, cxlab.cli, cxlab.controller.experiment_pass; "
+        "from cxlab.experiments import outcome; "
+        "mine = [m.__file__ for n, m in sys.modules.items() if n.split('.')[0] in "
+        "('cxlab', 'cxlab_runner', 'cxlab_contract')]; "
+        "assert all(f.startswith(sys.argv[1]) for f in mine), mine; "
         "outcome._validator(); cxlab.crd.status_schema(); print('ok')"
     )
     done = subprocess.run(

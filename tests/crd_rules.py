@@ -28,6 +28,7 @@ BASE_SPEC: dict[str, Any] = {
     "models": [{"model": "threads", "workers": [2]}],
 }
 NAME = "rule-check"
+CAPACITY = {"target": {"ratePerSecond": 100, "latency": {"max": "1s"}}}
 
 
 def manifest(name: str = NAME, **spec: Any) -> dict[str, Any]:
@@ -175,6 +176,14 @@ CASES = [
         "(or whole CPUs)",
         valid=manifest(resources={"cpu": 0.5}, pinning="preferred"),
         invalid=manifest(resources={"cpu": 0.5}),
+        field="spec",
+    ),
+    Case(
+        "spec",
+        "capacity: a capacity plan counts whole cores per Pod, and resources.cpu is a fraction "
+        "of a CPU: set whole CPUs, or leave capacity out",
+        valid=manifest(resources={"cpu": 2}, capacity=CAPACITY),
+        invalid=manifest(resources={"cpu": 0.5}, pinning="preferred", capacity=CAPACITY),
         field="spec",
     ),
     Case(

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from cxlab.experiments.capacity_plan import CapacityPlan, ModelPlan, capacity_plan
+from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
 from cxlab.experiments.spec import ExperimentSpec, parse_experiment
-from cxlab.experiments.summary import TrialOutcome
 
 MIB = 2**20
 TARGET = {"ratePerSecond": 20000, "latency": {"percentile": "p99", "max": "250ms"}}
@@ -74,7 +74,7 @@ def by_variant(plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def plan_of(spec: ExperimentSpec, outcomes: list[TrialOutcome]) -> dict[str, Any]:
     plan = capacity_plan(spec, outcomes)
     assert plan is not None
-    return plan
+    return plan.document()
 
 
 # asyncio at RTT 100 ms, one Pod of 1 CPU each point, one repetition each.

@@ -6,7 +6,7 @@ from typing import Any
 
 from test_spec import document
 
-from cxlab.controller.config import OperatorConfig
+from cxlab.config import OperatorConfig
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.pods import build_target_pod, build_trial_pod
 from cxlab.experiments.spec import parse_experiment

@@ -27,7 +27,7 @@ def test_queries_select_the_trial_container_over_its_window() -> None:
 def test_found_values_and_missing_ones() -> None:
     answers = {"cpuThrottledRatio": None, "memoryWorkingSetBytes": 12345678.0}
     by_query = {q: answers[name] for name, q in trial_queries(WINDOW).items()}
-    usage = trial_usage(WINDOW, lambda q, at: by_query[q])
+    usage = trial_usage(WINDOW, lambda q, at: by_query[q]).document()
     assert usage == {"windowSeconds": 5, "memoryWorkingSetBytes": 12345678,
                      "missing": ["cpuThrottledRatio"]}  # fmt: skip
 
@@ -36,7 +36,7 @@ def test_a_failed_query_is_reported_not_raised() -> None:
     def broken(query: str, at: datetime) -> float | None:
         raise OSError("connection refused")
 
-    usage = trial_usage(WINDOW, broken)
+    usage = trial_usage(WINDOW, broken).document()
     assert usage["missing"] == ["cpuThrottledRatio", "memoryWorkingSetBytes"]
     assert "connection refused" in usage["error"]
 

@@ -11,11 +11,12 @@ import pytest
 from helpers import run_runner
 from test_spec import document
 
-from cxlab.controller.config import OperatorConfig
-from cxlab.experiments.decide import decide, next_deadline
+from cxlab.config import OperatorConfig
+from cxlab.experiments.decide import Observed, decide, next_deadline
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.pod_view import PodView
 from cxlab.experiments.spec import ExperimentSpec, parse_experiment
+from cxlab.experiments.status import TrialEntry
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 CONFIG = OperatorConfig(max_attempts=3, unschedulable_grace_seconds=15)
@@ -45,11 +46,14 @@ def pod(trial: str, attempt: int = 1, phase: str = "Running", **fields: Any) -> 
 def run(s: ExperimentSpec, pods: list[PodView], recorded: dict[str, Any] | None = None,
         attempts: dict[str, int] | None = None, target_ready: bool = True,
         capacity_exists: bool = True) -> Any:  # fmt: skip
-    return decide(
-        spec=s, trials=plan_trials(s), recorded=recorded or {}, attempts=attempts or {},
-        pods=pods, target_ready=target_ready, now=NOW, config=CONFIG,
-        capacity_exists=capacity_exists,
+    """The decision, its new entries as status writes them (documents)."""
+    entries = {name: TrialEntry.model_validate(e) for name, e in (recorded or {}).items()}
+    observed = Observed(
+        spec=s, trials=plan_trials(s), recorded=entries, attempts=attempts or {}, pods=pods,
+        now=NOW, target_ready=target_ready, capacity_exists=capacity_exists,
     )  # fmt: skip
+    decision = decide(observed, CONFIG)
+    return replace(decision, finished=[e.document() for e in decision.finished])
 
 
 def test_a_new_experiment_starts_parallelism_trials() -> None:
@@ -175,7 +179,8 @@ def test_failed_pods_are_kept_when_asked() -> None:
     s = spec(keepPodsOnFailure=True)
     first = plan_trials(s)[0]
     failed = pod(first.name, phase="Failed", exit_code=1)
-    recorded = {first.name: {"name": first.name, "phase": "Failed"}}
+    recorded = {first.name: {"name": first.name, "model": "threads", "workers": 1,
+                             "repetition": 1, "phase": "Failed"}}  # fmt: skip
     assert run(s, [failed], recorded=recorded).delete == []
     assert run(s, [failed], attempts={first.name: 1}).delete == []  # the pass recording it
     assert run(spec(), [failed], attempts={first.name: 1}).delete == [failed.name]

@@ -8,7 +8,7 @@ import random
 import re
 from typing import Any
 
-from cxlab.controller.config import OperatorConfig
+from cxlab.config import OperatorConfig
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.pods import build_target_pod, build_trial_pod
 from cxlab.experiments.spec import (

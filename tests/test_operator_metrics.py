@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from datetime import UTC, datetime
 
 from helpers import program
 from prometheus_client import generate_latest
@@ -41,8 +42,8 @@ def test_the_queue_is_its_length_and_its_oldest_wait() -> None:
     text = generate_latest(metrics.registry).decode()
     assert "cxlab_operator_queue_length 0.0" in text
     assert "cxlab_operator_queue_oldest_wait_seconds 0.0" in text
-    metrics.queued[("lab", "a")] = "2026-01-01T00:00:00Z"
-    metrics.queued[("lab", "b")] = "2099-01-01T00:00:00Z"  # a clock behind: never negative
+    metrics.queued[("lab", "a")] = datetime(2026, 1, 1, tzinfo=UTC)
+    metrics.queued[("lab", "b")] = datetime(2099, 1, 1, tzinfo=UTC)  # a clock behind: not < 0
     metrics.queue_wait.observe(12.5)
     text = generate_latest(metrics.registry).decode()
     assert "cxlab_operator_queue_length 2.0" in text

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from test_spec import document
 
-from cxlab.controller.config import OperatorConfig
+from cxlab.config import OperatorConfig
 from cxlab.experiments.nodes import (
     Held,
     NodeView,
@@ -26,8 +26,9 @@ from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.pod_view import view_pod
 from cxlab.experiments.pods import build_trial_pod
 from cxlab.experiments.queue import AGING_SECONDS, Candidate, candidate_of, order, verdict
+from cxlab.experiments.record import Live, build_status
 from cxlab.experiments.spec import parse_experiment
-from cxlab.experiments.status import Live, build_status, queue_place
+from cxlab.experiments.status import QueuePlace
 from cxlab.table import render_summary
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -167,8 +168,10 @@ def test_a_waiting_experiment_has_a_place_and_no_start_then_records_its_wait() -
     trials = plan_trials(experiment.spec)
     common = {"spec": experiment.spec, "trials": trials, "entries": [], "started_spec": "{}",
               "generation": 1}  # fmt: skip
-    place = queue_place(2, 3, "lab/big", NOW, "waiting behind lab/big (position 2 of 3)")
-    waiting = build_status(**common, live=Live(queue=place), old=None, now=NOW)
+    place = QueuePlace(position=2, length=3, behind="lab/big", since=NOW,
+                          message="waiting behind lab/big (position 2 of 3)")  # fmt: skip
+    typed = build_status(**common, live=Live(queue=place), old=None, now=NOW)
+    waiting = typed.document()
     assert waiting["phase"] == "Pending" and "startTime" not in waiting
     assert waiting["progress"]["display"] == "queued 2/3" and waiting["queue"]["position"] == 2
     queued = {c["type"]: c for c in waiting["conditions"]}["Queued"]
@@ -176,14 +179,15 @@ def test_a_waiting_experiment_has_a_place_and_no_start_then_records_its_wait() -
     text = render_summary({"metadata": {"name": "demo"}, "status": waiting})
     assert "queued: waiting behind lab/big" in text.splitlines()[0]
     later = NOW + timedelta(seconds=42)
-    started = build_status(**common, live=Live(starting=True, queued_seconds=42.04),
-                           old=waiting, now=later)  # fmt: skip
+    typed = build_status(**common, live=Live(starting=True, queued_seconds=42.04),
+                         old=typed, now=later)  # fmt: skip
+    started = typed.document()
     assert started["phase"] == "Running" and "queue" not in started
     assert started["startTime"] and started["queuedSeconds"] == 42.0
     admitted = {c["type"]: c for c in started["conditions"]}["Queued"]
     assert (admitted["status"], admitted["reason"]) == ("False", "Admitted")
     assert admitted["message"] == "waited 42.0 s for capacity"
-    again = build_status(**common, live=Live(starting=True), old=started, now=later)
+    again = build_status(**common, live=Live(starting=True), old=typed, now=later).document()
     assert again["queuedSeconds"] == 42.0  # kept, not measured again
     assert (
         "waited 42.0 s in the queue"
@@ -214,10 +218,10 @@ def test_with_a_queue_name_kueue_holds_the_queue() -> None:
     body = document(queueName="experiments")
     body["metadata"]["namespace"] = "lab"
     assert candidate_of(body, NOW) is None  # not in cxlab's own queue: Kueue's
-    place = queue_place(None, None, None, NOW, "waiting for admission by Kueue (LocalQueue x)")
+    place = QueuePlace(since=NOW, message="waiting for admission by Kueue (LocalQueue x)")
     waiting = build_status(spec=spec, trials=plan_trials(spec), entries=[], started_spec="{}",
                            generation=1, live=Live(queue=place, starting=True), old=None,
-                           now=NOW)  # fmt: skip
+                           now=NOW).document()  # fmt: skip
     assert waiting["phase"] == "Pending" and waiting["progress"]["display"] == "queued (Kueue)"
     reason = {c["type"]: c for c in waiting["conditions"]}["Queued"]["reason"]
     assert reason == "WaitingForKueue"

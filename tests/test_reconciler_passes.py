@@ -12,12 +12,13 @@ from helpers import ApiserverBase
 from test_decide import pod
 from test_refusals import experiment
 
-from cxlab.controller.config import OperatorConfig
+from cxlab.config import OperatorConfig
 from cxlab.controller.experiment_pass import Reconciler
 from cxlab.controller.kube import StaleStatus
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.spec import parse_experiment
+from cxlab.experiments.status import ExperimentStatus
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 
@@ -31,8 +32,9 @@ class Apiserver(ApiserverBase):
         self.created: list[str] = []
 
     def write_status(
-        self, namespace: str, name: str, status: dict[str, Any], version: str | None = None
+        self, namespace: str, name: str, typed: ExperimentStatus, version: str | None = None
     ) -> dict[str, Any]:
+        status = typed.document()  # as the apiserver receives it
         self.writes.append(version)
         if version != self.body["metadata"]["resourceVersion"]:
             raise StaleStatus(f"{name} changed since version {version}")

@@ -16,14 +16,15 @@ import pytest
 from helpers import ApiserverBase
 from kubernetes.client.exceptions import ApiException
 
-from cxlab.controller.config import OperatorConfig
+from cxlab.config import OperatorConfig
 from cxlab.controller.experiment_pass import Reconciler
 from cxlab.controller.kube import PodRefused, refusal
 from cxlab.controller.metrics import OperatorMetrics
-from cxlab.experiments.decide import decide, pod_refused
+from cxlab.experiments.decide import Decision, Observed, decide, pod_refused
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.pod_view import PodView, view_pod
 from cxlab.experiments.spec import ExperimentSpec, parse_experiment
+from cxlab.experiments.status import ExperimentStatus, TrialEntry
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 CONFIG = OperatorConfig(max_attempts=3, unschedulable_grace_seconds=15, image_pull_grace_seconds=60)
@@ -71,12 +72,23 @@ def pulling(trial: str, reason: str = "ErrImagePull", age: float = 30, **fields:
     return pod(trial, age=age, waiting_reason=reason, waiting_message=PULL_ERROR, **fields)
 
 
+def observe(
+    s: ExperimentSpec, pods: list[PodView], recorded: dict[str, Any] | None = None,
+    attempts: dict[str, int] | None = None, target_ready: bool = True,
+) -> Observed:  # fmt: skip
+    entries = {name: TrialEntry.model_validate(e) for name, e in (recorded or {}).items()}
+    return Observed(s, plan_trials(s), entries, attempts or {}, pods, NOW,
+                    target_ready=target_ready)  # fmt: skip
+
+
+def documented(decision: Decision) -> Any:
+    """The decision with its new entries as status writes them (documents)."""
+    return replace(decision, finished=[e.document() for e in decision.finished])
+
+
 def run(s: ExperimentSpec, pods: list[PodView], recorded: dict[str, Any] | None = None,
-        attempts: dict[str, int] | None = None) -> Any:  # fmt: skip
-    return decide(
-        spec=s, trials=plan_trials(s), recorded=recorded or {}, attempts=attempts or {},
-        pods=pods, target_ready=True, now=NOW, config=CONFIG,
-    )  # fmt: skip
+        attempts: dict[str, int] | None = None, target_ready: bool = True) -> Any:  # fmt: skip
+    return documented(decide(observe(s, pods, recorded, attempts, target_ready), CONFIG))
 
 
 # --- an image the kubelet cannot pull, a container it cannot create -----------------------
@@ -168,14 +180,12 @@ def test_a_delay_target_that_cannot_start_fails_the_experiment(
     s = spec(workload={"type": "http", "tasks": 5, "rtt": "10ms"}, image=IMAGE)
     target = replace(pod("", attempt=0, age=CONFIG.image_pull_grace_seconds, **fields),
                      component="delay-target", trial=None, name="bad-target")  # fmt: skip
-    decision = decide(spec=s, trials=plan_trials(s), recorded={}, attempts={}, pods=[target],
-                      target_ready=False, now=NOW, config=CONFIG)  # fmt: skip
+    decision = run(s, [target], target_ready=False)
     assert decision.failure_reason == reason and decision.failure
     assert words in decision.failure
     assert [e["phase"] for e in decision.finished] == ["Failed"] * 3
     young = replace(target, created=NOW - timedelta(seconds=1))
-    waiting = decide(spec=s, trials=plan_trials(s), recorded={}, attempts={}, pods=[young],
-                     target_ready=False, now=NOW, config=CONFIG)  # fmt: skip
+    waiting = run(s, [young], target_ready=False)
     assert waiting.failure is None and waiting.waiting_for_target
 
 
@@ -256,14 +266,16 @@ def test_a_pod_denied_by_admission_is_refused(message: str) -> None:
 def test_a_refused_pod_fails_every_unrecorded_trial() -> None:
     s = spec(parallelism=2, placement={"tolerations": [{"key": "a", "operator": "Exists"}]})
     trials = plan_trials(s)
-    done = {"name": trials[0].name, "phase": "Succeeded"}
+    done = {"name": trials[0].name, "model": "threads", "workers": 1, "repetition": 1,
+            "phase": "Succeeded"}  # fmt: skip
     running = pod(trials[1].name, phase="Running")
-    decision = run(s, [running], recorded={trials[0].name: done}, attempts={trials[1].name: 1})
+    observed = observe(s, [running], {trials[0].name: done}, {trials[1].name: 1})
+    decision = decide(observed, CONFIG)
     assert decision.create == [(trials[2], 1, 0)]
-    refused = pod_refused(
-        decision, trials, {trials[0].name: done}, pod="bad-t002-a1", code=422, reason="Invalid",
-        message=INVALID, created=["bad-target"],
-    )  # fmt: skip
+    refused = documented(pod_refused(
+        decision, observed, pod="bad-t002-a1", code=422, reason="Invalid", message=INVALID,
+        created=["bad-target"],
+    ))  # fmt: skip
     assert refused.failure_reason == "PodRejected"
     assert refused.failure == (
         f"the apiserver refused Pod bad-t002-a1 (422 Invalid): {INVALID}; check "
@@ -289,8 +301,9 @@ def test_a_refused_pod_fails_every_unrecorded_trial() -> None:
 )  # fmt: skip
 def test_a_refusal_names_the_experiments_field(message: str, field: str) -> None:
     s = spec()
-    refused = pod_refused(run(s, []), plan_trials(s), {}, pod="p", code=422, reason="Invalid",
-                          message=message, created=[])  # fmt: skip
+    observed = observe(s, [])
+    refused = pod_refused(decide(observed, CONFIG), observed, pod="p", code=422,
+                          reason="Invalid", message=message, created=[])  # fmt: skip
     assert refused.failure and field in refused.failure
 
 
@@ -309,8 +322,9 @@ class Apiserver(ApiserverBase):
         self.fail_writes = 0  # the next writes fail (the operator dies before them)
 
     def write_status(
-        self, namespace: str, name: str, status: dict[str, Any], version: str | None = None
+        self, namespace: str, name: str, typed: ExperimentStatus, version: str | None = None
     ) -> dict[str, Any]:
+        status = typed.document()  # as the apiserver receives it
         if self.fail_writes:
             self.fail_writes -= 1
             raise RuntimeError("the operator died")

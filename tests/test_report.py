@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
-from cxlab.experiments.outcome import parse_result
+from cxlab.experiments.outcome import TrialOutcome, parse_result
 from cxlab.experiments.plan import Trial, floor_seconds, plan_trials
 from cxlab.experiments.spec import ExperimentSpec, parse_experiment
-from cxlab.experiments.summary import TrialOutcome
 from cxlab.local.backend import local_status
 from cxlab.report import render_report
 from cxlab.report.svg import (
@@ -159,7 +158,7 @@ def build_document(
         "kind": "ConcurrencyExperiment",
         "metadata": {"name": "sweep", "creationTimestamp": "2026-11-21T04:50:00Z"},
         "spec": spec_dict,
-        "status": local_status(experiment, trials, outcomes, set(), None, NOW),
+        "status": local_status(experiment, trials, outcomes, set(), None, NOW).document(),
     }
 
 

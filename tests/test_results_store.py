@@ -12,7 +12,9 @@ from typing import Any
 from test_spec import document
 from test_status_golden import result
 
+from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.record import Live, build_status, trial_entry
 from cxlab.experiments.results_store import (
     CHUNK_TRIALS,
     chunk_of,
@@ -24,15 +26,23 @@ from cxlab.experiments.results_store import (
     with_full_results,
 )
 from cxlab.experiments.spec import MAX_TRIALS, parse_experiment
-from cxlab.experiments.status import Live, build_status, checked, trial_entry
-from cxlab.experiments.summary import TrialOutcome
+from cxlab.experiments.status import ExperimentStatus, TrialEntry
 
 MOMENT = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 ETCD_LIMIT = 1_572_864  # bytes: etcd's default --max-request-bytes, the most one object holds
 CONFIG_MAP_LIMIT = 1_048_576
 
 
-def thousand_trials(**change: Any) -> tuple[Any, list[Any], list[dict[str, Any]]]:
+def recorded(entry: TrialEntry) -> TrialEntry:
+    """As the operator records it: its attempt and node, not scraped."""
+    return entry.model_copy(update={"attempts": 1, "node": "node-1", "metrics_scraped": False})
+
+
+def documents(entries: list[TrialEntry]) -> list[dict[str, Any]]:
+    return [e.document() for e in entries]
+
+
+def thousand_trials(**change: Any) -> tuple[Any, list[Any], list[TrialEntry]]:
     workers = list(range(1, 26))
     body = document(models=[{"model": "asyncio", "workers": workers, **change}],
                     workload={"type": "sleep", "tasks": 64, "rtts": ["1ms", "2ms", "5ms", "10ms"]},
@@ -41,12 +51,11 @@ def thousand_trials(**change: Any) -> tuple[Any, list[Any], list[dict[str, Any]]
     trials = plan_trials(spec)
     entries = []
     for trial in trials:
-        entry = trial_entry(TrialOutcome(trial, result(trial)))
-        entries.append(entry | {"attempts": 1, "node": "node-1", "metricsScraped": False})
+        entries.append(recorded(trial_entry(TrialOutcome(trial, result(trial)))))
     return spec, trials, entries
 
 
-def distinct_points() -> tuple[Any, list[Any], list[dict[str, Any]]]:
+def distinct_points() -> tuple[Any, list[Any], list[TrialEntry]]:
     """A thousand trials, each its own point (5 models x 25 worker counts x 8 RTTs, one
     repetition), each with its own figures: the largest summary 1,000 trials can have."""
     models = ["asyncio", "threads", "gevent", "processes", "goroutines"]
@@ -61,29 +70,29 @@ def distinct_points() -> tuple[Any, list[Any], list[dict[str, Any]]]:
         figures = result(trial)
         for key in ("wallSeconds", "cpuUserSeconds", "peakRssBytes", "throughputPerSecond"):
             figures[key] = round(figures[key] * draw.uniform(0.5, 2), 6)
-        entry = trial_entry(TrialOutcome(trial, figures))
-        entries.append(entry | {"attempts": 1, "node": "node-1", "metricsScraped": False})
+        entries.append(recorded(trial_entry(TrialOutcome(trial, figures))))
     return spec, trials, entries
 
 
-def full_status(spec: Any, trials: list[Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
-    return build_status(spec=spec, trials=trials, entries=entries, live=Live(), old={},
+def full_status(spec: Any, trials: list[Any], entries: list[TrialEntry]) -> ExperimentStatus:
+    return build_status(spec=spec, trials=trials, entries=entries, live=Live(), old=None,
                         started_spec="{}", generation=1, now=MOMENT)  # fmt: skip
 
 
-def status_of(spec: Any, trials: list[Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
+def status_of(spec: Any, trials: list[Any], entries: list[TrialEntry]) -> ExperimentStatus:
     """The status as the operator writes it: compact entries and summary."""
     status = full_status(spec, trials, entries)
-    status["trials"] = [compact(e, "exp", i) for i, e in enumerate(status["trials"])]
-    status["summary"] = compact_summary(status["summary"], "exp")
-    return checked(status)
+    status.trials = [compact(e, "exp", i) for i, e in enumerate(status.entries)]
+    assert status.summary is not None
+    status.summary = compact_summary(status.summary, "exp")
+    return ExperimentStatus.read(status.document())  # what the apiserver keeps
 
 
 def test_a_thousand_trials_keep_the_status_far_under_etcds_limit() -> None:
     spec, trials, entries = thousand_trials()
     assert len(trials) == MAX_TRIALS == 1000
-    size = len(json.dumps(status_of(spec, trials, entries)))
-    inline = len(json.dumps(entries))
+    size = len(json.dumps(status_of(spec, trials, entries).document()))
+    inline = len(json.dumps(documents(entries)))
     print(f"\nstatus at {len(trials)} trials: {size / 1024:.0f} KiB compact "
           f"(the entries alone inline: {inline / 1024:.0f} KiB)")  # fmt: skip
     assert size < ETCD_LIMIT / 2, size
@@ -94,7 +103,7 @@ def test_a_thousand_trials_keep_the_status_far_under_etcds_limit() -> None:
 
 def test_each_chunk_holds_its_hundred_trials_far_under_a_config_maps_limit() -> None:
     _, _, entries = thousand_trials()
-    chunks: dict[int, list[dict[str, Any]]] = {}
+    chunks: dict[int, list[TrialEntry]] = {}
     for position, entry in enumerate(entries):
         chunks.setdefault(chunk_of(position), []).append(entry)
     assert sorted(chunks) == list(range(10)) and len(chunks[0]) == CHUNK_TRIALS
@@ -107,13 +116,15 @@ def test_each_chunk_holds_its_hundred_trials_far_under_a_config_maps_limit() -> 
 
 
 def test_the_full_entries_come_back_whole_in_place_of_the_compact_ones() -> None:
-    spec, trials, entries = thousand_trials()
-    status = status_of(spec, trials, entries)
+    spec, trials, typed = thousand_trials()
+    entries = documents(typed)
+    compacted = status_of(spec, trials, typed)
+    status = compacted.document()
     small = status["trials"][150]
     assert "result" not in small and small["resultsIn"] == "exp-results-1"
     assert small["latencyP99Seconds"] == entries[150]["result"]["latencySeconds"]["p99"]
-    chunks = [config_map("exp", "lab", "u-1", 1, entries[100:200])]
-    restored = with_full_results(status, chunks)["trials"]
+    chunks = [config_map("exp", "lab", "u-1", 1, typed[100:200])]
+    restored = with_full_results(compacted, chunks).document()["trials"]
     assert restored[150] == entries[150]
     assert restored[50] == status["trials"][50]  # its chunk was not read: left compact
 
@@ -126,9 +137,9 @@ def test_a_failed_trial_without_a_result_stays_whole_in_status() -> None:
 
 def test_a_thousand_distinct_points_keep_the_status_far_under_etcds_limit() -> None:
     spec, trials, entries = distinct_points()
-    whole = full_status(spec, trials, entries)
+    whole = full_status(spec, trials, entries).document()
     assert len(trials) == len(whole["summary"]["points"]) == MAX_TRIALS
-    size = len(json.dumps(status_of(spec, trials, entries)))
+    size = len(json.dumps(status_of(spec, trials, entries).document()))
     summary = summary_config_map("exp", "lab", "u-1", whole["summary"])
     stored = len(json.dumps(summary))
     inline = len(json.dumps(whole["summary"]))
@@ -140,20 +151,22 @@ def test_a_thousand_distinct_points_keep_the_status_far_under_etcds_limit() -> N
 
 
 def test_the_whole_summary_comes_back_in_place_of_the_compact_one() -> None:
-    spec, trials, entries = distinct_points()
-    whole = full_status(spec, trials, entries)["summary"]
-    status = status_of(spec, trials, entries)
-    small = status["summary"]
+    spec, trials, typed = distinct_points()
+    entries = documents(typed)
+    whole = full_status(spec, trials, typed).document()["summary"]
+    compacted = status_of(spec, trials, typed)
+    small = compacted.document()["summary"]
     assert small["summaryIn"] == "exp-summary" and small["pointCount"] == 1000
     assert "points" not in small and "knees" not in small
     first, short = whole["recommendations"][0], small["recommendations"][0]
     assert short == {k: v for k, v in first.items() if k != "tiedWith"} | (
         {"tiedCount": len(first["tiedWith"])} if first["tiedWith"] else {}
     )
-    maps = [config_map("exp", "lab", "u-1", 0, entries[:100]),
+    maps = [config_map("exp", "lab", "u-1", 0, typed[:100]),
             summary_config_map("exp", "lab", "u-1", whole)]  # fmt: skip
-    restored = with_full_results(status, maps)
+    restored = with_full_results(compacted, maps).document()
     assert restored["summary"] == whole
     assert restored["trials"][5] == entries[5]  # the summary is no trial entry
     assert len(entries_of(maps)) == 100
-    assert with_full_results(status, maps[:1])["summary"] == small  # not found: as stored
+    # not found: as stored
+    assert with_full_results(compacted, maps[:1]).document()["summary"] == small

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 import yaml
 
+from cxlab.conditions import set_condition
 from cxlab.crd import CRD_PATH, status_schema
+from cxlab.experiments.record import rejected_status
 from cxlab.experiments.status import (
     ExperimentStatus,
     checked,
     prometheus_usage,
-    rejected_status,
     running_entry,
-    set_condition,
 )
 
 
@@ -44,7 +44,8 @@ def status(**changes: Any) -> dict[str, Any]:
         "progress": {"trialsTotal": 1, "trialsDone": 1, "trialsFailed": 0, "display": "1/1",
                      "running": [{"trial": "t", "pod": "p", "tasks": 5, "tasksDone": 2,
                                   "elapsedSeconds": 1.5}]},
-        "conditions": conditions, "trials": [entry()], "summary": {"recommendations": []},
+        "conditions": [c.document() for c in conditions], "trials": [entry()],
+        "summary": {"recommendations": []},
     }  # fmt: skip
     return base | changes
 
@@ -85,7 +86,9 @@ def test_the_crd_status_schema_is_the_typed_status() -> None:
 
 def test_a_rejected_spec_fails_at_once_naming_why() -> None:
     moment = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
-    status = rejected_status({}, "spec.workload.rtt: too long", generation=2, now=moment)
+    status = rejected_status(
+        ExperimentStatus(), "spec.workload.rtt: too long", generation=2, now=moment
+    ).document()
     assert status["phase"] == "Failed" and status["completionTime"] == "2026-11-23T10:00:00Z"
     (failed,) = status["conditions"]
     assert failed["reason"] == "InvalidSpec" and failed["observedGeneration"] == 2
@@ -93,12 +96,12 @@ def test_a_rejected_spec_fails_at_once_naming_why() -> None:
 
 
 def test_running_and_prometheus_entries_are_built_from_the_typed_shape() -> None:
-    assert running_entry("t", "p", 100, None, 2.345) == {
+    assert running_entry("t", "p", 100, None, 2.345).document() == {
         "trial": "t", "pod": "p", "tasks": 100, "elapsedSeconds": 2.3,
     }  # fmt: skip
-    assert running_entry("t", "p", 100, 40, None)["tasksDone"] == 40
+    assert running_entry("t", "p", 100, 40, None).document()["tasksDone"] == 40
     usage = prometheus_usage(5, {"cpuThrottledRatio": 0.0}, ["memoryWorkingSetBytes"])
-    assert usage == {
+    assert usage.document() == {
         "cpuThrottledRatio": 0.0, "windowSeconds": 5, "missing": ["memoryWorkingSetBytes"],
     }  # fmt: skip
-    assert prometheus_usage(None, {}, [], "no Pod times") == {"error": "no Pod times"}
+    assert prometheus_usage(None, {}, [], "no Pod times").document() == {"error": "no Pod times"}

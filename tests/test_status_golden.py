@@ -15,14 +15,15 @@ from typing import Any
 
 from helpers import NODE
 
-from cxlab.controller.config import OperatorConfig
+from cxlab.config import OperatorConfig
 from cxlab.controller.experiment_pass import Reconciler
 from cxlab.controller.metrics import OperatorMetrics
+from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial, plan_trials
 from cxlab.experiments.pod_view import view_pod
 from cxlab.experiments.results_store import SUFFIX, with_full_results
 from cxlab.experiments.spec import parse_experiment
-from cxlab.experiments.summary import TrialOutcome
+from cxlab.experiments.status import ExperimentStatus
 from cxlab.local.backend import local_status
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -63,8 +64,9 @@ class RecordingKube:
         return list(self.config_maps.values())
 
     def write_status(
-        self, namespace: str, name: str, status: dict[str, Any], version: str | None = None
+        self, namespace: str, name: str, typed: ExperimentStatus, version: str | None = None
     ) -> dict[str, Any]:
+        status = typed.document()  # as the apiserver receives it
         # what a status points at is stored before it
         stored = {
             f"{k[: -len(SUFFIX)]}" for m in self.config_maps.values() for k in m["binaryData"]
@@ -120,7 +122,8 @@ def operator_status() -> dict[str, Any]:
         if body["status"]["phase"] in ("Succeeded", "Failed"):
             assert not any("result" in e for e in body["status"]["trials"])  # compact in status
             assert "points" not in body["status"]["summary"]
-            return with_full_results(body["status"], kube.config_maps.values())
+            written = ExperimentStatus.read(body["status"])
+            return with_full_results(written, kube.config_maps.values()).document()
         for pod in kube.pods.values():
             if "status" not in pod:
                 end_pod(pod, by_name[pod["metadata"]["labels"]["cxlab.dev/trial"]])
@@ -136,7 +139,7 @@ def local_run_status() -> dict[str, Any]:
         for t in trials
     ]
     first = local_status(EXPERIMENT, trials, [], set(), None, STARTED)
-    return local_status(EXPERIMENT, trials, outcomes, set(), first, ENDED)
+    return local_status(EXPERIMENT, trials, outcomes, set(), first, ENDED).document()
 
 
 def test_the_local_status_is_the_operators_but_for_pods() -> None:

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from cxlab.experiments.outcome import classify
+from cxlab.experiments.outcome import TrialOutcome, classify
 from cxlab.experiments.plan import Trial
 from cxlab.experiments.spec import parse_experiment
-from cxlab.experiments.summary import TrialOutcome, concurrency, find_knees, summarize, workers_text
+from cxlab.experiments.summary import concurrency, find_knees, summarize, workers_text
 from cxlab.local.backend import local_status
 from cxlab.stats import stats
 
@@ -41,7 +41,8 @@ def experiment_status(trials: list[Trial], outcomes: list[TrialOutcome]) -> dict
          "metadata": {"name": "x"}, "spec": {"workload": {"type": "sleep", "tasks": 10,
          "rtt": "100ms"}, "models": [{"model": "asyncio"}]}}
     )  # fmt: skip
-    return local_status(experiment, trials, outcomes, set(), None, datetime(2026, 1, 1, tzinfo=UTC))
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
+    return local_status(experiment, trials, outcomes, set(), None, moment).document()
 
 
 def test_stats() -> None:

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
 from cxlab.experiments.spec import parse_experiment
-from cxlab.experiments.summary import TrialOutcome, summarize
+from cxlab.experiments.summary import summarize
 from cxlab.local.backend import local_status
 from cxlab.report.tables import knees_table as html_knees
 from cxlab.report.tables import points_table as html_points
@@ -236,7 +237,7 @@ def test_status_best_says_noisy_and_tied() -> None:
     trials = [o.trial for o in outcomes]
     status = local_status(
         experiment, trials, outcomes, set(), None, datetime(2026, 1, 1, tzinfo=UTC)
-    )
+    ).document()
     assert status["best"] == "threads, 50 workers (1 s, noisy, tied with 1 other)"
 
 

@@ -235,7 +235,7 @@ def _read_document(source: str, namespace: str) -> dict[str, Any]:
     if not document.get("status"):
         raise _usage(source, "has no status yet: the experiment has not started")
     try:
-        ExperimentStatus.model_validate(document["status"])
+        ExperimentStatus.read(document["status"])
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])

@@ -93,6 +93,12 @@ RULES: dict[str, list[dict[str, str]]] = {
             "a fraction of a CPU (resources.cpu) cannot be pinned to a core: set pinning: "
             "preferred (or whole CPUs)",
         ),
+        _rule(
+            "!has(self.capacity) || !has(self.resources) || !has(self.resources.cpu) || "
+            "double(int(self.resources.cpu)) == double(self.resources.cpu)",
+            "capacity: a capacity plan counts whole cores per Pod, and resources.cpu is a "
+            "fraction of a CPU: set whole CPUs, or leave capacity out",
+        ),
     ],
     "spec.workload": [
         _rule(

@@ -1,33 +1,31 @@
-"""Every kopf decorator of the operator, and nothing else: each handler delegates at once.
+"""Every kopf decorator of the operator, and nothing else: each handler delegates at once
+(an experiment's reconcile loop to cxlab.controller.loop, a pass to the reconcilers).
 
 Run with `cxlab operator` (or `kopf run -m cxlab.controller.handlers --all-namespaces`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import functools
 import logging
-import math
-from asyncio import FIRST_COMPLETED
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import kopf
 
-from cxlab.controller.config import OperatorConfig
-from cxlab.controller.experiment_pass import Pass, Reconciler
+from cxlab.config import OperatorConfig
+from cxlab.controller.experiment_pass import EventSink, Reconciler
 from cxlab.controller.kube import Kube, load_configuration
+from cxlab.controller.loop import run_loop
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.schedule_pass import LABEL_SCHEDULE, ScheduleReconciler, view_run
 from cxlab.controller.wakes import Wakes
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
-from cxlab.experiments.pod_view import PodView, now, view_pod
+from cxlab.experiments.pod_view import PodPhase, PodView, view_pod
 from cxlab.experiments.pods import COMPONENT_TRIAL, LABEL_EXPERIMENT
 from cxlab.experiments.queue import Candidate, candidate_of, with_nodes
 from cxlab.schedules.decide import RunView
+from cxlab.times import now
 
 RECONCILE_ID = "reconcile"
 QUEUE = "all"
@@ -110,7 +108,7 @@ async def pod_changed(
     view = None if type == "DELETED" else view_pod(body)
     if not memo.wakes.pod_changed(key, namespace or "", view, name):
         return
-    if view is None or view.phase in ("Succeeded", "Failed") or view.deleting:
+    if view is None or PodPhase(view.phase).ended or view.deleting:
         _wake_waiting(memo.wakes, kwargs)
 
 
@@ -155,8 +153,7 @@ def _queue(kwargs: Mapping[str, Any]) -> list[Candidate]:
         mine: Iterable[PodView] = (
             pods.get((candidate.namespace, candidate.name), []) if candidate.admitted else []
         )
-        nodes = [p.node for p in mine if p.node and p.component == COMPONENT_TRIAL
-                 and p.phase in ("Pending", "Running") and not p.deleting]  # fmt: skip
+        nodes = [p.node for p in mine if p.node and p.component == COMPONENT_TRIAL and p.live]
         found.append(with_nodes(candidate, nodes))
     return found
 
@@ -170,59 +167,24 @@ async def reconcile(
     stopped: kopf.DaemonStopped,
     **kwargs: Any,
 ) -> None:
-    """The experiment's reconcile loop: a pass whenever it is woken (cxlab.controller.wakes),
-    when the pass's own deadline falls due, and at least every reconcile interval. The pass
-    runs in a worker thread; the loop only waits. Errors are retried with a backoff."""
+    """The experiment's reconcile loop (cxlab.controller.loop)."""
     key = (namespace or "", name)
-    wakes: Wakes = memo.wakes
-    wake = wakes.event(key)
-    loop = asyncio.get_running_loop()
-    stopping = asyncio.ensure_future(_stopped(stopped))
-    failures = 0
+    index: kopf.Index[tuple[str, str], PodView] = kwargs["experiment_pods"]
+    await run_loop(
+        key, lambda: dict(body), memo.reconciler, memo.wakes, memo.passes, stopped,
+        pods=lambda: list(index.get(key, [])), queue=lambda: _queue(kwargs),
+        event=_events(body, memo), reconcile_interval=CONFIG.reconcile_interval_seconds,
+    )  # fmt: skip
+
+
+def _events(body: kopf.Body, memo: Any) -> EventSink:
+    """Events on the object, as kopf posts them (counted among the operator's requests)."""
 
     def event(kind: str, reason: str, message: str) -> None:
         kopf.event(body, type=kind, reason=reason, message=message)
-        memo.reconciler.metrics.api_requests.labels("POST").inc()  # kopf posts it
+        memo.reconciler.metrics.api_requests.labels("POST").inc()
 
-    try:
-        while not stopped:
-            wake.clear()  # a change from here on brings another pass after this one
-            current = wakes.current(key, dict(body))
-            index: kopf.Index[tuple[str, str], PodView] = kwargs["experiment_pods"]
-            pods = list(index.get(key, []))
-            waiting = (current.get("status") or {}).get("phase") in (None, "Pending")
-            queue = _queue(kwargs) if waiting else []
-            run = functools.partial(memo.reconciler.reconcile, current, pods, event, queue)
-            try:
-                # kopf.event needs the handler's context (its event queue) in the thread
-                done: Pass = await loop.run_in_executor(
-                    memo.passes, contextvars.copy_context().run, run
-                )
-            except Exception:
-                failures += 1
-                logging.getLogger(__name__).exception("%s/%s: reconcile failed", *key)
-                await asyncio.wait({stopping}, timeout=min(2.0**failures, 60.0))
-                continue
-            failures = 0
-            if done.written is not None:
-                wakes.wrote(key, done.written)
-            recheck = math.inf if done.recheck_seconds is None else done.recheck_seconds
-            # A finished experiment sleeps until a change or its TTL: no safety timer for
-            # the thousands a busy cluster keeps.
-            timeout = recheck if done.idle else min(recheck, CONFIG.reconcile_interval_seconds)
-            woken = asyncio.ensure_future(wake.wait())
-            await asyncio.wait(
-                {woken, stopping},
-                timeout=None if timeout == math.inf else timeout,
-                return_when=FIRST_COMPLETED,
-            )
-            woken.cancel()
-    finally:
-        stopping.cancel()
-
-
-async def _stopped(stopped: kopf.DaemonStopped) -> None:
-    await stopped.wait()
+    return event
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)
@@ -242,13 +204,9 @@ async def schedule_runs(
 
 @kopf.timer(GROUP, VERSION, SCHEDULE_PLURAL, id="schedule", interval=SCHEDULE_INTERVAL_SECONDS)
 def schedule(body: kopf.Body, namespace: str | None, name: str, memo: Any, **kwargs: Any) -> None:
-    def event(kind: str, reason: str, message: str) -> None:
-        kopf.event(body, type=kind, reason=reason, message=message)
-        memo.reconciler.metrics.api_requests.labels("POST").inc()  # kopf posts it
-
     index: kopf.Index[tuple[str, str], RunView] = kwargs["schedule_runs"]
     runs = list(index.get((namespace or "", name), []))
-    memo.schedules.reconcile(dict(body), runs, event)
+    memo.schedules.reconcile(dict(body), runs, _events(body, memo))
 
 
 @kopf.on.delete(GROUP, VERSION, SCHEDULE_PLURAL, optional=True)

@@ -13,7 +13,7 @@ from kubernetes.client.exceptions import ApiException
 
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 from cxlab.experiments.results_store import results_selector, with_full_results
-from cxlab.experiments.status import checked
+from cxlab.experiments.status import ExperimentStatus
 from cxlab.schedules.spec import SCHEDULE_KIND
 from cxlab.schedules.status import checked as checked_schedule_status
 
@@ -101,14 +101,14 @@ class Kube:
         self.custom = kubernetes.client.CustomObjectsApi(client)
 
     def write_status(
-        self, namespace: str, name: str, status: dict[str, Any], version: str | None = None
+        self, namespace: str, name: str, status: ExperimentStatus, version: str | None = None
     ) -> dict[str, Any]:
         """Replace the whole status, only if the object is still at resourceVersion `version`
         (StaleStatus otherwise: the pass decided from an old status and must not overwrite a
         newer one). Returns the object as written. A JSON Patch, not a merge patch: in a merge
         patch a null deletes its key, and a Result's nulls (gomaxprocs of a Python model) must
         stay."""
-        patch: list[dict[str, Any]] = [{"op": "add", "path": "/status", "value": checked(status)}]
+        patch: list[dict[str, Any]] = [{"op": "add", "path": "/status", "value": status.document()}]
         if version is not None:  # the apiserver answers 409 Conflict if it has moved on
             precondition = {"op": "replace", "path": "/metadata/resourceVersion", "value": version}
             patch.insert(0, precondition)
@@ -183,7 +183,8 @@ class Kube:
         experiment = dict(found)
         if full and experiment.get("status"):
             chunks = self.list_config_maps(namespace, results_selector(name))
-            experiment["status"] = with_full_results(experiment["status"], chunks)
+            status = ExperimentStatus.read(experiment["status"])
+            experiment["status"] = with_full_results(status, chunks).document()
         return experiment
 
     def create_experiment(self, manifest: dict[str, Any]) -> str | None:

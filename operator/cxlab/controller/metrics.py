@@ -12,15 +12,16 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from cxlab.experiments.status import Phase
 from cxlab.schedules.history import METRICS, newest_succeeded
 
-PHASES = ("Pending", "Running", "Succeeded", "Failed")
+PHASES = tuple(Phase)
 
 
 class _PhaseCollector(Collector):
     """Experiments by phase, counted at scrape time from what the reconciler last saw."""
 
-    def __init__(self, phases: dict[tuple[str, str], str]) -> None:
+    def __init__(self, phases: dict[tuple[str, str], Phase]) -> None:
         self._phases = phases
 
     def collect(self) -> Iterator[Metric]:
@@ -36,7 +37,7 @@ class _PhaseCollector(Collector):
 class _QueueCollector(Collector):
     """The queue for capacity at scrape time: its length and its oldest wait."""
 
-    def __init__(self, queued: dict[tuple[str, str], str]) -> None:
+    def __init__(self, queued: dict[tuple[str, str], datetime]) -> None:
         self._queued = queued
 
     def collect(self) -> Iterator[Metric]:
@@ -46,10 +47,7 @@ class _QueueCollector(Collector):
             value=len(self._queued),
         )
         now = datetime.now(UTC)
-        waits = [
-            (now - datetime.fromisoformat(since.replace("Z", "+00:00"))).total_seconds()
-            for since in list(self._queued.values())
-        ]
+        waits = [(now - since).total_seconds() for since in list(self._queued.values())]
         yield GaugeMetricFamily(
             "cxlab_operator_queue_oldest_wait_seconds",
             "How long the longest-waiting experiment has waited (0 with none waiting).",
@@ -109,9 +107,9 @@ class _ScheduleCollector(Collector):
 class OperatorMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self.phases: dict[tuple[str, str], str] = {}
+        self.phases: dict[tuple[str, str], Phase] = {}
         self.registry.register(_PhaseCollector(self.phases))
-        self.queued: dict[tuple[str, str], str] = {}  # waiting experiments: since (RFC 3339)
+        self.queued: dict[tuple[str, str], datetime] = {}  # waiting experiments: since when
         self.registry.register(_QueueCollector(self.queued))
         self.schedules: dict[tuple[str, str], dict[str, Any]] = {}
         self.registry.register(_ScheduleCollector(self.schedules))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from cxlab.experiments.status import prometheus_usage
+from cxlab.experiments.status import PrometheusUsage, prometheus_usage
 
 CONTAINER = "runner"  # the trial Pod's one container (pods.py)
 
@@ -94,7 +94,7 @@ class PrometheusClient:
 Query = Callable[[str, datetime], float | None]
 
 
-def trial_usage(window: TrialWindow, query: Query) -> dict[str, Any]:
+def trial_usage(window: TrialWindow, query: Query) -> PrometheusUsage:
     """The status entry's `prometheus` field: the values found, `missing` for the others,
     and `error` when Prometheus could not be asked at all (the reconcile goes on)."""
     found: dict[str, float | int] = {}

@@ -11,14 +11,15 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from cxlab.conditions import condition_in, set_condition_in
 from cxlab.controller.kube import Kube
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.crd import GROUP
 from cxlab.experiments.spec import API_VERSION, KIND, SpecError
-from cxlab.experiments.status import condition_of, set_condition
 from cxlab.schedules.decide import RunView, add_count, decide
 from cxlab.schedules.history import SCHEDULED_TIME_ANNOTATION, entry_of
 from cxlab.schedules.spec import SCHEDULE_KIND, parse_experiment_schedule
+from cxlab.times import parse_time
 
 # The label every run carries: the schedule's name (the index and `kubectl get cx -l` use it).
 LABEL_SCHEDULE = f"{GROUP}/schedule"
@@ -32,7 +33,7 @@ def view_run(body: Mapping[str, Any]) -> RunView:
     return RunView(
         name=metadata["name"],
         phase=(body.get("status") or {}).get("phase"),
-        scheduled=datetime.fromisoformat(slot.replace("Z", "+00:00")) if slot else None,
+        scheduled=parse_time(slot) if slot else None,
         deleting=bool(metadata.get("deletionTimestamp")),
     )
 
@@ -129,19 +130,19 @@ class ScheduleReconciler:
     ) -> dict[str, Any]:
         """A run the apiserver refused (an admission policy, a quota) is a slot missed, with
         the RunRefused condition and event saying why; the next run it takes clears it."""
-        was = condition_of(status.get("conditions") or [], "RunRefused")
-        if refused is None and was.get("status") != "True":
+        was = condition_in(status.get("conditions"), "RunRefused")
+        if refused is None and not (was and was.true):
             return status
         generation = int(body["metadata"].get("generation", 1))
         if refused is None:
-            conditions = set_condition(
+            conditions = set_condition_in(
                 status["conditions"], "RunRefused", False, "RunCreated", f"run {run} created",
                 generation=generation, now=now,
             )  # fmt: skip
             changed = status | {"conditions": conditions}
         else:
             message = f"run {run} was refused by the apiserver: {refused}"[:1000]
-            conditions = set_condition(status["conditions"], "RunRefused", True, "RunRefused",
+            conditions = set_condition_in(status["conditions"], "RunRefused", True, "RunRefused",
                                        message, generation=generation, now=now)  # fmt: skip
             changed = status | {
                 "conditions": conditions,
@@ -165,11 +166,11 @@ class ScheduleReconciler:
         """A spec the schema could not refuse (an unknown time zone): no run starts, and the
         Ready condition names the field."""
         message = "; ".join(error.problems)
-        was = condition_of(old.get("conditions") or [], "Ready")
-        if was.get("reason") == "InvalidSpec" and was.get("message") == message:
+        was = condition_in(old.get("conditions"), "Ready")
+        if was and was.reason == "InvalidSpec" and was.message == message:
             return
-        conditions = set_condition(
-            list(old.get("conditions") or []), "Ready", False, "InvalidSpec",
+        conditions = set_condition_in(
+            old.get("conditions"), "Ready", False, "InvalidSpec",
             message[:1000], generation=generation, now=now,
         )  # fmt: skip
         status = old | {"observedGeneration": generation, "conditions": conditions}

@@ -52,19 +52,23 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
+from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
 from cxlab.experiments.spec import CapacityTarget, ExperimentSpec
-from cxlab.experiments.summary import PointRuns, Result, TrialOutcome, group_points, workers_label
-from cxlab.shape import Shape, nullable, optional, shaped
+from cxlab.experiments.summary import PointRuns, group_points, workers_label
+from cxlab.shape import Maybe, Shape, nullable
 from cxlab_contract.durations import format_duration, parse_duration
+from cxlab_contract.result import Result
 
 # Kubernetes' documented limit of one cluster: a plan past it is no plan (and its byte
 # counts would leave the int64 the apiserver stores).
 MAX_PODS = 150_000
 # The multiplication sign of "12 Pods x 1 CPU", escaped: ruff takes it written out for an x.
 TIMES = "\u00d7"
+Percentile = Literal["p50", "p90", "p99"]
+Basis = Literal["measured", "extrapolated"]
 
 
 class PlanTarget(Shape):
@@ -89,33 +93,33 @@ class ModelPlan(Shape):
     """The concurrency model."""
     meets: bool
     """Whether it can carry the target rate within the latency objective."""
-    workers: int = optional()
+    workers: Maybe[int] = None
     """Workers of the measured point the plan is built on (one Pod, one trial)."""
-    workers_per_pod: int = optional()
+    workers_per_pod: Maybe[int] = None
     """Workers each Pod should run: the target's concurrency (Little's law: rate times p50 latency)
     spread over the Pods."""
-    pods: int = optional()
+    pods: Maybe[int] = None
     """Pods needed for the target rate."""
-    cores_per_pod: int = optional()
+    cores_per_pod: Maybe[int] = None
     """Whole CPUs per Pod: spec.resources.cpu, as measured."""
-    cores: int = optional()
+    cores: Maybe[int] = None
     """CPUs of all Pods together."""
-    memory_bytes: int = optional()
+    memory_bytes: Maybe[int] = None
     """Memory of all Pods together: each at the peak measured at the point's workers."""
-    rate_per_pod: float = optional()
+    rate_per_pod: Maybe[float] = None
     """Tasks per second one Pod may carry: its measured throughput, capped so its CPUs stay at
     the target utilisation."""
-    expected_latency_seconds: float = optional()
+    expected_latency_seconds: Maybe[float] = None
     """The objective's percentile as measured at the point."""
-    expected_cpu_utilization: float = optional()
+    expected_cpu_utilization: Maybe[float] = None
     """The share of a Pod's CPUs used at ratePerPod (at the target each Pod carries
     rate / pods, at most that)."""
-    basis: Literal["measured", "extrapolated"] = optional()
+    basis: Maybe[Literal["measured", "extrapolated"]] = None
     """measured: one Pod at or below a measured load; extrapolated: several Pods from
     measurements of one, assuming Pods add linearly."""
-    note: str = optional()
+    note: Maybe[str] = None
     """What the numbers rest on."""
-    reason: str = optional()
+    reason: Maybe[str] = None
     """Why the model cannot meet the objective (meets: false)."""
 
 
@@ -129,16 +133,16 @@ class CapacityPlan(Shape):
     """The RTT whose measurements the plan uses; null for workloads without one."""
     models: list[ModelPlan]
     """Every model of the spec, in its order."""
-    choice: str = optional()
+    choice: Maybe[str] = None
     """The chosen model's variant: of those that meet the objective, the fewest cores, then
     the least memory. Unset when none meets it."""
-    pods: int = optional()
+    pods: Maybe[int] = None
     """Pods of the choice."""
-    cores: int = optional()
+    cores: Maybe[int] = None
     """CPUs of the choice, all Pods together."""
-    memory_bytes: int = optional()
+    memory_bytes: Maybe[int] = None
     """Memory of the choice, all Pods together."""
-    basis: Literal["measured", "extrapolated"] = optional()
+    basis: Maybe[Literal["measured", "extrapolated"]] = None
     """Whether the choice rests on a measured load of one Pod or is extrapolated to several."""
     display: str
     """The choice in short, e.g. "12 Pods \u00d7 1 CPU, asyncio"."""
@@ -163,7 +167,7 @@ def _median(values: list[float]) -> float:
     return float(statistics.median(values))
 
 
-def _measured(results: list[Result], percentile: str) -> _Point:
+def _measured(results: list[Result], percentile: Percentile) -> _Point:
     """Per Pod: a trial of several Pods (a merged Result) has its rate, tasks and memory
     shared by its Pods (workers are per Pod already)."""
     pods = int(results[0].get("pods", 1))
@@ -221,7 +225,9 @@ def _variants(spec: ExperimentSpec) -> list[tuple[str, str]]:
 
 class _Planner:
     def __init__(self, spec: ExperimentSpec, target: CapacityTarget) -> None:
-        self.cores_per_pod = spec.resources.cpu
+        cores = spec.resources.whole_cpus
+        assert cores is not None, "the spec refuses a capacity plan for a fraction of a CPU"
+        self.cores_per_pod = cores
         self.rate = target.rate_per_second
         self.utilization = target.cpu_utilization
         self.percentile = target.latency.percentile
@@ -249,12 +255,12 @@ class _Planner:
 
     def model_plan(
         self, variant: str, model: str, groups: list[PointRuns], where: str
-    ) -> dict[str, Any]:
+    ) -> ModelPlan:
         usable = [g for g in groups if g.results and all(r["tasksFailed"] == 0 for r in g.results)]
         points = [_measured(g.results, self.percentile) for g in usable]
         if not points:
             reason = self.unmeasured(groups, where)
-            return shaped(ModelPlan, variant=variant, model=model, meets=False, reason=reason)
+            return ModelPlan(variant=variant, model=model, meets=False, reason=reason)
         meeting = [p for p in points if p.latency <= self.objective]
         if not meeting:
             best = min(points, key=lambda p: (p.latency, p.workers))
@@ -262,7 +268,7 @@ class _Planner:
                 f"best {self.percentile} {format_duration(best.latency)} at "
                 f"{workers_label(model, best.workers)} > {format_duration(self.objective)}"
             )
-            return shaped(ModelPlan, variant=variant, model=model, meets=False, reason=reason)
+            return ModelPlan(variant=variant, model=model, meets=False, reason=reason)
         point = max(meeting, key=lambda p: (self.usable_rate(p), -p.workers))
         rate_per_pod = self.usable_rate(point)
         # A throughput rounded to 0 (a day-long task) is a plan of no end of Pods.
@@ -271,14 +277,14 @@ class _Planner:
                 f"needs more than {MAX_PODS:,} Pods ({_rate_text(rate_per_pod)} tasks/s each), "
                 f"the most Kubernetes supports in one cluster"
             )
-            return shaped(ModelPlan, variant=variant, model=model, meets=False, reason=reason)
+            return ModelPlan(variant=variant, model=model, meets=False, reason=reason)
         pods = _ceil(self.rate / rate_per_pod)
         workers_per_pod = (
             1 if model == "sequential" else max(1, _ceil(self.rate * _holding_time(point) / pods))
         )
         basis, note = self.basis(model, pods, point, rate_per_pod)
-        return shaped(
-            ModelPlan, variant=variant, model=model, meets=True, workers=point.workers,
+        return ModelPlan(
+            variant=variant, model=model, meets=True, workers=point.workers,
             workers_per_pod=workers_per_pod, pods=pods, cores_per_pod=self.cores_per_pod,
             cores=pods * self.cores_per_pod, memory_bytes=pods * point.memory,
             rate_per_pod=round(rate_per_pod, 3),
@@ -289,7 +295,8 @@ class _Planner:
             basis=basis, note=note,
         )  # fmt: skip
 
-    def basis(self, model: str, pods: int, point: _Point, rate_per_pod: float) -> tuple[str, str]:
+    def basis(self, model: str, pods: int, point: _Point, rate_per_pod: float) -> tuple[Basis, str]:
+        basis: Basis
         if pods == 1:
             basis = "measured"
             note = f"one Pod at or below the load measured at {workers_label(model, point.workers)}"
@@ -307,9 +314,8 @@ class _Planner:
         return basis, note
 
 
-def capacity_plan(spec: ExperimentSpec, outcomes: Sequence[TrialOutcome]) -> dict[str, Any] | None:
-    """status.capacityPlan (camelCase, checked against CapacityPlan); None when the spec asks
-    for no capacity plan."""
+def capacity_plan(spec: ExperimentSpec, outcomes: Sequence[TrialOutcome]) -> CapacityPlan | None:
+    """status.capacityPlan; None when the spec asks for no capacity plan."""
     if spec.capacity is None:
         return None
     target = spec.capacity.target
@@ -317,47 +323,37 @@ def capacity_plan(spec: ExperimentSpec, outcomes: Sequence[TrialOutcome]) -> dic
     rtt = _plan_rtt(spec)
     where = f" at RTT {format_duration(rtt)}" if rtt is not None else ""
     groups = [g for g in group_points(outcomes, spec.pinning) if _at_rtt(g.trial, rtt)]
-    variants = _variants(spec)
     models = [
         planner.model_plan(variant, model, [g for g in groups if g.trial.variant == variant], where)
-        for variant, model in variants
+        for variant, model in _variants(spec)
     ]
-    meeting = [(index, m) for index, m in enumerate(models) if m["meets"]]
-    fields: dict[str, Any] = {}
-    if meeting:
-        _, choice = min(meeting, key=lambda im: (im[1]["cores"], im[1]["memoryBytes"], im[0]))
-        pods, cpu, variant = choice["pods"], planner.cores_per_pod, choice["variant"]
-        shown = f"{pods} Pod{'s' if pods != 1 else ''} {TIMES} {cpu} CPU"
-        workers = choice["workersPerPod"]
-        rtt_text = f" (RTT {format_duration(rtt)})" if rtt is not None else ""
-        message = (
-            f"{variant}: {shown} ({workers} worker{'s' if workers != 1 else ''} per Pod) for "
-            f"{_rate_text(planner.rate)} tasks/s at {planner.objective_text}{rtt_text}, "
-            f"expected {planner.percentile} "
-            f"{format_duration(choice['expectedLatencySeconds'])}; "
-            f"{choice['basis']}: {choice['note']}"
-        )
-        fields = {
-            "choice": variant, "pods": pods, "cores": choice["cores"],
-            "memory_bytes": choice["memoryBytes"], "basis": choice["basis"],
-            "display": f"{shown}, {variant}", "message": message,
-        }  # fmt: skip
-    else:
+    plan_target = PlanTarget(
+        rate_per_second=round(target.rate_per_second, 3), percentile=target.latency.percentile,
+        latency_seconds=round(planner.objective, 6),
+        cpu_utilization=round(target.cpu_utilization, 3),
+    )  # fmt: skip
+    meeting = [(index, m) for index, m in enumerate(models) if m.meets]
+    if not meeting:
         display = f"no model meets {planner.objective_text}"
-        reasons = "; ".join(f"{m['variant']}: {m['reason']}" for m in models)
+        reasons = "; ".join(f"{m.variant}: {m.reason}" for m in models)
         message = f"{display} for {_rate_text(planner.rate)} tasks/s{where}: {reasons}"
-        fields = {"display": display, "message": message}
-    plan = shaped(
-        CapacityPlan,
-        target={
-            "ratePerSecond": round(target.rate_per_second, 3),
-            "percentile": target.latency.percentile,
-            "latencySeconds": round(planner.objective, 6),
-            "cpuUtilization": round(target.cpu_utilization, 3),
-        },
-        models=models,
-        **fields,
+        return CapacityPlan(
+            target=plan_target, rtt_seconds=rtt, models=models, display=display, message=message
+        )
+    _, choice = min(meeting, key=lambda im: (im[1].cores or 0, im[1].memory_bytes or 0, im[0]))
+    pods, cpu, variant = choice.pods or 0, planner.cores_per_pod, choice.variant
+    shown = f"{pods} Pod{'s' if pods != 1 else ''} {TIMES} {cpu} CPU"
+    workers = choice.workers_per_pod or 0
+    rtt_text = f" (RTT {format_duration(rtt)})" if rtt is not None else ""
+    message = (
+        f"{variant}: {shown} ({workers} worker{'s' if workers != 1 else ''} per Pod) for "
+        f"{_rate_text(planner.rate)} tasks/s at {planner.objective_text}{rtt_text}, "
+        f"expected {planner.percentile} "
+        f"{format_duration(choice.expected_latency_seconds or 0.0)}; "
+        f"{choice.basis}: {choice.note}"
     )
-    plan = {"target": plan.pop("target"), "rttSeconds": rtt} | plan  # null, not left out
-    CapacityPlan.model_validate(plan)
-    return plan
+    return CapacityPlan(
+        target=plan_target, rtt_seconds=rtt, models=models, choice=variant, pods=pods,
+        cores=choice.cores, memory_bytes=choice.memory_bytes, basis=choice.basis,
+        display=f"{shown}, {variant}", message=message,
+    )  # fmt: skip

@@ -10,12 +10,14 @@ Pure: no I/O."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from cxlab_contract import histogram
-from cxlab_contract.result import MAX_ERRORS, MAX_SYSCALL_COUNTS, MAX_TIMELINE_SAMPLES
+from cxlab_contract.result import MAX_ERRORS, MAX_SYSCALL_COUNTS, MAX_TIMELINE_SAMPLES, Result
 
-Result = dict[str, Any]
+# The Results as plain mappings: merging goes over their keys by name.
+Json = Mapping[str, Any]
 
 # Copied from the first Pod: the trial's labels and settings, the same in every Pod.
 SHARED = (
@@ -31,8 +33,9 @@ SUMMED = (
 )  # fmt: skip
 
 
-def merge_results(results: list[Result]) -> Result:
+def merge_results(pods: Sequence[Result]) -> Result:
     """The trial's Result from its Pods' own, given in Pod order."""
+    results: list[Json] = list(pods)
     if not results:
         raise ValueError("no Results to merge: a trial has at least one Pod")
     trials = sorted({r["trial"] for r in results})
@@ -49,7 +52,7 @@ def merge_results(results: list[Result]) -> Result:
     floor = None if None in floors else max(floors)
     waits = [r["barrierWaitSeconds"] for r in results if r["barrierWaitSeconds"] is not None]
     merged_histogram = histogram.merge([r["latencyHistogram"] for r in results])
-    merged: Result = {key: first[key] for key in SHARED}
+    merged: dict[str, Any] = {key: first[key] for key in SHARED}
     merged.update({key: sum(r[key] for r in results) for key in SUMMED})
     merged.update(
         {
@@ -83,16 +86,16 @@ def merge_results(results: list[Result]) -> Result:
             "errors": _errors(results),
         }
     )
-    return merged
+    return cast(Result, merged)
 
 
-def skew_seconds(results: list[Result]) -> float:
+def skew_seconds(results: Sequence[Json]) -> float:
     """How far apart the Pods' task phases began (max - min of startedAtUnixSeconds)."""
     starts = [r["startedAtUnixSeconds"] for r in results]
     return float(round(max(starts) - min(starts), 6))
 
 
-def _task_switches(results: list[Result]) -> dict[str, int] | None:
+def _task_switches(results: Sequence[Json]) -> dict[str, int] | None:
     """Summed per kind; null if any Pod cannot tell its task threads apart (goroutines)."""
     switches = [r["taskContextSwitches"] for r in results]
     if None in switches:
@@ -100,7 +103,7 @@ def _task_switches(results: list[Result]) -> dict[str, int] | None:
     return {kind: sum(s[kind] for s in switches) for kind in ("voluntary", "involuntary")}
 
 
-def _syscalls(results: list[Result]) -> dict[str, Any] | None:
+def _syscalls(results: Sequence[Json]) -> dict[str, Any] | None:
     """Counted in every Pod: totals and counts summed. A count is then a lower bound where a
     Pod had dropped that call from its own most frequent MAX_SYSCALL_COUNTS; the total is exact."""
     counted = [r["syscalls"] for r in results]
@@ -148,7 +151,7 @@ def _timeline(timelines: list[dict[str, Any]]) -> dict[str, Any]:
     return {"intervalSeconds": interval, "rssBytes": total}
 
 
-def _errors(results: list[Result]) -> list[dict[str, Any]]:
+def _errors(results: Sequence[Json]) -> list[dict[str, Any]]:
     """Counts summed per message; the most frequent MAX_ERRORS, as a runner keeps them, ties
     by message. A count is a lower bound where a Pod had dropped that message itself."""
     counts: Counter[str] = Counter()
@@ -166,21 +169,21 @@ LOCUST_SUMMED = (
 )  # fmt: skip
 
 
-def merge_locust(master: Result, workers: list[Result]) -> Result:
+def merge_locust(master: Result, workers: Sequence[Result]) -> Result:
     """A distributed Locust trial's Result: its master's (Locust's aggregated statistics:
     tasks, failures, latencies, throughput, the workers it counted), with the CPU, memory
     and switches of the master and its workers together, and the workers' start skew."""
-    everyone = [master, *workers]
+    everyone: list[Json] = [master, *workers]
     user = sum(r["cpuUserSeconds"] for r in everyone)
     system = sum(r["cpuSystemSeconds"] for r in everyone)
     wall = master["wallSeconds"]
-    merged = dict(master)
+    merged: dict[str, Any] = dict(master)
     merged.update({key: sum(r[key] for r in everyone) for key in LOCUST_SUMMED})
     merged.update(
         {
             "pods": len(workers),
             "podIndex": None,
-            "startSkewSeconds": skew_seconds(workers),
+            "startSkewSeconds": skew_seconds(list(workers)),
             "cpuUserSeconds": round(user, 4),
             "cpuSystemSeconds": round(system, 4),
             "cpuPercent": round(100 * (user + system) / wall, 2) if wall else 0.0,
@@ -189,4 +192,4 @@ def merge_locust(master: Result, workers: list[Result]) -> Result:
             "cpus": sorted({cpu for r in everyone for cpu in r["cpus"]}),
         }
     )
-    return merged
+    return cast(Result, merged)

@@ -1,17 +1,38 @@
-"""Reading a runner's Result: parse, validate against the versioned schema, check pinning."""
+"""How a trial ended (TrialOutcome): its Result read from a runner's output, validated against
+the versioned schema, its pinning checked, its Pods' Results merged; or why it has none."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import cast
 
 import jsonschema
 
 from cxlab.experiments.merge import merge_locust, merge_results
 from cxlab.experiments.plan import Trial, locust_master
-from cxlab.experiments.summary import TrialOutcome
 from cxlab_contract import result_schema
+from cxlab_contract.result import Result
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """A finished trial: its Result, or why it has none."""
+
+    trial: Trial
+    result: Result | None
+    error: str | None = None
+    unpinned: str | None = None  # why the trial did not run on exactly its own cores
+    pod_results: list[Result] | None = None  # each Pod's own Result when it had several
+
+    @property
+    def succeeded(self) -> bool:
+        return self.result is not None and self.error is None
+
+    def counts(self, pinning: str) -> bool:
+        """Whether the trial's Result enters the summary under the experiment's pinning."""
+        return self.succeeded and (self.unpinned is None or pinning == "preferred")
 
 
 class ResultError(Exception):
@@ -23,7 +44,7 @@ def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(result_schema())
 
 
-def parse_result(text: str) -> dict[str, Any]:
+def parse_result(text: str) -> Result:
     """The Result in a runner's output: its last non-empty line (anything before it is noise
     a library printed), validated against the schema."""
     lines = [line for line in text.splitlines() if line.strip()]
@@ -37,10 +58,10 @@ def parse_result(text: str) -> dict[str, Any]:
     if errors:
         where = "/".join(str(p) for p in errors[0].path) or "document"
         raise ResultError(f"the Result breaks its schema at {where}: {errors[0].message}")
-    return dict(result)
+    return cast(Result, result)
 
 
-def pinning_problem(result: dict[str, Any], requested: set[int] | int) -> str | None:
+def pinning_problem(result: Result, requested: set[int] | int) -> str | None:
     """Why the trial did not run on exactly the cores it asked for, or None if it did. The
     local backend knows which cores (a set); on a cluster the kubelet picks them, so only
     how many is known (an int)."""
@@ -56,7 +77,7 @@ def pinning_problem(result: dict[str, Any], requested: set[int] | int) -> str | 
 
 def classify(
     trial: Trial,
-    results: list[dict[str, Any]],
+    results: list[Result],
     requested: list[set[int]] | int | None,
     shared: str | None = None,
 ) -> TrialOutcome:

@@ -7,13 +7,33 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from cxlab.experiments.pods import LABEL_ATTEMPT, LABEL_COMPONENT, LABEL_POD, LABEL_TRIAL
+from cxlab.times import parse_time
 
 # Pod-level reasons that mean the Pod was lost, not that the model failed: retry it.
 LOST_REASONS = frozenset({"Evicted", "NodeLost", "Shutdown", "Terminated", "NodeShutdown"})
+
+
+class PodPhase(StrEnum):
+    """A Pod's status.phase (Kubernetes'), not an experiment's."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+    @property
+    def ended(self) -> bool:
+        return self in (PodPhase.SUCCEEDED, PodPhase.FAILED)
+
+
+# A Pod in these phases holds its node's cores (Unknown: its node stopped reporting).
+HOLDING = frozenset({PodPhase.PENDING, PodPhase.RUNNING, PodPhase.UNKNOWN})
 
 
 @dataclass(frozen=True)
@@ -22,7 +42,7 @@ class PodView:
     component: str
     trial: str | None
     attempt: int
-    phase: str  # Pending, Running, Succeeded, Failed, Unknown
+    phase: str  # a PodPhase
     reason: str | None  # the Pod's status.reason (Evicted, DeadlineExceeded, ...)
     deleting: bool
     created: datetime | None
@@ -42,13 +62,29 @@ class PodView:
     gated: bool = False  # has scheduling gates: not yet admitted (by Kueue)
     pod: int = 0  # its index among its trial's Pods
 
+    @property
+    def live(self) -> bool:
+        """Starting or running, and not on its way out."""
+        return self.phase in (PodPhase.PENDING, PodPhase.RUNNING) and not self.deleting
+
+    @property
+    def lost(self) -> bool:
+        """Failed for a reason of the node's, not the trial's (evicted, node lost)."""
+        return self.phase == PodPhase.FAILED and self.reason in LOST_REASONS
+
+    @property
+    def ran(self) -> bool:
+        """Its container started (so its image is good)."""
+        started = self.phase in (PodPhase.RUNNING, PodPhase.SUCCEEDED)
+        return started or self.exit_code is not None
+
 
 def _time(value: Any) -> datetime | None:
     if not value:
         return None
     if isinstance(value, datetime):
         return value
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return parse_time(str(value))
 
 
 def view_pod(pod: Mapping[str, Any]) -> PodView:
@@ -76,7 +112,7 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         component=labels.get(LABEL_COMPONENT, ""),
         trial=labels.get(LABEL_TRIAL),
         attempt=int(labels.get(LABEL_ATTEMPT, "0") or 0),
-        phase=status.get("phase") or "Pending",
+        phase=status.get("phase") or PodPhase.PENDING,
         reason=status.get("reason"),
         deleting=bool(metadata.get("deletionTimestamp")),
         created=_time(metadata.get("creationTimestamp")),
@@ -94,7 +130,3 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         gated=bool((pod.get("spec") or {}).get("schedulingGates")),
         pod=int(labels.get(LABEL_POD, "0") or 0),
     )
-
-
-def now() -> datetime:
-    return datetime.now(UTC)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cxlab.controller.config import OperatorConfig
+from cxlab.config import OperatorConfig
 from cxlab.crd import GROUP, VERSION
 from cxlab.experiments.plan import LOCUST_MASTER_PORT, Trial, locust_master, runner_command
 from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES, KIND, ExperimentSpec

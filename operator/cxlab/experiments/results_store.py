@@ -35,16 +35,16 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cxlab.experiments.pods import LABEL_COMPONENT, LABEL_EXPERIMENT
+from cxlab.experiments.pods import LABEL_COMPONENT, LABEL_EXPERIMENT, owner_reference
+from cxlab.experiments.status import ExperimentStatus, TrialEntry
+from cxlab.experiments.summary import Summary
 
 CHUNK_TRIALS = 100
 COMPONENT_RESULTS = "results"
 SUFFIX = ".json.gz"
 SUMMARY_KEY = "summary" + SUFFIX  # in <experiment>-summary; no trial is named "summary"
-# What stays in status of a full entry: everything but the Results, plus headline figures.
-FULL_ONLY = ("result", "podResults", "prometheus")
 
-Entry = dict[str, Any]
+Manifest = dict[str, Any]  # a ConfigMap as the apiserver takes it
 
 
 def results_selector(experiment: str) -> str:
@@ -61,35 +61,37 @@ def chunk_of(position: int) -> int:
     return position // CHUNK_TRIALS
 
 
-def compact(entry: Mapping[str, Any], experiment: str, position: int) -> Entry:
+def compact(entry: TrialEntry, experiment: str, position: int) -> TrialEntry:
     """The status entry of a full one: no Results, the figures a reader of the status wants,
     and where the full entry is."""
-    small = {k: v for k, v in entry.items() if k not in FULL_ONLY}
-    result = entry.get("result")
+    if not entry.full_only:
+        return entry
+    update: dict[str, Any] = {"result": None, "pod_results": None, "prometheus": None}
+    result = entry.result
     if result:
-        small["wallSeconds"] = result["wallSeconds"]
-        small["throughputPerSecond"] = result["throughputPerSecond"]
-        small["latencyP99Seconds"] = result["latencySeconds"]["p99"]
-    if result or entry.get("podResults") or entry.get("prometheus"):
-        small["resultsIn"] = chunk_name(experiment, chunk_of(position))
-    return small
+        update |= {
+            "wall_seconds": result["wallSeconds"],
+            "throughput_per_second": result["throughputPerSecond"],
+            "latency_p99_seconds": result["latencySeconds"]["p99"],
+        }
+    update["results_in"] = chunk_name(experiment, chunk_of(position))
+    return entry.model_copy(update=update)
 
 
-def encode(entry: Mapping[str, Any]) -> str:
-    raw = json.dumps(entry, separators=(",", ":"), sort_keys=True).encode()
+def encode(document: Mapping[str, Any]) -> str:
+    raw = json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
     return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode()
 
 
-def decode(data: str) -> Entry:
-    entry: Entry = json.loads(gzip.decompress(base64.b64decode(data)))
-    return entry
+def decode(data: str) -> Any:
+    return json.loads(gzip.decompress(base64.b64decode(data)))
 
 
 def summary_name(experiment: str) -> str:
     return f"{experiment}-summary"
 
 
-def compact_summary(summary: Mapping[str, Any], experiment: str) -> dict[str, Any]:
+def compact_summary(summary: Summary, experiment: str) -> Summary:
     """The status's summary of a whole one: the recommendations with their ties counted, not
     listed, and where the whole summary is (points, knees, ties)."""
     recommendations = []
@@ -107,17 +109,15 @@ def compact_summary(summary: Mapping[str, Any], experiment: str) -> dict[str, An
 
 
 def config_map(
-    experiment: str, namespace: str, uid: str, chunk: int, entries: Iterable[Mapping[str, Any]]
-) -> dict[str, Any]:
+    experiment: str, namespace: str, uid: str, chunk: int, entries: Iterable[TrialEntry]
+) -> Manifest:
     """The chunk's ConfigMap, owned by the experiment, with these entries: created so, or
     merge-patched onto the existing chunk (the keys add to those it has)."""
-    keys = {f"{e['name']}{SUFFIX}": encode(e) for e in entries}
+    keys = {f"{e.name}{SUFFIX}": encode(e.document()) for e in entries}
     return _owned_config_map(chunk_name(experiment, chunk), experiment, namespace, uid, keys)
 
 
-def summary_config_map(
-    experiment: str, namespace: str, uid: str, summary: Mapping[str, Any]
-) -> dict[str, Any]:
+def summary_config_map(experiment: str, namespace: str, uid: str, summary: Summary) -> Manifest:
     """The ConfigMap holding the experiment's whole summary."""
     keys = {SUMMARY_KEY: encode(summary)}
     return _owned_config_map(summary_name(experiment), experiment, namespace, uid, keys)
@@ -125,7 +125,8 @@ def summary_config_map(
 
 def _owned_config_map(
     name: str, experiment: str, namespace: str, uid: str, binary: dict[str, str]
-) -> dict[str, Any]:
+) -> Manifest:
+    owner = owner_reference(experiment, uid) | {"blockOwnerDeletion": False}
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -133,51 +134,43 @@ def _owned_config_map(
             "name": name,
             "namespace": namespace,
             "labels": {LABEL_EXPERIMENT: experiment, LABEL_COMPONENT: COMPONENT_RESULTS},
-            "ownerReferences": [
-                {
-                    "apiVersion": "cxlab.dev/v1alpha1",
-                    "kind": "ConcurrencyExperiment",
-                    "name": experiment,
-                    "uid": uid,
-                    "controller": True,
-                    "blockOwnerDeletion": False,
-                }
-            ],
+            "ownerReferences": [owner],
         },
         "binaryData": binary,
     }
 
 
-def entries_of(config_maps: Iterable[Mapping[str, Any]]) -> dict[str, Entry]:
+def entries_of(config_maps: Iterable[Mapping[str, Any]]) -> dict[str, TrialEntry]:
     """Every full entry in an experiment's chunks, by trial name."""
-    found: dict[str, Entry] = {}
+    found: dict[str, TrialEntry] = {}
     for item in config_maps:
         for key, data in (item.get("binaryData") or {}).items():
             if key.endswith(SUFFIX) and key != SUMMARY_KEY:
-                entry = decode(data)
-                found[entry["name"]] = entry
+                entry = TrialEntry.read(decode(data))
+                found[entry.name] = entry
     return found
 
 
-def summary_of(config_maps: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+def summary_of(config_maps: Iterable[Mapping[str, Any]]) -> Summary | None:
     """The whole summary among an experiment's ConfigMaps, if it has one."""
     for item in config_maps:
         data = (item.get("binaryData") or {}).get(SUMMARY_KEY)
         if data:
-            return decode(data)
+            summary: Summary = decode(data)
+            return summary
     return None
 
 
 def with_full_results(
-    status: Mapping[str, Any], config_maps: Iterable[Mapping[str, Any]]
-) -> dict[str, Any]:
+    status: ExperimentStatus, config_maps: Iterable[Mapping[str, Any]]
+) -> ExperimentStatus:
     """The status with each compact trial entry replaced by its full one where there is one,
     and the whole summary in place of the compact one (what `cxlab report` and `cxlab
     summary` read, as the local backend writes it)."""
     config_maps = list(config_maps)
     full = entries_of(config_maps)
-    restored = {**status, "trials": [full.get(e["name"], e) for e in status.get("trials") or []]}
-    summary = summary_of(config_maps) if (status.get("summary") or {}).get("summaryIn") else None
+    restored = status.model_copy(update={"trials": [full.get(e.name, e) for e in status.entries]})
+    summary = summary_of(config_maps) if (status.summary or {}).get("summaryIn") else None
     if summary is not None:
-        restored["summary"] = summary
+        restored.summary = summary
     return restored

@@ -7,6 +7,7 @@ schema repeats what the apiserver can check and a test keeps the two in agreemen
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -613,6 +614,12 @@ class ExperimentSpec(_Strict):
                 f"resources.cpu {self.resources.cpu} is a fraction of a CPU, which no core "
                 f"can be pinned to: set pinning: preferred (or whole CPUs)"
             )
+        if self.resources.whole_cpus is None and self.capacity is not None:
+            raise ValueError(
+                f"capacity: a capacity plan counts whole cores per Pod, and resources.cpu "
+                f"{self.resources.cpu} is a fraction of a CPU: set whole CPUs, or leave "
+                f"capacity out"
+            )
         count = self.trial_count()
         if count > MAX_TRIALS:
             raise ValueError(
@@ -757,3 +764,8 @@ def load_experiments(path: Path) -> list[ConcurrencyExperiment]:
     if problems:
         raise SpecError(problems)
     return experiments
+
+
+def spec_json(spec: Any) -> str:
+    """The spec as status.startedSpec keeps it: compact, keys sorted."""
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"))

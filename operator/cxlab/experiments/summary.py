@@ -11,37 +11,33 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
+from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
 from cxlab.stats import Spread, center, present_stats, separable, stats
 from cxlab_contract.durations import format_duration
+from cxlab_contract.result import Result
 
-Result = dict[str, Any]
 Point = dict[str, Any]
+
+
+class Summary(TypedDict, total=False):
+    """status.summary: the points of the matrix, the knees and the recommendations. In a
+    cluster experiment's status the compact one: the recommendations with their ties counted
+    (tiedCount), how many points, and the ConfigMap holding the whole (summaryIn)."""
+
+    tolerance: float
+    points: list[Point]
+    knees: list[dict[str, Any]]
+    recommendations: list[dict[str, Any]]
+    pointCount: int
+    summaryIn: str
+
 
 # The quantities an answer depends on, checked for noise: wall time (knees, the tolerance),
 # CPU and memory (the ranking). Context switches and syscalls vary by nature and rank nothing.
 NOISE_CHECKED = {"wallSeconds": "wall", "cpuSeconds": "cpu", "peakRssBytes": "rss"}
-
-
-@dataclass(frozen=True)
-class TrialOutcome:
-    """A finished trial: its Result, or why it has none."""
-
-    trial: Trial
-    result: Result | None
-    error: str | None = None
-    unpinned: str | None = None  # why the trial did not run on exactly its own cores
-    pod_results: list[Result] | None = None  # each Pod's own Result when it had several
-
-    @property
-    def succeeded(self) -> bool:
-        return self.result is not None and self.error is None
-
-    def counts(self, pinning: str) -> bool:
-        """Whether the trial's Result enters the summary under the experiment's pinning."""
-        return self.succeeded and (self.unpinned is None or pinning == "preferred")
 
 
 def rtt_label(rtt_seconds: float) -> str:
@@ -407,9 +403,7 @@ def best_line(recommendation: Mapping[str, Any]) -> str:
     return f"{variant_text(recommendation)}, {workers} ({wall})"
 
 
-def summarize(
-    outcomes: list[TrialOutcome], tolerance: float, pinning: str = "required"
-) -> dict[str, Any]:
+def summarize(outcomes: list[TrialOutcome], tolerance: float, pinning: str = "required") -> Summary:
     """The `status.summary` of an experiment; under pinning "required" an unpinned trial's
     Result stays in its entry but not in the points, knees and recommendations."""
     points = _points(outcomes, pinning, tolerance)

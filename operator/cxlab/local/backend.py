@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cxlab.barrier import is_ready, release
-from cxlab.experiments.outcome import ResultError, classify, parse_result
+from cxlab.experiments.outcome import ResultError, TrialOutcome, classify, parse_result
 from cxlab.experiments.plan import (
     PYTHON_RUNNER,
     Trial,
@@ -28,9 +28,14 @@ from cxlab.experiments.plan import (
     pod_indexes,
     runner_command,
 )
-from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES, GO_MODELS, ConcurrencyExperiment
-from cxlab.experiments.status import Live, build_status, spec_json, trial_entry
-from cxlab.experiments.summary import TrialOutcome
+from cxlab.experiments.record import Live, build_status, trial_entry
+from cxlab.experiments.spec import (
+    DEFAULT_RESPONSE_BYTES,
+    GO_MODELS,
+    ConcurrencyExperiment,
+    spec_json,
+)
+from cxlab.experiments.status import ExperimentStatus
 from cxlab.local.cores import check_fits, helper_cores, trial_cores
 from cxlab.local.delay_target import delay_target, find_program, free_port
 from cxlab.local.progress import Progress
@@ -50,7 +55,7 @@ SCRAPE_SECONDS = 2.0
 
 
 def experiment_document(
-    experiment: ConcurrencyExperiment, status: dict[str, Any]
+    experiment: ConcurrencyExperiment, status: ExperimentStatus
 ) -> dict[str, Any]:
     """The experiment as `kubectl get cx NAME -o json` would show it."""
     return {
@@ -58,7 +63,7 @@ def experiment_document(
         "kind": experiment.kind,
         "metadata": {"name": experiment.name},
         "spec": _spec_document(experiment),
-        "status": status,
+        "status": status.document(),
     }
 
 
@@ -71,15 +76,15 @@ def local_status(
     trials: list[Trial],
     outcomes: list[TrialOutcome],
     scraped: set[str],
-    old: dict[str, Any] | None,
+    old: ExperimentStatus | None,
     now: datetime,
-) -> dict[str, Any]:
+) -> ExperimentStatus:
     """The status after these outcomes, by the operator's builder: a local run has no
     generation (1), no Pods and no attempts to keep."""
     entries = []
     for outcome in outcomes:
         entry = trial_entry(outcome)
-        entry["metricsScraped"] = outcome.trial.name in scraped
+        entry.metrics_scraped = outcome.trial.name in scraped
         entries.append(entry)
     return build_status(
         spec=experiment.spec,
@@ -110,7 +115,7 @@ class LocalBackend:
     ) -> None:
         self.experiment = experiment
         self.clock = clock
-        self.status: dict[str, Any] | None = None  # as last written
+        self.status: ExperimentStatus | None = None  # as last written
         self.scraped: set[str] = set()  # trials whose /metrics answered while they ran
         self.spec = experiment.spec
         self.out_dir = out_dir

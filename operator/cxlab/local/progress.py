@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
-from cxlab.experiments.summary import TrialOutcome
 
 
 class Progress:

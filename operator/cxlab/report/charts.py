@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 
+from cxlab.experiments.status import TrialEntry
 from cxlab.experiments.summary import concurrency, rtt_label
 from cxlab.report import svg
 from cxlab.report.data import MIB, Context, Json, Style, by_variant, first_success, floor_unit
@@ -130,11 +131,12 @@ def _timeline_picks(points: Sequence[Json], knees: Sequence[Json]) -> list[tuple
 
 
 def _timeline_series(
-    point: Json, role: str, trial: Json, style: Style, *, dashed: bool, share: bool
+    point: Json, role: str, trial: TrialEntry, style: Style, *, dashed: bool, share: bool
 ) -> svg.Series:
     """RSS against seconds, or against the share of the trial's wall time (`share`) so runs
     of 50 ms and of 50 s fit one chart; the legend keeps the absolute duration."""
-    result = trial["result"]
+    result = trial.result
+    assert result is not None  # first_success picks only trials with a Result
     step = float(result["rssTimeline"]["intervalSeconds"])
     scale = 100 / max(float(result["wallSeconds"]), step) if share else 1.0
     line = tuple(
@@ -155,7 +157,7 @@ def _timeline_chart(rtt: float | None, points: Sequence[Json], context: Context)
         for point, role in _timeline_picks(points, context.knees)
         if (trial := first_success(context.trials, point)) is not None
     ]
-    walls = [float(trial["result"]["wallSeconds"]) for _, _, trial in picks]
+    walls = [float(trial.result["wallSeconds"]) for _, _, trial in picks if trial.result]
     share = bool(walls) and max(walls) > SAME_TIMESCALE * max(min(walls), 1e-9)
     # Dashes tell a variant's two lines apart; with no knees yet every line is solid.
     with_knees = any(role == "knee" for _, role, _ in picks)

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.record import outcomes_of
 from cxlab.experiments.spec import ExperimentSpec
-from cxlab.experiments.status import outcomes_of
+from cxlab.experiments.status import TrialEntry
 from cxlab.experiments.summary import summarize
 from cxlab.report import svg
 from cxlab_contract.durations import parse_duration
@@ -29,12 +30,14 @@ class Context:
     """What every chart of the report shares."""
 
     spec: Json
-    trials: Sequence[Json]
+    trials: Sequence[TrialEntry]
     knees: Sequence[Json]
     styles: Mapping[str, Style]
 
 
-def report_points(summary: Json | None, trials: Sequence[Json], spec: ExperimentSpec) -> list[Json]:
+def report_points(
+    summary: Json | None, trials: Sequence[TrialEntry], spec: ExperimentSpec
+) -> list[Json]:
     """The summary's points; for an unfinished run, the same aggregation over the trials done
     so far (the planned trials, read back from their entries as the status builder does), so
     a running experiment already shows its curves."""
@@ -43,8 +46,7 @@ def report_points(summary: Json | None, trials: Sequence[Json], spec: Experiment
     outcomes = outcomes_of(plan_trials(spec), trials)
     if not outcomes:
         return []
-    points: list[Json] = summarize(outcomes, spec.tolerance, spec.pinning)["points"]
-    return points
+    return list(summarize(outcomes, spec.tolerance, spec.pinning)["points"])
 
 
 def measured(point: Json) -> bool:
@@ -81,21 +83,22 @@ def by_variant(points: Sequence[Json]) -> dict[str, list[Json]]:
     return groups
 
 
-def _same_config(trial: Json, point: Json) -> bool:
-    keys = ("model", "gomaxprocs", "workers", "rttSeconds")
-    return all(trial.get(key) == point.get(key) for key in keys)
+def _same_config(trial: TrialEntry, point: Json) -> bool:
+    ours = (trial.model, trial.gomaxprocs, trial.workers, trial.rtt_seconds)
+    return ours == tuple(point.get(key) for key in ("model", "gomaxprocs", "workers", "rttSeconds"))
 
 
-def first_success(trials: Sequence[Json], point: Json) -> Json | None:
+def first_success(trials: Sequence[TrialEntry], point: Json) -> TrialEntry | None:
     """The point's successful trial of the lowest repetition that recorded a timeline."""
     runs = [
         t
         for t in trials
         if _same_config(t, point)
-        and t.get("phase") == "Succeeded"
-        and ((t.get("result") or {}).get("rssTimeline") or {}).get("rssBytes")
+        and not t.failed
+        and t.result is not None
+        and t.result["rssTimeline"]["rssBytes"]
     ]
-    return min(runs, key=lambda t: int(t.get("repetition", 0)), default=None)
+    return min(runs, key=lambda t: t.repetition, default=None)
 
 
 def floor_unit(workload: Json, rtt: float | None) -> tuple[float, str] | None:

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from html import escape
 
 from cxlab.experiments.spec import ExperimentSpec
-from cxlab.experiments.status import ExperimentStatus, Phase, Progress
+from cxlab.experiments.status import ExperimentStatus, Phase, Progress, TrialEntry
 from cxlab.report.data import Json
+from cxlab.times import timestamp
 
 
 def _describe_workload(workload: Json) -> str:
@@ -45,14 +46,15 @@ def _describe_model(entry: Json) -> str:
     return f"{model} ({text})"
 
 
-def _runtimes(trials: Sequence[Json]) -> str:
-    found = {str((t.get("result") or {}).get("runtime", "")) for t in trials}
+def _runtimes(trials: Sequence[TrialEntry]) -> str:
+    found = {t.result["runtime"] for t in trials if t.result is not None}
     return ", ".join(sorted(found - {""}))
 
 
-def _facts(document: Json, typed: ExperimentSpec, trials: Sequence[Json]) -> list[tuple[str, str]]:
+def _facts(
+    document: Json, typed: ExperimentSpec, status: ExperimentStatus, trials: Sequence[TrialEntry]
+) -> list[tuple[str, str]]:
     spec: Json = document.get("spec") or {}
-    status: Json = document.get("status") or {}
     facts = [
         ("Workload", _describe_workload(spec.get("workload") or {})),
         ("Models", " · ".join(_describe_model(m) for m in spec.get("models") or [])),
@@ -63,8 +65,8 @@ def _facts(document: Json, typed: ExperimentSpec, trials: Sequence[Json]) -> lis
     ]
     times = (
         ("Created", (document.get("metadata") or {}).get("creationTimestamp")),
-        ("Started", status.get("startTime")),
-        ("Completed", status.get("completionTime")),
+        ("Started", status.start_time and timestamp(status.start_time)),
+        ("Completed", status.completion_time and timestamp(status.completion_time)),
     )
     facts += [(label, str(value)) for label, value in times if value]
     return [(label, value) for label, value in facts if value]
@@ -83,13 +85,13 @@ def _progress(status: ExperimentStatus) -> str:
 
 
 def header_section(
-    document: Json, typed: ExperimentSpec, status: ExperimentStatus, trials: Sequence[Json]
+    document: Json, typed: ExperimentSpec, status: ExperimentStatus, trials: Sequence[TrialEntry]
 ) -> str:
     name = str((document.get("metadata") or {}).get("name", "experiment"))
     phase = (status.phase or Phase.PENDING).value
     facts = "".join(
         f"<dt>{escape(label)}</dt><dd>{escape(value)}</dd>"
-        for label, value in _facts(document, typed, trials)
+        for label, value in _facts(document, typed, status, trials)
     )
     return (
         f'<header><p class="kind">{escape(str(document.get("kind", "")))}</p>'
@@ -98,9 +100,9 @@ def header_section(
     )
 
 
-def answer_section(summary: Json | None, status: Json) -> str:
+def answer_section(summary: Json | None, status: ExperimentStatus) -> str:
     if summary is None:
-        phase = str(status.get("phase") or "Pending")
+        phase = str(status.phase or Phase.PENDING)
         note = (
             f"The experiment is {phase.lower()}: the knees and the recommendation appear once "
             "every trial has finished. The charts show the trials done so far."

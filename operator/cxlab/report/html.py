@@ -19,10 +19,9 @@ def render_report(document: Json) -> str:
     """The report of one experiment as a complete HTML page (no scripts, no external files)."""
     spec: Json = document.get("spec") or {}
     typed = ExperimentSpec.model_validate(spec)  # its defaults, not the report's own
-    status: Json = document.get("status") or {}
-    typed_status = ExperimentStatus.model_validate(status)  # the shape both backends write
-    summary: Json | None = status.get("summary")
-    trials: list[Json] = list(status.get("trials") or [])
+    status = ExperimentStatus.read(document.get("status"))  # the shape both backends write
+    summary: Json | None = status.summary
+    trials = status.entries
     points = report_points(summary, trials, typed)
     context = Context(
         spec=spec,
@@ -31,7 +30,7 @@ def render_report(document: Json) -> str:
         styles=variant_styles(points),
     )
     sections = [
-        header_section(document, typed, typed_status, trials),
+        header_section(document, typed, status, trials),
         answer_section(summary, status),
         knees_table(context.knees),
         *(rtt_section(rtt, members, context) for rtt, members in by_rtt(points)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
+from cxlab.experiments.status import TrialEntry
 from cxlab.experiments.summary import (
     NOISE_CHECKED,
     spread_cells,
@@ -233,24 +234,24 @@ def points_table(points: Sequence[Json], summary: Json | None) -> str:
     )
 
 
-def _failure_message(trial: Json) -> str:
-    if trial.get("message"):
-        return str(trial["message"])
-    errors = (trial.get("result") or {}).get("errors") or []
+def _failure_message(trial: TrialEntry) -> str:
+    if trial.message:
+        return trial.message
+    errors = trial.result["errors"] if trial.result is not None else []
     return "; ".join(f"{e['message']} (\u00d7{e['count']})" for e in errors) or "no message"
 
 
-def failed_table(trials: Sequence[Json]) -> str:
-    failed = [t for t in trials if t.get("phase") != "Succeeded"]
+def failed_table(trials: Sequence[TrialEntry]) -> str:
+    failed = [t for t in trials if t.failed]
     if not failed:
         return ""
     rows = [
         [
-            escape(str(t.get("name", ""))),
-            escape(str(t.get("model", ""))),
-            escape(_workers_text(str(t.get("model")), int(t.get("workers", 0)), None)),
-            escape(_rtt_cell(t.get("rttSeconds"))),
-            str(t.get("repetition", "")),
+            escape(t.name),
+            escape(t.model),
+            escape(_workers_text(t.model, t.workers, None)),
+            escape(_rtt_cell(t.rtt_seconds)),
+            str(t.repetition),
             escape(_failure_message(t)),
         ]
         for t in failed

@@ -18,11 +18,12 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from cxlab.experiments.status import condition_of, set_condition, timestamp
+from cxlab.conditions import condition_in, set_condition_in
 from cxlab.schedules.cron import Schedule
 from cxlab.schedules.history import appended, newest_succeeded
 from cxlab.schedules.regression import Policy, Regression, regressions, summary_line
 from cxlab.schedules.spec import ExperimentSchedule
+from cxlab.times import parse_time, timestamp
 
 FINISHED = ("Succeeded", "Failed")
 # Regressions listed in status (the condition names the worst; the rest are for `kubectl get
@@ -68,7 +69,7 @@ def run_name(schedule: str, slot: datetime) -> str:
 
 
 def _moment(text: str | None) -> datetime | None:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+    return parse_time(text) if text else None
 
 
 def _policy(schedule: ExperimentSchedule) -> Policy:
@@ -107,8 +108,8 @@ def decide(
     status["active"] = sorted(r.name for r in runs if r.active and r.name not in gone)
     if decided.create:
         status["active"] = sorted({*status["active"], decided.create})
-    conditions = set_condition(
-        list(status.get("conditions") or []), "Ready", True, "Scheduling",
+    conditions = set_condition_in(
+        status.get("conditions"), "Ready", True, "Scheduling",
         _ready_message(schedule), generation=generation, now=now,
     )  # fmt: skip
     status["conditions"] = conditions
@@ -268,11 +269,12 @@ def _check_regressions(
     if found:
         message = summary_line(found)
         if (
-            condition_of(conditions, "Regressed").get("status") != "True"
+            not (regressed := condition_in(conditions, "Regressed"))
+            or not regressed.true
             or previous.get("run") != newest
         ):
             decided.event("Warning", "Regressed", message)
-        conditions = set_condition(conditions, "Regressed", True, "Regressed", message,
+        conditions = set_condition_in(conditions, "Regressed", True, "Regressed", message,
                                    generation=generation, now=now)  # fmt: skip
     else:
         if acknowledged and acknowledged not in names:
@@ -282,7 +284,7 @@ def _check_regressions(
         else:
             why = f"run {newest}: no metric changed beyond the policy against its baseline"
             reason = "Acknowledged" if acknowledged == newest else "NoRegression"
-        conditions = set_condition(conditions, "Regressed", False, reason, why,
+        conditions = set_condition_in(conditions, "Regressed", False, reason, why,
                                    generation=generation, now=now)  # fmt: skip
     status["conditions"] = conditions
 

@@ -11,12 +11,16 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from cxlab.conditions import condition_of
 from cxlab.experiments.plan import plan_trials
-from cxlab.experiments.spec import parse_experiment
-from cxlab.experiments.status import outcomes_of
-from cxlab.experiments.summary import Result, group_points
-from cxlab.shape import Shape, optional
+from cxlab.experiments.record import outcomes_of
+from cxlab.experiments.spec import ConcurrencyExperiment, parse_experiment
+from cxlab.experiments.status import ExperimentStatus, Phase
+from cxlab.experiments.summary import group_points
+from cxlab.shape import Maybe, Shape
+from cxlab.times import parse_time
 from cxlab_contract.durations import format_duration
+from cxlab_contract.result import Result
 
 # Where a run's slot is written on the run itself (the operator sets it when creating it).
 SCHEDULED_TIME_ANNOTATION = "cxlab.dev/scheduled-time"
@@ -51,12 +55,12 @@ class HistoryPoint(Shape):
     model: str
     n: int
     """Repetitions that counted (pinned, no failed trial)."""
-    wall_seconds: float = optional()
-    throughput_per_second: float = optional()
-    cpu_seconds_per_task: float = optional()
-    latency_p99_seconds: float = optional()
-    peak_rss_bytes: float = optional()
-    samples: dict[str, list[float]] = optional()
+    wall_seconds: Maybe[float] = None
+    throughput_per_second: Maybe[float] = None
+    cpu_seconds_per_task: Maybe[float] = None
+    latency_p99_seconds: Maybe[float] = None
+    peak_rss_bytes: Maybe[float] = None
+    samples: Maybe[dict[str, list[float]]] = None
     """Every repetition's value per metric (only when n > 1): the regression test's input."""
 
 
@@ -64,9 +68,9 @@ class PlanBrief(Shape):
     """The run's capacity plan in short: Pods needed over time."""
 
     display: str
-    pods: int = optional()
-    cores: int = optional()
-    variant: str = optional()
+    pods: Maybe[int] = None
+    cores: Maybe[int] = None
+    variant: Maybe[str] = None
 
 
 class HistoryEntry(Shape):
@@ -74,14 +78,14 @@ class HistoryEntry(Shape):
 
     run: str
     """The run's (experiment's) name."""
-    scheduled_time: datetime = optional()
-    finished_time: datetime = optional()
+    scheduled_time: Maybe[datetime] = None
+    finished_time: Maybe[datetime] = None
     phase: str
     """Succeeded or Failed (a run whose trials all ended; some may have failed)."""
-    message: str = optional()
-    points: list[HistoryPoint] = optional()
-    plan: PlanBrief = optional()
-    regressed: bool = optional()
+    message: Maybe[str] = None
+    points: Maybe[list[HistoryPoint]] = None
+    plan: Maybe[PlanBrief] = None
+    regressed: Maybe[bool] = None
     """Found regressed against its baseline: kept out of later baselines until acknowledged."""
 
 
@@ -99,58 +103,56 @@ def point_key(variant: str, workers: int, rtt_seconds: float | None, rtt_axis: b
     return key
 
 
-def _points(document: Mapping[str, Any]) -> list[dict[str, Any]]:
-    experiment = parse_experiment(dict(document))
-    status = document.get("status") or {}
-    outcomes = outcomes_of(plan_trials(experiment.spec), status.get("trials") or [])
-    rtt_axis = len(experiment.spec.workload.rtt_seconds()) > 1
+def _points(experiment: ConcurrencyExperiment, status: ExperimentStatus) -> list[HistoryPoint]:
+    spec = experiment.spec
+    outcomes = outcomes_of(plan_trials(spec), status.entries)
+    rtt_axis = len(spec.workload.rtt_seconds()) > 1
     points = []
-    for group in group_points(outcomes, experiment.spec.pinning):
+    for group in group_points(outcomes, spec.pinning):
         trial, results = group.trial, group.results
-        point: dict[str, Any] = {
-            "point": point_key(trial.variant, trial.workers, trial.rtt_seconds, rtt_axis),
-            "model": trial.model,
-            "n": len(results),
-        }
+        point = HistoryPoint(
+            point=point_key(trial.variant, trial.workers, trial.rtt_seconds, rtt_axis),
+            model=trial.model,
+            n=len(results),
+        )
         if results:
             values = {name: [read(r) for r in results] for name, read in METRICS.items()}
-            point |= {name: _round(statistics.median(v)) for name, v in values.items()}
+            medians = {name: _round(statistics.median(v)) for name, v in values.items()}
+            point = point.model_copy(update=_by_name(medians))
             if len(results) > 1:
-                point["samples"] = {name: [_round(x) for x in v] for name, v in values.items()}
+                point.samples = {name: [_round(x) for x in v] for name, v in values.items()}
         points.append(point)
     return points
 
 
+def _by_name(by_alias: Mapping[str, float]) -> dict[str, float]:
+    """HistoryPoint's field names of metrics named as written (wallSeconds → wall_seconds)."""
+    names = {field.alias: name for name, field in HistoryPoint.model_fields.items()}
+    return {names[key]: value for key, value in by_alias.items()}
+
+
 def entry_of(document: Mapping[str, Any], scheduled_time: str | None = None) -> dict[str, Any]:
-    """The history entry of a finished run; its slot from the run's annotation unless given."""
-    metadata, status = document["metadata"], document.get("status") or {}
+    """The history entry of a finished run (as written to the schedule's status); its slot
+    from the run's annotation unless given."""
+    metadata = document["metadata"]
+    experiment = parse_experiment(dict(document))
+    status = ExperimentStatus.read(document.get("status"))
     annotations = metadata.get("annotations") or {}
-    entry: dict[str, Any] = {"run": metadata["name"], "phase": status.get("phase", "Failed")}
     scheduled = scheduled_time or annotations.get(SCHEDULED_TIME_ANNOTATION)
-    if scheduled or status.get("startTime"):
-        entry["scheduledTime"] = scheduled or status["startTime"]
-    if status.get("completionTime"):
-        entry["finishedTime"] = status["completionTime"]
-    failed = next(
-        (
-            c
-            for c in status.get("conditions") or []
-            if c["type"] == "Failed" and c["status"] == "True"
+    failed = condition_of(status.conditions, "Failed")
+    plan = status.capacity_plan
+    entry = HistoryEntry(
+        run=metadata["name"],
+        phase=status.phase or Phase.FAILED,
+        scheduled_time=parse_time(scheduled) if scheduled else status.start_time,
+        finished_time=status.completion_time,
+        message=failed.message[:300] if failed and failed.true and failed.message else None,
+        points=_points(experiment, status) if status.trials else None,
+        plan=None if plan is None else PlanBrief(
+            display=plan.display, pods=plan.pods, cores=plan.cores, variant=plan.choice
         ),
-        None,
-    )
-    if failed and failed.get("message"):
-        entry["message"] = failed["message"][:300]
-    if status.get("trials"):
-        entry["points"] = _points(document)
-    plan = status.get("capacityPlan")
-    if plan:
-        entry["plan"] = {
-            k: plan[k] for k in ("display", "pods", "cores") if plan.get(k) is not None
-        } | ({"variant": plan["choice"]} if plan.get("choice") else {})
-    return HistoryEntry.model_validate(entry).model_dump(
-        by_alias=True, exclude_none=True, mode="json"
-    )
+    )  # fmt: skip
+    return entry.document()
 
 
 def newest_succeeded(history: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from cxlab.conditions import Condition
 from cxlab.experiments.capacity_plan import CapacityPlan
-from cxlab.experiments.status import Condition
 from cxlab.schedules.history import HistoryEntry
 from cxlab.shape import Shape, optional
 
@@ -77,5 +77,5 @@ class ScheduleStatus(Shape):
 
 def checked(status: dict[str, Any]) -> dict[str, Any]:
     """The status, once it is known to have the typed shape (ValueError if not)."""
-    ScheduleStatus.model_validate(status)
+    ScheduleStatus.read(status)
     return status

@@ -1,0 +1,106 @@
+"""What a pass shows of the trials still running: their tasks done, read from the runners'
+/metrics at most every progress interval, and whether a status is worth writing for it (a
+change of substance at once, the live counts at most every interval)."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any
+
+from cxlab.config import OperatorConfig
+from cxlab.controller.memory import Memory
+from cxlab.controller.metrics import OperatorMetrics
+from cxlab.experiments.decide import Decision
+from cxlab.experiments.plan import Trial, pod_indexes
+from cxlab.experiments.pod_view import PodPhase, PodView
+from cxlab.experiments.pods import trial_pod_name
+from cxlab.experiments.status import ExperimentStatus, RunningTrial, running_entry
+from cxlab.scrape import tasks_done
+
+
+class LiveReads:
+    def __init__(self, config: OperatorConfig, metrics: OperatorMetrics) -> None:
+        self.config = config
+        self.metrics = metrics
+
+    def running(
+        self, experiment: str, decision: Decision, tasks: int, memory: Memory, moment: datetime
+    ) -> list[RunningTrial]:
+        """One entry per running trial: its tasks done summed over its Pods (None until every
+        Pod answers), from its first Pod's creation. Read once the trial has run a progress
+        interval, then at most every interval: a trial shorter than that is never read (its
+        Result has the final counts), and a pass a Pod event brings reads nothing."""
+        by_trial: dict[str, list[PodView]] = {}
+        masters: set[str] = set()  # a distributed Locust master counts only at its end
+        for trial, pod in decision.running:
+            by_trial.setdefault(trial.name, []).append(pod)
+            if pod.pod >= trial.pods:
+                masters.add(pod.name)
+        running = []
+        interval = self.config.progress_interval_seconds
+        read = time.monotonic() >= memory.next_scrape
+        for trial_name, pods in by_trial.items():
+            first = min(pods, key=lambda p: p.pod)  # named in the entry; the earliest created:
+            created = [p.created for p in pods if p.created]
+            elapsed = (moment - min(created)).total_seconds() if created else None
+            if read and elapsed is not None and elapsed >= interval:
+                memory.next_scrape = time.monotonic() + interval
+                counts = [self._tasks_done(pod) for pod in pods if pod.name not in masters]
+                if counts and None not in counts:
+                    memory.tasks_done[trial_name] = sum(c or 0 for c in counts)
+                    memory.scraped.add(trial_name)
+            done = memory.tasks_done.get(trial_name)
+            running.append(running_entry(trial_name, first.name, tasks, done, elapsed))
+        # Trials whose first Pods this pass creates are running as of this write: the pass
+        # the new Pod's event brings then has nothing to add (one status patch per trial).
+        for trial, attempt, index in decision.create:
+            if trial.name not in by_trial and index == _first_pod(trial):
+                pod_name = trial_pod_name(experiment, trial, attempt, index)
+                running.append(running_entry(trial.name, pod_name, tasks, None, 0.0))
+        return running
+
+    def _tasks_done(self, pod: PodView) -> int | None:
+        if not (pod.ip and pod.phase == PodPhase.RUNNING):
+            return None
+        began = time.monotonic()
+        done = tasks_done(pod.ip, self.config.metrics_port, self.config.scrape_timeout_seconds)
+        self.metrics.scrape_duration.observe(time.monotonic() - began)
+        self.metrics.scrapes.labels("error" if done is None else "ok").inc()
+        return done
+
+    def worth_writing(self, old: ExperimentStatus, new: ExperimentStatus, memory: Memory) -> bool:
+        """Every change of substance at once; the live task counts at most every interval."""
+        before, after = old.document(), new.document()
+        if _substance(before) != _substance(after):
+            memory.last_progress_patch = time.monotonic()
+            return True
+        if _running(before) == _running(after):
+            return False
+        if time.monotonic() - memory.last_progress_patch >= self.config.progress_interval_seconds:
+            memory.last_progress_patch = time.monotonic()
+            return True
+        return False
+
+
+def _first_pod(trial: Trial) -> int:
+    return min(pod_indexes(trial))
+
+
+def _running(document: dict[str, Any]) -> Any:
+    return (document.get("progress") or {}).get("running")
+
+
+def _substance(document: dict[str, Any]) -> dict[str, Any]:
+    """A status document but for what moves on its own: running trials' counts and elapsed
+    time, and the conditions' transition times."""
+    progress = dict(document.get("progress") or {})
+    progress["running"] = [
+        {k: v for k, v in r.items() if k not in ("tasksDone", "elapsedSeconds")}
+        for r in progress.get("running") or []
+    ]
+    conditions = [
+        {k: v for k, v in c.items() if k != "lastTransitionTime"}
+        for c in document.get("conditions") or []
+    ]
+    return {**document, "progress": progress, "conditions": conditions}

@@ -1,0 +1,84 @@
+"""An experiment's reconcile loop, as its kopf daemon runs it: a pass whenever it is woken
+(cxlab.controller.wakes), when the pass's own deadline falls due, and at least every
+reconcile interval. The pass runs in a worker thread; the loop only waits. Errors are retried
+with a backoff, never by sleeping in a handler."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import logging
+import math
+from asyncio import FIRST_COMPLETED
+from collections.abc import Callable
+from concurrent.futures import Executor
+from typing import Any
+
+from cxlab.controller.experiment_pass import EventSink, PassReport, Reconciler
+from cxlab.controller.wakes import Key, Wakes
+from cxlab.experiments.pod_view import PodView
+from cxlab.experiments.queue import Candidate
+from cxlab.experiments.status import Phase
+
+# A failed pass is tried again after 2, 4, 8 ... seconds, at most this long.
+MAX_BACKOFF_SECONDS = 60.0
+
+
+async def run_loop(
+    key: Key,
+    body: Callable[[], dict[str, Any]],
+    reconciler: Reconciler,
+    wakes: Wakes,
+    passes: Executor,
+    stopped: Any,  # kopf.DaemonStopped: a flag, true once stopped, with an awaitable wait()
+    pods: Callable[[], list[PodView]],
+    queue: Callable[[], list[Candidate]],
+    event: EventSink,
+    reconcile_interval: float,
+) -> None:
+    """Until `stopped`: pass, then sleep until woken or due. `body()` (kopf's live view of the
+    object), `pods()` and `queue()` (its indexes) are read at the start of each pass."""
+    wake = wakes.event(key)
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.ensure_future(_until(stopped))
+    failures = 0
+    try:
+        while not stopped:
+            wake.clear()  # a change from here on brings another pass after this one
+            current = wakes.current(key, body())
+            waiting = Phase.of((current.get("status") or {}).get("phase")) == Phase.PENDING
+            run = functools.partial(
+                reconciler.reconcile, current, pods(), event, queue() if waiting else []
+            )
+            try:
+                # kopf.event needs the handler's context (its event queue) in the thread
+                done: PassReport = await loop.run_in_executor(
+                    passes, contextvars.copy_context().run, run
+                )
+            except Exception:
+                failures += 1
+                logging.getLogger(__name__).exception("%s/%s: reconcile failed", *key)
+                backoff = min(2.0**failures, MAX_BACKOFF_SECONDS)
+                await asyncio.wait({stopping}, timeout=backoff)
+                continue
+            failures = 0
+            if done.written is not None:
+                wakes.wrote(key, done.written)
+            recheck = math.inf if done.recheck_seconds is None else done.recheck_seconds
+            # A finished experiment sleeps until a change or its TTL: no safety timer for
+            # the thousands a busy cluster keeps.
+            timeout = recheck if done.idle else min(recheck, reconcile_interval)
+            woken = asyncio.ensure_future(wake.wait())
+            await asyncio.wait(
+                {woken, stopping},
+                timeout=None if timeout == math.inf else timeout,
+                return_when=FIRST_COMPLETED,
+            )
+            woken.cancel()
+    finally:
+        stopping.cancel()
+
+
+async def _until(stopped: Any) -> None:
+    await stopped.wait()

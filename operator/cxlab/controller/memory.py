@@ -1,0 +1,20 @@
+"""What one operator process remembers about one experiment between passes. All of it can be
+lost (a restart) without losing results: status is the record, this only saves requests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cxlab.experiments.pod_view import PodView
+
+
+@dataclass
+class Memory:
+    scraped: set[str] = field(default_factory=set)  # trials whose /metrics answered
+    last_progress_patch: float = 0.0
+    next_scrape: float = 0.0  # time.monotonic() from which running trials are read again
+    tasks_done: dict[str, int] = field(default_factory=dict)  # running trials, last read
+    # Pods this process created, until the index has them (time.monotonic(), as sent)
+    created: dict[str, tuple[float, PodView]] = field(default_factory=dict)
+    deleted: set[str] = field(default_factory=set)  # Pods it deleted, while still indexed
+    released: set[tuple[str, int]] = field(default_factory=set)  # (trial, attempt)

@@ -20,13 +20,8 @@ import yaml
 from crd_rules import manifest
 from test_bounds import own, spec_fields
 
-from cxlab.experiments.spec import (
-    IMAGE_MAX_LENGTH,
-    MAX_CPU,
-    MAX_LIST_ITEMS,
-    MAX_TRIALS,
-    NAME_MAX_LENGTH,
-)
+from cxlab.experiments.fields import IMAGE_MAX_LENGTH, MAX_CPU, MAX_LIST_ITEMS, NAME_MAX_LENGTH
+from cxlab.experiments.spec import MAX_TRIALS
 from cxlab_contract.durations import DURATION_PATTERN, format_duration, parse_duration
 
 

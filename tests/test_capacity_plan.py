@@ -10,7 +10,8 @@ import pytest
 from cxlab.experiments.capacity_plan import CapacityPlan, ModelPlan, capacity_plan
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
-from cxlab.experiments.spec import ExperimentSpec, parse_experiment
+from cxlab.experiments.resource import parse_experiment
+from cxlab.experiments.spec import ExperimentSpec
 
 MIB = 2**20
 TARGET = {"ratePerSecond": 20000, "latency": {"percentile": "p99", "max": "250ms"}}

@@ -9,7 +9,7 @@ from test_spec import document
 from cxlab.config import OperatorConfig
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.pods import build_target_pod, build_trial_pod
-from cxlab.experiments.spec import parse_experiment
+from cxlab.experiments.resource import parse_experiment
 
 CONFIG = OperatorConfig()
 

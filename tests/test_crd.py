@@ -15,7 +15,7 @@ from helpers import EXAMPLES
 from test_spec import document
 
 from cxlab.crd import CRD_PATH, GENERATED, RULES, custom_resource_definition, render
-from cxlab.experiments.spec import load_experiments
+from cxlab.experiments.resource import load_experiments
 
 
 def test_committed_crd_is_generated_from_the_models() -> None:

@@ -12,10 +12,12 @@ from helpers import run_runner
 from test_spec import document
 
 from cxlab.config import OperatorConfig
-from cxlab.experiments.decide import Observed, decide, next_deadline
+from cxlab.experiments.deadline import next_deadline
+from cxlab.experiments.decide import Observed, decide
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.pod_view import PodView
-from cxlab.experiments.spec import ExperimentSpec, parse_experiment
+from cxlab.experiments.resource import parse_experiment
+from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import TrialEntry
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)

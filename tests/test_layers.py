@@ -54,6 +54,16 @@ def test_the_contract_is_the_only_shared_code(package: str, forbidden: tuple[str
     assert offenders(PACKAGES[package], forbidden) == []
 
 
+# The kinds decide and build; talking to Kubernetes, Prometheus or a runner is the shell's.
+SHELL = ("cxlab.controller", "cxlab.local", "kopf", "kubernetes", "prometheus_client",
+         "urllib", "http", "socket", "subprocess")  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["experiments", "schedules"])
+def test_the_kinds_are_pure(kind: str) -> None:
+    assert offenders(PACKAGES["cxlab"] / kind, SHELL) == []
+
+
 def test_the_check_sees_an_import_it_forbids(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("def f():\n    from cxlab_runner.x import y\n")
     assert offenders(tmp_path, ("cxlab_runner",)) == ["a.py imports cxlab_runner.x"]

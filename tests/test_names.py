@@ -9,17 +9,11 @@ import re
 from typing import Any
 
 from cxlab.config import OperatorConfig
+from cxlab.experiments.fields import LIMITS, MAX_LIST_ITEMS, NAME_MAX_LENGTH
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.pods import build_target_pod, build_trial_pod
-from cxlab.experiments.spec import (
-    API_VERSION,
-    KIND,
-    LIMITS,
-    MAX_LIST_ITEMS,
-    MAX_TRIALS,
-    NAME_MAX_LENGTH,
-    parse_experiment,
-)
+from cxlab.experiments.resource import parse_experiment
+from cxlab.experiments.spec import API_VERSION, KIND, MAX_TRIALS
 from cxlab_contract.durations import format_duration, parse_duration
 
 # Kubernetes' own rules (k8s.io/apimachinery/pkg/util/validation).

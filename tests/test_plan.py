@@ -8,7 +8,7 @@ import pytest
 from test_spec import document
 
 from cxlab.experiments.plan import floor_seconds, plan_trials, pod_tasks, runner_command
-from cxlab.experiments.spec import parse_experiment
+from cxlab.experiments.resource import parse_experiment
 
 
 def test_matrix_and_order() -> None:

@@ -27,7 +27,7 @@ from cxlab.experiments.pod_view import view_pod
 from cxlab.experiments.pods import build_trial_pod
 from cxlab.experiments.queue import AGING_SECONDS, Candidate, candidate_of, order, verdict
 from cxlab.experiments.record import Live, build_status
-from cxlab.experiments.spec import parse_experiment
+from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.status import QueuePlace
 from cxlab.table import render_summary
 

@@ -17,7 +17,7 @@ from cxlab.controller.experiment_pass import Reconciler
 from cxlab.controller.kube import StaleStatus
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.experiments.plan import plan_trials
-from cxlab.experiments.spec import parse_experiment
+from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.status import ExperimentStatus
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)

@@ -23,7 +23,8 @@ from cxlab.controller.metrics import OperatorMetrics
 from cxlab.experiments.decide import Decision, Observed, decide, pod_refused
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.pod_view import PodView, view_pod
-from cxlab.experiments.spec import ExperimentSpec, parse_experiment
+from cxlab.experiments.resource import parse_experiment
+from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import ExperimentStatus, TrialEntry
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)

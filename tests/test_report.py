@@ -17,7 +17,8 @@ import pytest
 
 from cxlab.experiments.outcome import TrialOutcome, parse_result
 from cxlab.experiments.plan import Trial, floor_seconds, plan_trials
-from cxlab.experiments.spec import ExperimentSpec, parse_experiment
+from cxlab.experiments.resource import parse_experiment
+from cxlab.experiments.spec import ExperimentSpec
 from cxlab.local.backend import local_status
 from cxlab.report import render_report
 from cxlab.report.svg import (

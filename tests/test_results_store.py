@@ -15,6 +15,7 @@ from test_status_golden import result
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.record import Live, build_status, trial_entry
+from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.results_store import (
     CHUNK_TRIALS,
     chunk_of,
@@ -25,7 +26,7 @@ from cxlab.experiments.results_store import (
     summary_config_map,
     with_full_results,
 )
-from cxlab.experiments.spec import MAX_TRIALS, parse_experiment
+from cxlab.experiments.spec import MAX_TRIALS
 from cxlab.experiments.status import ExperimentStatus, TrialEntry
 
 MOMENT = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)

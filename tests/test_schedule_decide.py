@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cxlab.experiments.spec import SpecError
+from cxlab.experiments.fields import SpecError
 from cxlab.schedules.decide import Pass, RunView, decide, run_name
 from cxlab.schedules.spec import parse_experiment_schedule
 from cxlab.schedules.status import ScheduleStatus

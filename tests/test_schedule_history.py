@@ -14,7 +14,7 @@ import pytest
 from cxlab.cli import main
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import plan_trials
-from cxlab.experiments.spec import parse_experiment
+from cxlab.experiments.resource import parse_experiment
 from cxlab.local.backend import experiment_document, local_status
 from cxlab.local.history_folder import save_run
 from cxlab.schedules.history import MAX_HISTORY_BYTES, appended, entry_of

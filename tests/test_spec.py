@@ -9,14 +9,9 @@ from typing import Any
 import pytest
 from helpers import EXAMPLES
 
-from cxlab.experiments.spec import (
-    MAX_RESULTS,
-    MAX_TRIALS,
-    SpecError,
-    load_experiments,
-    memory_bytes,
-    parse_experiment,
-)
+from cxlab.experiments.fields import SpecError, memory_bytes
+from cxlab.experiments.resource import load_experiments, parse_experiment
+from cxlab.experiments.spec import MAX_RESULTS, MAX_TRIALS
 
 SLEEP_2_TASKS = {"type": "sleep", "tasks": 2, "rtt": "1ms"}
 

@@ -21,8 +21,8 @@ from cxlab.controller.metrics import OperatorMetrics
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial, plan_trials
 from cxlab.experiments.pod_view import view_pod
+from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.results_store import SUFFIX, with_full_results
-from cxlab.experiments.spec import parse_experiment
 from cxlab.experiments.status import ExperimentStatus
 from cxlab.local.backend import local_status
 

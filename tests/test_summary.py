@@ -7,10 +7,12 @@ from typing import Any
 
 import pytest
 
+from cxlab.experiments.labels import concurrency, workers_text
 from cxlab.experiments.outcome import TrialOutcome, classify
 from cxlab.experiments.plan import Trial
-from cxlab.experiments.spec import parse_experiment
-from cxlab.experiments.summary import concurrency, find_knees, summarize, workers_text
+from cxlab.experiments.recommend import find_knees
+from cxlab.experiments.resource import parse_experiment
+from cxlab.experiments.summary import summarize
 from cxlab.local.backend import local_status
 from cxlab.stats import stats
 

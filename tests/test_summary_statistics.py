@@ -11,7 +11,7 @@ import pytest
 
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
-from cxlab.experiments.spec import parse_experiment
+from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.summary import summarize
 from cxlab.local.backend import local_status
 from cxlab.report.tables import knees_table as html_knees

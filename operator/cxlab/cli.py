@@ -19,18 +19,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from cxlab.experiments.fields import MAX_TRIAL_TIMEOUT, MIN_TRIAL_TIMEOUT, SpecError
+from cxlab.experiments.labels import workers_label
 from cxlab.experiments.plan import PYTHON_RUNNER, floor_seconds, plan_trials, runner_command
-from cxlab.experiments.spec import (
-    DEFAULT_RESPONSE_BYTES,
-    MAX_TRIAL_TIMEOUT,
-    MIN_TRIAL_TIMEOUT,
-    ConcurrencyExperiment,
-    SpecError,
-    load_experiments,
-    parse_experiment,
-)
+from cxlab.experiments.resource import ConcurrencyExperiment, load_experiments, parse_experiment
+from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES
 from cxlab.experiments.status import ExperimentStatus
-from cxlab.experiments.summary import workers_label
 from cxlab.inputs import InputError, load_json_document
 from cxlab.local.backend import LocalBackend
 from cxlab.local.cores import DoesNotFit, check_fits, helper_cores, trial_cores

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 import cxlab_contract
+from cxlab.experiments.fields import NAME_MAX_LENGTH, NAME_PATTERN
 from cxlab.experiments.spec import (
     API_VERSION,
     KIND,
@@ -19,8 +20,6 @@ from cxlab.experiments.spec import (
     MAX_PROCESS_WORKERS,
     MAX_THREAD_WORKERS,
     MAX_TRIALS,
-    NAME_MAX_LENGTH,
-    NAME_PATTERN,
     ExperimentSpec,
 )
 from cxlab.experiments.status import ExperimentStatus

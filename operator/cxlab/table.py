@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cxlab.experiments.summary import NOISE_CHECKED, spread_cells, syscalls_requested, workers_label
+from cxlab.experiments.labels import NOISE_CHECKED, spread_cells, workers_label
+from cxlab.experiments.summary import syscalls_requested
 from cxlab.stats import center
 from cxlab_contract.durations import format_duration
 

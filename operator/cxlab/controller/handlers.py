@@ -14,10 +14,11 @@ from typing import Any
 import kopf
 
 from cxlab.config import OperatorConfig
-from cxlab.controller.experiment_pass import EventSink, Reconciler
+from cxlab.controller.experiment_pass import Reconciler
 from cxlab.controller.kube import Kube, load_configuration
 from cxlab.controller.loop import run_loop
 from cxlab.controller.metrics import OperatorMetrics
+from cxlab.controller.pass_state import EventSink
 from cxlab.controller.schedule_pass import LABEL_SCHEDULE, ScheduleReconciler, view_run
 from cxlab.controller.wakes import Wakes
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION

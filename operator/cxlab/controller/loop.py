@@ -15,7 +15,8 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any
 
-from cxlab.controller.experiment_pass import EventSink, PassReport, Reconciler
+from cxlab.controller.experiment_pass import Reconciler
+from cxlab.controller.pass_state import EventSink, PassReport
 from cxlab.controller.wakes import Key, Wakes
 from cxlab.experiments.pod_view import PodView
 from cxlab.experiments.queue import Candidate

@@ -113,6 +113,22 @@ class OperatorMetrics:
         self.registry.register(_QueueCollector(self.queued))
         self.schedules: dict[tuple[str, str], dict[str, Any]] = {}
         self.registry.register(_ScheduleCollector(self.schedules))
+        self._pass_metrics()
+        self.api_requests = Counter(
+            "cxlab_operator_api_requests",
+            "Requests the operator sent the apiserver, by verb (its reconciler's and the Events"
+            " it posts; kopf's own watches and finalizer patches are not counted).",
+            ["verb"],
+            registry=self.registry,
+        )
+        self.leader = Gauge(
+            "cxlab_operator_leader",
+            "1 while this replica is the active one (holds the Lease), 0 while it stands by.",
+            registry=self.registry,
+        )
+
+    def _pass_metrics(self) -> None:
+        """What the passes do: trials started and recorded, passes, scrapes, queue waits."""
         registry = self.registry
         self.trials_started = Counter(
             "cxlab_operator_trials_started", "Trial Pods created.", registry=registry
@@ -152,18 +168,6 @@ class OperatorMetrics:
         )
         self.status_writes = Counter(
             "cxlab_operator_status_writes", "Status writes to experiments.", registry=registry
-        )
-        self.api_requests = Counter(
-            "cxlab_operator_api_requests",
-            "Requests the operator sent the apiserver, by verb (its reconciler's and the Events"
-            " it posts; kopf's own watches and finalizer patches are not counted).",
-            ["verb"],
-            registry=registry,
-        )
-        self.leader = Gauge(
-            "cxlab_operator_leader",
-            "1 while this replica is the active one (holds the Lease), 0 while it stands by.",
-            registry=registry,
         )
         for outcome in ("succeeded", "failed"):
             self.trials_finished.labels(outcome)

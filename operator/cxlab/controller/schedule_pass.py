@@ -15,7 +15,8 @@ from cxlab.conditions import condition_in, set_condition_in
 from cxlab.controller.kube import Kube
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.crd import GROUP
-from cxlab.experiments.spec import API_VERSION, KIND, SpecError
+from cxlab.experiments.fields import SpecError
+from cxlab.experiments.spec import API_VERSION, KIND
 from cxlab.schedules.decide import RunView, add_count, decide
 from cxlab.schedules.history import SCHEDULED_TIME_ANNOTATION, entry_of
 from cxlab.schedules.spec import SCHEDULE_KIND, parse_experiment_schedule

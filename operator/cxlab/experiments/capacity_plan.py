@@ -54,10 +54,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from cxlab.experiments.labels import workers_label
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
 from cxlab.experiments.spec import CapacityTarget, ExperimentSpec
-from cxlab.experiments.summary import PointRuns, group_points, workers_label
+from cxlab.experiments.summary import PointRuns, group_points
 from cxlab.shape import Maybe, Shape, nullable
 from cxlab_contract.durations import format_duration, parse_duration
 from cxlab_contract.result import Result

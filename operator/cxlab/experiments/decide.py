@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from cxlab.config import OperatorConfig
 from cxlab.experiments.diagnose import (
-    MAY_START,
     POD_REJECTED,
     UNSCHEDULABLE,
     busy,
@@ -384,29 +383,3 @@ def pod_refused(
     refused.fail_all(observed, refused_failure(pod, code, reason, message), POD_REJECTED)
     refused.delete = list(dict.fromkeys([*refused.delete, *created]))
     return refused
-
-
-def next_deadline(
-    decision: Decision, pods: Sequence[PodView], config: OperatorConfig
-) -> datetime | None:
-    """The earliest moment at which the same Pods would be decided differently by the clock
-    alone: an unplaced Pod's unschedulable grace, a stuck container's image pull grace, a
-    trial's start barrier timeout. None when nothing waits on time. Everything else that
-    changes a decision is a change of a Pod or of the experiment, which wakes a pass anyway."""
-    moments: list[datetime] = []
-    starting = [p for _, p in decision.running if p.phase == PodPhase.PENDING and p.created]
-    starting += [p for p in pods if p.component == COMPONENT_TARGET and p.created and not p.ready]
-    for pod in starting:
-        assert pod.created is not None
-        if pod.unschedulable:
-            moments.append(pod.created + timedelta(seconds=config.unschedulable_grace_seconds))
-        if (pod.waiting_reason or "") in MAY_START:
-            moments.append(pod.created + timedelta(seconds=config.image_pull_grace_seconds))
-    by_trial: dict[str, tuple[Trial, list[PodView]]] = {}
-    for trial, pod in decision.running:
-        by_trial.setdefault(trial.name, (trial, []))[1].append(pod)
-    for trial, mine in by_trial.values():
-        created = [p.created for p in mine if p.created]
-        if trial.pods > 1 and created and not any(p.exit_code is not None for p in mine):
-            moments.append(min(created) + timedelta(seconds=parse_duration(config.barrier_timeout)))
-    return min(moments, default=None)

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from cxlab.experiments.spec import ExperimentSpec, memory_bytes
+from cxlab.experiments.fields import memory_bytes
+from cxlab.experiments.spec import ExperimentSpec
 
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[numkMGTPE]|[KMGTPE]i)?$")
 _FACTOR = {

@@ -107,6 +107,30 @@ def floor_seconds(spec: ExperimentSpec, trial: Trial) -> float | None:
     )
 
 
+def _model_flags(spec: ExperimentSpec, trial: Trial, target_url: str | None) -> list[str]:
+    """The flags of the trial's point of the matrix and of its workload that apply."""
+    workload = spec.workload
+    flags = []
+    if trial.rtt_seconds is not None:
+        flags += ["--rtt", format_duration(trial.rtt_seconds)]
+    if workload.iterations is not None:
+        flags += ["--iterations", str(workload.iterations)]
+    if workload.hold is not None:
+        flags += ["--hold", workload.hold]
+    if trial.gomaxprocs is not None:
+        flags += ["--gomaxprocs", str(trial.gomaxprocs)]
+    pool = next(m.pool for m in spec.models if m.model == trial.model)
+    if pool is not None:
+        flags += ["--pool", pool]
+    if spec.syscalls:
+        flags += ["--syscalls"]
+    if workload.type == "http":
+        if target_url is None:
+            raise ValueError("the http workload needs the delay target's URL")
+        flags += ["--target-url", target_url, "--connection", workload.connection or "fresh"]
+    return flags
+
+
 def runner_command(
     spec: ExperimentSpec,
     trial: Trial,
@@ -140,23 +164,7 @@ def runner_command(
         "--experiment", experiment,
         "--trial", trial.name,
     ]  # fmt: skip
-    if trial.rtt_seconds is not None:
-        argv += ["--rtt", format_duration(trial.rtt_seconds)]
-    if workload.iterations is not None:
-        argv += ["--iterations", str(workload.iterations)]
-    if workload.hold is not None:
-        argv += ["--hold", workload.hold]
-    if trial.gomaxprocs is not None:
-        argv += ["--gomaxprocs", str(trial.gomaxprocs)]
-    pool = next(m.pool for m in spec.models if m.model == trial.model)
-    if pool is not None:
-        argv += ["--pool", pool]
-    if spec.syscalls:
-        argv += ["--syscalls"]
-    if workload.type == "http":
-        if target_url is None:
-            raise ValueError("the http workload needs the delay target's URL")
-        argv += ["--target-url", target_url, "--connection", workload.connection or "fresh"]
+    argv += _model_flags(spec, trial, target_url)
     if master is not None:
         if locust_address is None:
             raise ValueError("a distributed Locust trial needs its master's address")

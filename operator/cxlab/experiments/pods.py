@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from cxlab.config import OperatorConfig
-from cxlab.crd import GROUP, VERSION
 from cxlab.experiments.plan import LOCUST_MASTER_PORT, Trial, locust_master, runner_command
-from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES, KIND, ExperimentSpec
+from cxlab.experiments.spec import API_VERSION, DEFAULT_RESPONSE_BYTES, KIND, ExperimentSpec
 from cxlab_contract.durations import format_duration, parse_duration
 
 LABEL_EXPERIMENT = "cxlab.dev/experiment"
@@ -54,7 +53,7 @@ def labels(experiment: str, component: str) -> dict[str, str]:
 
 def owner_reference(name: str, uid: str) -> dict[str, Any]:
     return {
-        "apiVersion": f"{GROUP}/{VERSION}",
+        "apiVersion": API_VERSION,
         "kind": KIND,
         "name": name,
         "uid": uid,
@@ -138,7 +137,42 @@ def build_trial_pod(
         barrier_timeout=runner_barrier_timeout(config.barrier_timeout),
         locust_address=f"0.0.0.0:{LOCUST_MASTER_PORT}" if pod == master else locust_address,
     )
+    runner = _runner_container(spec, config, command)
+    if pod == master:
+        runner["ports"].append({"name": "locust", "containerPort": LOCUST_MASTER_PORT})
+    if trial.pods > 1 and (master is None or pod == master):
+        runner["readinessProbe"] = {
+            "httpGet": {"path": "/ready", "port": config.metrics_port},
+            "periodSeconds": 1,
+        }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _trial_metadata(experiment, namespace, uid, spec, trial, attempt, pod, config),
+        "spec": _trial_pod_spec(spec, runner),
+    }
+
+
+def _runner_container(spec: ExperimentSpec, config: OperatorConfig, command: list[str]) -> Manifest:
+    """Guaranteed QoS (requests = limits), restricted, its Result in the termination message."""
     resources = {"cpu": str(spec.resources.cpu), "memory": spec.resources.memory}
+    return {
+        "name": "runner",
+        "image": spec.image or config.runner_image,
+        "imagePullPolicy": config.image_pull_policy,
+        "command": command,
+        "ports": [{"name": "metrics", "containerPort": config.metrics_port}],
+        "resources": {"requests": resources, "limits": resources},
+        "securityContext": _restricted_container_security(),
+        # The Result; if the runner dies before writing it, the tail of its log.
+        "terminationMessagePath": TERMINATION_LOG,
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+    }
+
+
+def _trial_pod_spec(spec: ExperimentSpec, runner: Manifest) -> Manifest:
+    """One run of the runner, stopped by the kubelet past trialTimeout, placed as asked."""
     placement = spec.placement
     affinity = _exclusive_affinity(placement.affinity) if spec.exclusive else placement.affinity
     pod_spec: dict[str, Any] = {
@@ -149,38 +183,24 @@ def build_trial_pod(
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
         "securityContext": _restricted_pod_security(),
-        "containers": [
-            {
-                "name": "runner",
-                "image": spec.image or config.runner_image,
-                "imagePullPolicy": config.image_pull_policy,
-                "command": command,
-                "ports": [{"name": "metrics", "containerPort": config.metrics_port}],
-                "resources": {"requests": resources, "limits": resources},
-                "securityContext": _restricted_container_security(),
-                # The Result; if the runner dies before writing it, the tail of its log.
-                "terminationMessagePath": TERMINATION_LOG,
-                "terminationMessagePolicy": "FallbackToLogsOnError",
-                "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-            }
-        ],
+        "containers": [runner],
         "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
     }
-    if pod == master:
-        pod_spec["containers"][0]["ports"].append(
-            {"name": "locust", "containerPort": LOCUST_MASTER_PORT}
-        )
-    if trial.pods > 1 and (master is None or pod == master):
-        pod_spec["containers"][0]["readinessProbe"] = {
-            "httpGet": {"path": "/ready", "port": config.metrics_port},
-            "periodSeconds": 1,
-        }
     if placement.node_selector:
         pod_spec["nodeSelector"] = dict(placement.node_selector)
     if placement.tolerations:
         pod_spec["tolerations"] = list(placement.tolerations)
     if affinity:
         pod_spec["affinity"] = affinity
+    return pod_spec
+
+
+def _trial_metadata(
+    experiment: str, namespace: str, uid: str, spec: ExperimentSpec, trial: Trial, attempt: int,
+    pod: int, config: OperatorConfig,
+) -> Manifest:  # fmt: skip
+    """Its name (attempt and Pod in it), the labels the operator's index and Kueue read,
+    and the annotations Prometheus discovers it by; owned by its experiment."""
     pod_labels = labels(experiment, COMPONENT_TRIAL) | {
         LABEL_TRIAL: trial.name,
         LABEL_ATTEMPT: str(attempt),
@@ -194,23 +214,18 @@ def build_trial_pod(
     }
     if spec.queue_name:  # Kueue's plain-Pod integration gates the Pod until it admits it
         pod_labels[LABEL_KUEUE_QUEUE] = spec.queue_name
-        if trial.pods > 1 and master is None:
+        if trial.pods > 1 and locust_master(trial) is None:
             # A Kueue Pod group: all of a trial's Pods admitted together, or none (apart,
             # some would wait at the barrier for others Kueue holds back). Not a Locust
             # trial's: its workers are created once its master runs.
             pod_labels[LABEL_KUEUE_POD_GROUP] = trial_pod_name(experiment, trial, attempt, 0)
             annotations[ANNOTATION_KUEUE_GROUP_COUNT] = str(trial.pods)
     return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": trial_pod_name(experiment, trial, attempt, pod),
-            "namespace": namespace,
-            "labels": pod_labels,
-            "annotations": annotations,
-            "ownerReferences": [owner_reference(experiment, uid)],
-        },
-        "spec": pod_spec,
+        "name": trial_pod_name(experiment, trial, attempt, pod),
+        "namespace": namespace,
+        "labels": pod_labels,
+        "annotations": annotations,
+        "ownerReferences": [owner_reference(experiment, uid)],
     }
 
 

@@ -27,9 +27,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from cxlab.experiments.fields import SpecError
 from cxlab.experiments.nodes import Held, NodeView, Request, fits_now
 from cxlab.experiments.plan import plan_trials
-from cxlab.experiments.spec import API_VERSION, KIND, ExperimentSpec, SpecError, parse_experiment
+from cxlab.experiments.resource import parse_experiment
+from cxlab.experiments.spec import API_VERSION, KIND, ExperimentSpec
 
 AGING_SECONDS = 300.0
 

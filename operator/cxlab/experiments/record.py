@@ -12,6 +12,7 @@ from cxlab.conditions import Condition, is_true, set_condition
 from cxlab.experiments.capacity_plan import capacity_plan
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
+from cxlab.experiments.recommend import best_line
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import (
     ExperimentStatus,
@@ -21,7 +22,7 @@ from cxlab.experiments.status import (
     RunningTrial,
     TrialEntry,
 )
-from cxlab.experiments.summary import best_line, summarize
+from cxlab.experiments.summary import summarize
 from cxlab.times import whole_seconds
 
 

@@ -1,22 +1,21 @@
-"""Trial Results → the experiment's answer: repetitions aggregated per point, the knee of each
-model per RTT, and one recommendation per RTT. Pure, shared by the local backend and the
-operator, so both write the same summary into the same status shape.
-
-Knees and recommendations go by each point's median (cxlab.stats), so one outlier does not
-move them; a point whose CV exceeds the tolerance is flagged noisy, and a recommendation the
-measurements cannot tell from its runners-up names them as tied."""
+"""Trial Results → the experiment's answer (status.summary): repetitions aggregated per point,
+with their median, spread and confidence interval (cxlab.stats), then the knees and the
+recommendations (cxlab.experiments.recommend). Pure, shared by the local backend and the
+operator, so both write the same summary into the same status shape. A point whose CV
+exceeds the tolerance is flagged noisy."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from cxlab.experiments.labels import NOISE_CHECKED
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
-from cxlab.stats import Spread, center, present_stats, separable, stats
-from cxlab_contract.durations import format_duration
+from cxlab.experiments.recommend import find_knees, recommend
+from cxlab.stats import present_stats, stats
 from cxlab_contract.result import Result
 
 Point = dict[str, Any]
@@ -33,62 +32,6 @@ class Summary(TypedDict, total=False):
     recommendations: list[dict[str, Any]]
     pointCount: int
     summaryIn: str
-
-
-# The quantities an answer depends on, checked for noise: wall time (knees, the tolerance),
-# CPU and memory (the ranking). Context switches and syscalls vary by nature and rank nothing.
-NOISE_CHECKED = {"wallSeconds": "wall", "cpuSeconds": "cpu", "peakRssBytes": "rss"}
-
-
-def rtt_label(rtt_seconds: float) -> str:
-    return f"RTT {format_duration(rtt_seconds)}"
-
-
-def spread_cells(
-    stat: Mapping[str, Any], repetitions: int, show: Callable[[float], str]
-) -> tuple[str, str, str]:
-    """A repeated measurement as tables show it: the median (what knees and recommendations
-    use), its 95 % interval, and the CV. One run has no spread to show, so "n=1" and no CV
-    instead of a reassuring 0 %; two runs have a CV but no interval worth printing."""
-    median = show(center(stat))
-    if repetitions == 1:
-        return median, "n=1", "—"
-    interval = stat.get("ci95")
-    shown = f"[{show(interval[0])}, {show(interval[1])}]" if interval else f"n={repetitions}"
-    return median, shown, f"{stat['cv']:.1%}"
-
-
-def workers_label(model: str, workers: int, pods: int = 1) -> str:
-    """The configuration: workers, per Pod for a trial of several Pods (3 Pods x 100 workers)."""
-    per_pod = "" if pods == 1 else f"{pods} Pods \u00d7 "
-    if model == "sequential":
-        return f"{per_pod}1 worker"
-    if workers == 0:
-        return f"{per_pod}one worker per task"
-    return f"{per_pod}{workers} worker" + ("" if workers == 1 else "s")
-
-
-def variant_text(point: Mapping[str, Any]) -> str:
-    """The variant with the kind of pool its Results report (threads (on-demand pool))."""
-    variant, pool = str(point["variant"]), point.get("pool")
-    if not pool or "pool" in variant:  # none reported, or the variant names it already
-        return variant
-    return f"{variant} ({'on-demand' if pool == 'onDemand' else pool} pool)"
-
-
-def workers_text(point: Mapping[str, Any]) -> str:
-    """workers_label, and how many started when a pool started fewer than it may."""
-    pods = point.get("pods", 1)
-    text = workers_label(point["model"], point["workers"], pods)
-    started, effective = point.get("workersStarted"), point.get("effectiveWorkers")
-    if started is not None and effective is not None and started != effective * pods:
-        text += f" ({started} started)"
-    return text
-
-
-def concurrency(point: Mapping[str, Any]) -> int:
-    """Workers in all: a trial's Pods x the workers each ran (knees and ties go by it)."""
-    return int(point.get("pods", 1)) * int(point["effectiveWorkers"])
 
 
 def _task_switches(result: Result) -> float | None:
@@ -226,181 +169,6 @@ def _points(
 def _mean_or_none(values: list[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return round(statistics.fmean(present), 4) if present else None
-
-
-def _valid(point: Point) -> bool:
-    """A point can be an answer only if it ran and none of its tasks failed."""
-    return bool(point["repetitions"] > 0 and point["tasksFailed"] == 0)
-
-
-def _wall(point: Point) -> float:
-    return center(point["wallSeconds"])
-
-
-def _within(members: list[Point], tolerance: float) -> tuple[Point, list[Point]]:
-    """The fastest point by median wall time, and every point within `tolerance` of it."""
-    fastest = min(members, key=_wall)
-    return fastest, [p for p in members if _wall(p) <= _wall(fastest) * (1 + tolerance)]
-
-
-def _vm(point: Point) -> float | None:
-    vm: Spread | None = point.get("peakVmBytes")
-    return None if vm is None else center(vm)
-
-
-def find_knees(points: list[Point], tolerance: float) -> list[dict[str, Any]]:
-    """Per model variant and RTT: the fewest workers in all (Pods x workers per Pod) whose
-    median wall time is within `tolerance` of that variant's best — where adding workers
-    stops paying; of equal totals, the fewest Pods."""
-    groups: dict[tuple[str, float | None], list[Point]] = {}
-    for point in filter(_valid, points):
-        groups.setdefault((point["variant"], point["rttSeconds"]), []).append(point)
-    knees = []
-    for (variant, rtt), members in groups.items():
-        best, within = _within(members, tolerance)
-        knee = min(within, key=lambda p: (concurrency(p), p["pods"], _wall(p)))
-        knees.append(
-            {
-                "variant": variant,
-                "model": knee["model"],
-                "gomaxprocs": knee["gomaxprocs"],
-                "rttSeconds": rtt,
-                "pods": knee["pods"],
-                "workers": knee["workers"],
-                "effectiveWorkers": knee["effectiveWorkers"],
-                "workersStarted": knee["workersStarted"],
-                "pool": knee["pool"],
-                "wallSeconds": _wall(knee),
-                "bestWallSeconds": _wall(best),
-                "bestWorkers": best["workers"],
-                "bestPods": best["pods"],
-                "cpuSeconds": center(knee["cpuSeconds"]),
-                "cpuPercent": center(knee["cpuPercent"]),
-                "peakRssBytes": center(knee["peakRssBytes"]),
-                "peakVmBytes": _vm(knee),
-                "noisy": knee["noisy"],
-            }
-        )
-    return knees
-
-
-# The ranking, cheapest first: CPU, then memory. Where the measurements cannot separate two
-# points on one quantity both go on to the next; where they separate on none, the fewest
-# workers win, then the spec's order: numbers the noise cannot move, so the printed answer
-# does not flip between runs of the same experiment.
-RANKED_BY = ("cpuSeconds", "peakRssBytes")
-
-
-def _rank(candidates: list[Point], tolerance: float) -> tuple[Point, list[Point]]:
-    """The pick among the candidates, and the points the measurements cannot tell from it
-    (not separable from the cheapest on each ranked quantity in turn), in the same order."""
-    group = candidates
-    for key in RANKED_BY:
-        cheapest = min(group, key=lambda p: center(p[key]))
-        group = [p for p in group if not separable(p[key], cheapest[key], tolerance)]
-    pick, *tied = sorted(group, key=lambda p: (concurrency(p), p["pods"]))  # stable: spec order
-    return pick, tied
-
-
-def _cpu(point: Mapping[str, Any]) -> str:
-    return f"{center(point['cpuSeconds']):.3g} s"
-
-
-def _runs(count: int) -> str:
-    return f"{count} repetition" + ("" if count == 1 else "s")
-
-
-def _tie_text(pick: Point, tied: list[Point]) -> str:
-    """The clause "; tied with …", naming up to two of the points the pick cannot be told
-    from, in the order the pick was chosen by."""
-    if not tied:
-        return ""
-    runs = _runs(min(p["repetitions"] for p in [pick, *tied]))
-    if len(tied) == 1:
-        other = tied[0]
-        return (
-            f"; tied with {variant_text(other)} with {workers_text(other)} (CPU {_cpu(pick)} "
-            f"vs {_cpu(other)}, not separable with {runs})"
-        )
-    named = ", ".join(f"{variant_text(p)} with {workers_text(p)} (CPU {_cpu(p)})" for p in tied[:2])
-    more = f" and {len(tied) - 2} more" if len(tied) > 2 else ""
-    return f"; tied with {named}{more} (CPU {_cpu(pick)} here, not separable with {runs})"
-
-
-def _noise_text(point: Point, tolerance: float) -> str:
-    if not point["noisy"]:
-        return ""
-    cvs = ", ".join(f"{NOISE_CHECKED[k]} {point[k]['cv']:.0%}" for k in point["noisyQuantities"])
-    return f"; noisy: cv of {cvs}, over the {tolerance:.0%} tolerance"
-
-
-def _recommendation_text(
-    rtt: float | None, pick: Point, tied: list[Point], fastest: Point, candidates: int,
-    tolerance: float,
-) -> str:  # fmt: skip
-    # Without an RTT (cpu, hold) there is one group: "no RTT:" would read like an error.
-    where = "Overall" if rtt is None else rtt_label(rtt)
-    return (
-        f"{where}: {variant_text(pick)} with {workers_text(pick)} — {_wall(pick):.3g} s wall, "
-        f"CPU {_cpu(pick)}, {center(pick['peakRssBytes']) / 2**20:.0f} MiB peak; the cheapest "
-        f"of {candidates} within {tolerance:.0%} of the fastest ({variant_text(fastest)}, "
-        f"{_wall(fastest):.3g} s){_tie_text(pick, tied)}{_noise_text(pick, tolerance)}"
-    )
-
-
-def _brief(point: Point) -> dict[str, Any]:
-    """A point as a recommendation names it: its configuration and the ranked medians."""
-    return {
-        "variant": point["variant"],
-        "model": point["model"],
-        "gomaxprocs": point["gomaxprocs"],
-        "pods": point["pods"],
-        "workers": point["workers"],
-        "effectiveWorkers": point["effectiveWorkers"],
-        "workersStarted": point["workersStarted"],
-        "pool": point["pool"],
-        "repetitions": point["repetitions"],
-        "wallSeconds": _wall(point),
-        "cpuSeconds": center(point["cpuSeconds"]),
-        "peakRssBytes": center(point["peakRssBytes"]),
-    }
-
-
-def recommend(points: list[Point], tolerance: float) -> list[dict[str, Any]]:
-    """Per RTT: of every configuration within `tolerance` of the fastest (median wall), the
-    one that costs least CPU, then least memory, then has the fewest workers (see _rank),
-    with the configurations it is tied with."""
-    by_rtt: dict[float | None, list[Point]] = {}
-    for point in filter(_valid, points):
-        by_rtt.setdefault(point["rttSeconds"], []).append(point)
-    recommendations = []
-    for rtt, members in by_rtt.items():
-        fastest, within = _within(members, tolerance)
-        pick, tied = _rank(within, tolerance)
-        text = _recommendation_text(rtt, pick, tied, fastest, len(within), tolerance)
-        recommendations.append(
-            {"rttSeconds": rtt}
-            | _brief(pick)
-            | {
-                "noisy": pick["noisy"],
-                "tiedWith": [_brief(p) for p in tied],
-                "text": text,
-            }
-        )
-    return recommendations
-
-
-def best_line(recommendation: Mapping[str, Any]) -> str:
-    """status.best: the first recommendation, short, saying when it is noisy or tied."""
-    wall = f"{recommendation['wallSeconds']:.3g} s"
-    if recommendation.get("noisy"):
-        wall += ", noisy"
-    if tied := len(recommendation.get("tiedWith") or []):
-        wall += f", tied with {tied} other" + ("s" if tied > 1 else "")
-    workers = workers_label(
-        recommendation["model"], recommendation["workers"], recommendation.get("pods", 1)
-    )
-    return f"{variant_text(recommendation)}, {workers} ({wall})"
 
 
 def summarize(outcomes: list[TrialOutcome], tolerance: float, pinning: str = "required") -> Summary:

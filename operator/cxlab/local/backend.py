@@ -29,12 +29,8 @@ from cxlab.experiments.plan import (
     runner_command,
 )
 from cxlab.experiments.record import Live, build_status, trial_entry
-from cxlab.experiments.spec import (
-    DEFAULT_RESPONSE_BYTES,
-    GO_MODELS,
-    ConcurrencyExperiment,
-    spec_json,
-)
+from cxlab.experiments.resource import ConcurrencyExperiment
+from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES, GO_MODELS, spec_json
 from cxlab.experiments.status import ExperimentStatus
 from cxlab.local.cores import check_fits, helper_cores, trial_cores
 from cxlab.local.delay_target import delay_target, find_program, free_port

@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from cxlab.experiments.spec import Resources, memory_bytes
+from cxlab.experiments.fields import memory_bytes
+from cxlab.experiments.spec import Resources
 
 
 class DoesNotFit(Exception):

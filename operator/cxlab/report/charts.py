@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 
+from cxlab.experiments.labels import concurrency, rtt_label
 from cxlab.experiments.status import TrialEntry
-from cxlab.experiments.summary import concurrency, rtt_label
 from cxlab.report import svg
 from cxlab.report.data import MIB, Context, Json, Style, by_variant, first_success, floor_unit
 from cxlab.stats import center

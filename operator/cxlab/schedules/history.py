@@ -14,7 +14,7 @@ from typing import Any
 from cxlab.conditions import condition_of
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.record import outcomes_of
-from cxlab.experiments.spec import ConcurrencyExperiment, parse_experiment
+from cxlab.experiments.resource import ConcurrencyExperiment, parse_experiment
 from cxlab.experiments.status import ExperimentStatus, Phase
 from cxlab.experiments.summary import group_points
 from cxlab.shape import Maybe, Shape

@@ -12,16 +12,8 @@ from zoneinfo import ZoneInfo
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from cxlab.experiments.spec import (
-    API_VERSION,
-    KIND,
-    NAME_PATTERN,
-    ExperimentSpec,
-    SpecError,
-    _between,
-    _describe,
-    _Strict,
-)
+from cxlab.experiments.fields import NAME_PATTERN, SpecError, Strict, between, describe
+from cxlab.experiments.spec import API_VERSION, KIND, ExperimentSpec
 from cxlab.schedules.cron import CRON_PATTERN, CronError, Schedule, parse_schedule, time_zone
 
 SCHEDULE_KIND = "ExperimentSchedule"
@@ -71,7 +63,7 @@ TimeZone = Annotated[
 RunName = Annotated[str, Field(strict=True, max_length=40, pattern=NAME_PATTERN)]
 
 
-class RegressionPolicy(_Strict):
+class RegressionPolicy(Strict):
     """How the newest run is compared with the runs before it (cxlab.schedules.regression)."""
 
     min_relative_change: Annotated[float, Field(strict=True, gt=0, le=10)] = 0.10
@@ -79,21 +71,21 @@ class RegressionPolicy(_Strict):
     regression (0.10: 10 % slower, 10 % less throughput)."""
     significance: Annotated[float, Field(strict=True, gt=0, lt=0.5)] = 0.01
     """The largest p-value of the one-sided Welch t-test that counts as significant."""
-    baseline_runs: Annotated[int, _between(1, MAX_BASELINE_RUNS)] = 5
+    baseline_runs: Annotated[int, between(1, MAX_BASELINE_RUNS)] = 5
     """How many succeeded runs before the newest one form its baseline."""
     acknowledged_run: RunName | None = None
     """A run accepted as the new normal (a known change): the baseline never reaches back
     past it, so the Regressed condition it raised clears."""
 
 
-class ExperimentTemplate(_Strict):
+class ExperimentTemplate(Strict):
     """The experiment every run creates."""
 
     spec: ExperimentSpec
     """A full ConcurrencyExperiment spec."""
 
 
-class ScheduleSpec(_Strict):
+class ScheduleSpec(Strict):
     schedule: Cron
     """When runs fire: 5-field cron (minute hour day-of-month month day-of-week), a macro
     (@hourly, @daily, ...), or @every <duration> (at least 10s) counted from the schedule's
@@ -106,15 +98,15 @@ class ScheduleSpec(_Strict):
     """When a slot comes while a run is going: Forbid skips the slot (counted in
     status.skippedRuns), since two runs would share the pinned cores; Replace stops the run
     going and starts the new one."""
-    starting_deadline_seconds: Annotated[int, _between(1, MAX_DEADLINE_SECONDS)] | None = None
+    starting_deadline_seconds: Annotated[int, between(1, MAX_DEADLINE_SECONDS)] | None = None
     """A slot not started within this many seconds (the operator was down) is missed, and
     counted in status.missedRuns; unset: the latest missed slot starts however late."""
-    successful_runs_history_limit: Annotated[int, _between(0, MAX_RUNS_KEPT)] = 3
+    successful_runs_history_limit: Annotated[int, between(0, MAX_RUNS_KEPT)] = 3
     """Succeeded runs (experiments) kept; older ones are deleted once their history entry is
     written."""
-    failed_runs_history_limit: Annotated[int, _between(0, MAX_RUNS_KEPT)] = 1
+    failed_runs_history_limit: Annotated[int, between(0, MAX_RUNS_KEPT)] = 1
     """Failed runs (experiments) kept."""
-    history_limit: Annotated[int, _between(1, MAX_HISTORY)] = 30
+    history_limit: Annotated[int, between(1, MAX_HISTORY)] = 30
     """Entries in status.history (one compact entry per run), oldest dropped first."""
     regression: RegressionPolicy = RegressionPolicy()
     """How each run is compared with the ones before it."""
@@ -162,6 +154,6 @@ def parse_experiment_schedule(document: Any) -> ExperimentSchedule:
     try:
         return ExperimentSchedule.model_validate(document)
     except ValidationError as error:
-        lines = [line for e in error.errors() for line in _describe(e)]
+        lines = [line for e in error.errors() for line in describe(e)]
         problems = [line.replace(f"of {KIND}", f"of {SCHEDULE_KIND}") for line in lines]
         raise SpecError(problems) from None

@@ -1,0 +1,197 @@
+"""The act step of an experiment pass, once its status is written: the delay target and the
+trial Pods created, a trial's Pods released from their start barrier, Pods let go, Events
+posted, and when the next pass is due."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import timedelta
+
+from cxlab.barrier import release
+from cxlab.config import OperatorConfig
+from cxlab.controller.kube import Kube, PodRefused
+from cxlab.controller.memory import Memory
+from cxlab.controller.metrics import OperatorMetrics
+from cxlab.controller.pass_state import EventSink, Pass, PassReport
+from cxlab.experiments.deadline import next_deadline
+from cxlab.experiments.decide import Decision, pod_refused
+from cxlab.experiments.pod_view import PodPhase, view_pod
+from cxlab.experiments.pods import build_target_pod, build_trial_pod, target_pod_name
+from cxlab.experiments.queue import candidate_created
+from cxlab.experiments.status import ExperimentStatus, Phase, RunningTrial, TrialEntry
+from cxlab_contract.durations import parse_duration
+
+# A start barrier whose release failed (a runner not answering yet) is tried again this soon.
+RELEASE_RETRY_SECONDS = 1.0
+
+# Records the status again after a refusal: (pass, decision, fresh entries, running, old).
+Record = Callable[
+    [Pass, Decision, list[TrialEntry], list[RunningTrial], ExperimentStatus], ExperimentStatus
+]
+
+
+class Actor:
+    def __init__(self, kube: Kube, config: OperatorConfig, metrics: OperatorMetrics) -> None:
+        self.kube = kube
+        self.config = config
+        self.metrics = metrics
+
+    def act(
+        self,
+        state: Pass,
+        decision: Decision,
+        recorded: ExperimentStatus,
+        event: EventSink,
+        record: Record,
+    ) -> PassReport:
+        """Only now, with results and attempts safely in status, touch the Pods: the delay
+        target first (this pass counted it not ready), then the trials; release, delete;
+        announce; and say when the next pass is due."""
+        created: list[str] = []
+        try:
+            self._create(state, decision, created)
+        except PodRefused as refused:
+            # No Pod of this experiment can be created: it ends, its status saying why before
+            # any of its Pods goes. (Lost in a crash before that write, the attempt counted
+            # above finds no Pod on the next pass and is retried: refused again, and written.)
+            logging.getLogger(__name__).warning("%s/%s: %s", *state.key, refused)
+            before = {e.name for e in decision.finished}
+            decision = pod_refused(
+                decision, state.observed, pod=refused.pod, code=refused.code,
+                reason=refused.reason, message=refused.message, created=created,
+            )  # fmt: skip
+            fresh = [e for e in decision.finished if e.name not in before]
+            recorded = record(state, decision, fresh, [], recorded)
+        unreleased = self._release(decision, state.memory)
+        self._delete(state, decision)
+        self._announce(state.status, recorded, decision, event)
+        self._count_queue(state)
+        if recorded.finished and state.target is not None:
+            self.kube.delete_pod(state.namespace, target_pod_name(state.name))
+        report = PassReport(written=state.written)
+        report.recheck_seconds = self._recheck(state, decision)
+        if recorded.finished:  # one more pass: tidy up, and time the TTL
+            report.recheck_seconds = 0.0
+        elif unreleased:  # no Pod event will say so: try the release again soon
+            report.recheck_seconds = min(
+                report.recheck_seconds or RELEASE_RETRY_SECONDS, RELEASE_RETRY_SECONDS
+            )
+        return report
+
+    def _create(self, state: Pass, decision: Decision, created: list[str]) -> None:
+        """The delay target of an http experiment (once, while trials are left), then the
+        trial Pods the decision starts; each created Pod is remembered until the index has
+        it."""
+        spec, uid = state.spec, state.body["metadata"]["uid"]
+        target = state.target
+        unfinished = len(state.observed.recorded) < len(state.observed.trials)
+        waiting = state.admission.place is not None
+        needed = unfinished and not waiting and not decision.failure
+        if spec.workload.type == "http" and target is None and needed:
+            manifest = build_target_pod(
+                experiment=state.name, namespace=state.namespace, uid=uid, spec=spec,
+                config=self.config,
+            )  # fmt: skip
+            self.kube.create_pod(manifest)
+            created.append(manifest["metadata"]["name"])
+        url = f"http://{target.ip}:{self.config.target_port}/" if target and target.ip else None
+        for trial, attempt, index in decision.create:
+            pod = build_trial_pod(
+                experiment=state.name, namespace=state.namespace, uid=uid, spec=spec,
+                trial=trial, attempt=attempt, config=self.config, target_url=url, pod=index,
+                locust_address=decision.locust_masters.get(trial.name),
+            )  # fmt: skip
+            if self.kube.create_pod(pod) and index == 0:
+                self.metrics.trials_started.inc()
+            view = replace(view_pod(pod), created=state.observed.now)
+            state.memory.created[pod["metadata"]["name"]] = (time.monotonic(), view)
+            created.append(pod["metadata"]["name"])
+
+    def _release(self, decision: Decision, memory: Memory) -> bool:
+        """Release each trial whose Pods all wait at the start barrier: one POST /start to
+        every Pod at once (cxlab.barrier). Remembered per attempt, so a trial is released
+        once; after a restart, again, which the runners take as a no-op. Returns whether a
+        release failed (to be tried again)."""
+        failures = False
+        for trial, pods in decision.release:
+            key = (trial.name, pods[0].attempt)
+            if key in memory.released:
+                continue
+            port = self.config.metrics_port
+            failed = release([f"{p.ip}:{port}" for p in pods])
+            if failed:  # the next pass tries again, until the barrier's own timeout
+                logging.getLogger(__name__).warning(
+                    "trial %s: the start barrier could not release %s", trial.name, failed
+                )
+                failures = True
+                continue
+            memory.released.add(key)
+        return failures
+
+    def _delete(self, state: Pass, decision: Decision) -> None:
+        """The Pods the decision lets go; a Pod this process deleted may show in the index a
+        moment longer: once is enough."""
+        memory = state.memory
+        memory.deleted &= {p.name for p in state.observed.pods}
+        for pod_name in dict.fromkeys(decision.delete):
+            if pod_name not in memory.deleted:
+                self.kube.delete_pod(state.namespace, pod_name)
+                memory.deleted.add(pod_name)
+
+    def _count_queue(self, state: Pass) -> None:
+        place, waited = state.admission.place, state.admission.waited
+        if place is not None and place.since is not None:
+            self.metrics.queued[state.key] = place.since
+        elif self.metrics.queued.pop(state.key, None) is not None and waited is not None:
+            self.metrics.queue_wait.observe(waited)
+
+    def _recheck(self, state: Pass, decision: Decision) -> float | None:
+        """Seconds until the clock alone could change this experiment's next decision: a
+        grace or barrier deadline of a starting Pod, the next read of running trials' task
+        counts, the end of its queue timeout. None: only a change can."""
+        moment, spec = state.observed.now, state.spec
+        due: list[float] = []
+        deadline = next_deadline(decision, state.observed.pods, self.config)
+        if deadline is not None:
+            due.append((deadline - moment).total_seconds())
+        running = [p for _, p in decision.running if p.phase == PodPhase.RUNNING]
+        created = [p.created for p in running if p.created]
+        if created:  # the first read of a trial once it has run an interval, then every one
+            eligible = min(created) + timedelta(seconds=self.config.progress_interval_seconds)
+            next_read = state.memory.next_scrape - time.monotonic()
+            due.append(max((eligible - moment).total_seconds(), next_read))
+        if state.admission.place is not None and spec.queue_timeout:
+            waited = (moment - candidate_created(state.body, moment)).total_seconds()
+            due.append(parse_duration(spec.queue_timeout) - waited)
+        future = [d for d in due if d > 0]
+        return min(future) + 0.05 if future else None
+
+    def _announce(
+        self, old: ExperimentStatus, new: ExperimentStatus, decision: Decision, event: EventSink
+    ) -> None:
+        if new.queue and not old.queue:
+            event("Normal", "Queued", new.queue.message or "")
+        progress = new.progress
+        assert progress is not None
+        if new.start_time and not old.start_time:
+            waited = new.queued_seconds
+            after = f" after {waited:.1f} s in the queue" if waited else ""
+            event("Normal", "Started", f"{progress.trials_total} trials planned{after}")
+        for entry in decision.finished:
+            if entry.failed:
+                event("Warning", "TrialFailed", f"{entry.name}: {entry.message or ''}")
+            else:
+                assert entry.result is not None
+                wall = entry.result["wallSeconds"]
+                event("Normal", "TrialSucceeded", f"{entry.name}: {wall:.3f} s wall")
+        if new.finished and not old.finished:
+            if decision.failure:
+                event("Warning", decision.failure_reason or "Failed", decision.failure[:1000])
+            if new.phase == Phase.SUCCEEDED:
+                event("Normal", "Completed", new.best or "all trials succeeded")
+            else:
+                failed, total = progress.trials_failed, progress.trials_total
+                event("Warning", "Failed", f"{failed} of {total} trials failed")

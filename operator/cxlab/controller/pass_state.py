@@ -1,0 +1,70 @@
+"""One pass over one experiment as the passes' steps share it: what it read and has written
+(Pass), and what it tells the loop that runs it (PassReport)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cxlab.controller.admission import Admission
+from cxlab.controller.memory import Memory
+from cxlab.experiments.decide import Observed
+from cxlab.experiments.pod_view import PodView
+from cxlab.experiments.pods import COMPONENT_TARGET
+from cxlab.experiments.spec import ExperimentSpec
+from cxlab.experiments.status import ExperimentStatus
+
+Body = dict[str, Any]  # the experiment as the apiserver has it
+# (type Normal|Warning, reason, message) → a Kubernetes Event on the experiment
+EventSink = Callable[[str, str, str], None]
+
+
+@dataclass
+class PassReport:
+    """What one pass did, for the loop that runs them."""
+
+    # Look again after this long even if nothing changes (None: no deadline of its own).
+    recheck_seconds: float | None = None
+    # The object as the pass's status write returned it (None: nothing written).
+    written: Body | None = None
+    # Finished and tidied: only a change (or its TTL) can call for another pass.
+    idle: bool = False
+
+
+@dataclass
+class Pass:
+    """One pass's state: what it read, and what it has written so far."""
+
+    body: Body
+    status: ExperimentStatus  # as read: the old status the new one is built on
+    spec: ExperimentSpec
+    spec_changed: bool
+    observed: Observed
+    memory: Memory
+    admission: Admission
+    written: Body | None = None
+
+    @property
+    def namespace(self) -> str:
+        return str(self.body["metadata"]["namespace"])
+
+    @property
+    def name(self) -> str:
+        return str(self.body["metadata"]["name"])
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.namespace, self.name
+
+    @property
+    def version(self) -> str | None:
+        version: str | None = (self.written or self.body)["metadata"].get("resourceVersion")
+        return version
+
+    @property
+    def target(self) -> PodView | None:
+        return next((p for p in self.observed.pods if p.component == COMPONENT_TARGET), None)
+
+    def positions(self) -> dict[str, int]:
+        return {t.name: i for i, t in enumerate(self.observed.trials)}

@@ -1,0 +1,65 @@
+"""How the points of a summary are named in texts and tables (the status's recommendation
+lines, the terminal tables, the report): the RTT, the configuration, a repeated measurement."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from cxlab.stats import center
+from cxlab_contract.durations import format_duration
+
+# The quantities an answer depends on, checked for noise: wall time (knees, the tolerance),
+# CPU and memory (the ranking). Context switches and syscalls vary by nature and rank nothing.
+NOISE_CHECKED = {"wallSeconds": "wall", "cpuSeconds": "cpu", "peakRssBytes": "rss"}
+
+
+def rtt_label(rtt_seconds: float) -> str:
+    return f"RTT {format_duration(rtt_seconds)}"
+
+
+def spread_cells(
+    stat: Mapping[str, Any], repetitions: int, show: Callable[[float], str]
+) -> tuple[str, str, str]:
+    """A repeated measurement as tables show it: the median (what knees and recommendations
+    use), its 95 % interval, and the CV. One run has no spread to show, so "n=1" and no CV
+    instead of a reassuring 0 %; two runs have a CV but no interval worth printing."""
+    median = show(center(stat))
+    if repetitions == 1:
+        return median, "n=1", "—"
+    interval = stat.get("ci95")
+    shown = f"[{show(interval[0])}, {show(interval[1])}]" if interval else f"n={repetitions}"
+    return median, shown, f"{stat['cv']:.1%}"
+
+
+def workers_label(model: str, workers: int, pods: int = 1) -> str:
+    """The configuration: workers, per Pod for a trial of several Pods (3 Pods x 100 workers)."""
+    per_pod = "" if pods == 1 else f"{pods} Pods \u00d7 "
+    if model == "sequential":
+        return f"{per_pod}1 worker"
+    if workers == 0:
+        return f"{per_pod}one worker per task"
+    return f"{per_pod}{workers} worker" + ("" if workers == 1 else "s")
+
+
+def variant_text(point: Mapping[str, Any]) -> str:
+    """The variant with the kind of pool its Results report (threads (on-demand pool))."""
+    variant, pool = str(point["variant"]), point.get("pool")
+    if not pool or "pool" in variant:  # none reported, or the variant names it already
+        return variant
+    return f"{variant} ({'on-demand' if pool == 'onDemand' else pool} pool)"
+
+
+def workers_text(point: Mapping[str, Any]) -> str:
+    """workers_label, and how many started when a pool started fewer than it may."""
+    pods = point.get("pods", 1)
+    text = workers_label(point["model"], point["workers"], pods)
+    started, effective = point.get("workersStarted"), point.get("effectiveWorkers")
+    if started is not None and effective is not None and started != effective * pods:
+        text += f" ({started} started)"
+    return text
+
+
+def concurrency(point: Mapping[str, Any]) -> int:
+    """Workers in all: a trial's Pods x the workers each ran (knees and ties go by it)."""
+    return int(point.get("pods", 1)) * int(point["effectiveWorkers"])

@@ -18,6 +18,7 @@ from helpers import ROOT, program
 
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.schedules.history import METRICS
+from cxlab.schedules.status import ScheduleStatus
 from dashboards.__main__ import DASHBOARDS, FOLDER, rendered
 
 SCRAPE_JOB = "cxlab-operator"
@@ -152,8 +153,19 @@ SCHEDULE_STATUS = {
     "skippedRuns": 1,
     "regressed": True,
     "capacityPlan": {
+        "target": {
+            "ratePerSecond": 100.0,
+            "percentile": "p99",
+            "latencySeconds": 0.25,
+            "cpuUtilization": 0.7,
+        },
+        "rttSeconds": 0.1,
         "choice": "asyncio",
-        "models": [{"variant": "asyncio", "meets": True, "pods": 3, "cores": 3}],
+        "models": [
+            {"variant": "asyncio", "model": "asyncio", "meets": True, "pods": 3, "cores": 3}
+        ],
+        "display": "3 Pods x 1 CPU, asyncio",
+        "message": "asyncio: 3 Pods",
     },
     "history": [
         {
@@ -182,7 +194,7 @@ MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"([^"]*)"')
 def exported_series() -> dict[str, list[dict[str, str]]]:
     """The label sets of every series the operator exports with one schedule observed."""
     metrics = OperatorMetrics()
-    metrics.observe_schedule("ns", "s", SCHEDULE_STATUS)
+    metrics.observe_schedule("ns", "s", ScheduleStatus.read(SCHEDULE_STATUS))
     series: dict[str, list[dict[str, str]]] = {}
     for family in metrics.registry.collect():
         for sample in family.samples:

@@ -3,13 +3,15 @@ is counted skipped or missed, what a restart finds, what history keeps and which
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from cxlab.experiments.fields import SpecError
-from cxlab.schedules.decide import Pass, RunView, decide, run_name
+from cxlab.schedules.decide import RunView, ScheduleDecision, decide, run_name
+from cxlab.schedules.history import HistoryEntry
 from cxlab.schedules.spec import parse_experiment_schedule
 from cxlab.schedules.status import ScheduleStatus
 
@@ -43,13 +45,20 @@ def one_pass(
     old: dict[str, Any] | None = None,
     runs: list[RunView] | None = None,
     at: float = 1,
-) -> Pass:
+) -> Any:
+    """The decision, its status as written (a document)."""
     decided = decide(
-        schedule(**(spec or {})), old or {}, runs or [], lambda name: entry(name),
-        lambda name: None, generation=1, now=CREATED + timedelta(seconds=at),
+        schedule(**(spec or {})), ScheduleStatus.read(old or {}), runs or [],
+        lambda name: HistoryEntry.read(entry(name)), lambda name: None, generation=1,
+        now=CREATED + timedelta(seconds=at),
     )  # fmt: skip
-    ScheduleStatus.model_validate(decided.status)  # what is written has the typed shape
-    return decided
+    return written(decided)
+
+
+def written(decided: ScheduleDecision) -> Any:
+    status = decided.status.document()
+    ScheduleStatus.read(status)  # what is written has the typed shape
+    return replace(decided, status=status)
 
 
 def slot(seconds: int) -> datetime:
@@ -134,9 +143,10 @@ def test_a_finished_run_gets_one_history_entry_and_the_oldest_beyond_the_limit_g
 def test_a_run_is_deleted_only_once_its_entry_is_in_the_history() -> None:
     runs = [run(10, "Succeeded"), run(20, "Succeeded")]
     decided = decide(
-        schedule(successfulRunsHistoryLimit=0), {"lastScheduleTime": "2026-11-23T12:00:20Z"},
-        runs, lambda name: None if name == run(20).name else entry(name), lambda name: None,
-        generation=1, now=slot(21),
+        schedule(successfulRunsHistoryLimit=0),
+        ScheduleStatus.read({"lastScheduleTime": "2026-11-23T12:00:20Z"}), runs,
+        lambda name: None if name == run(20).name else HistoryEntry.read(entry(name)),
+        lambda name: None, generation=1, now=slot(21),
     )  # fmt: skip
     assert decided.delete == [run(10).name]  # tick-…20 could not be read: kept for now
 

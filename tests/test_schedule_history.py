@@ -17,7 +17,7 @@ from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.resource import parse_experiment
 from cxlab.local.backend import experiment_document, local_status
 from cxlab.local.history_folder import save_run
-from cxlab.schedules.history import MAX_HISTORY_BYTES, appended, entry_of
+from cxlab.schedules.history import MAX_HISTORY_BYTES, HistoryEntry, appended, entry_of
 
 MIB = 2**20
 START = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
@@ -78,14 +78,20 @@ def test_several_rtts_put_the_rtt_in_the_point() -> None:
     assert "asyncio w=10 rtt=50ms" in [p["point"] for p in entry["points"]]
 
 
+def append(history: list[dict[str, Any]], entry: dict[str, Any], limit: int) -> Any:
+    """appended, on entries as written (the schedule's status.history)."""
+    typed = appended([HistoryEntry.read(e) for e in history], HistoryEntry.read(entry), limit)
+    return [e.document() for e in typed]
+
+
 def test_appending_keeps_one_entry_per_run_in_slot_order_within_the_limit() -> None:
     entries = [entry_of(document([1.0], START + timedelta(hours=h))) | {"run": f"r-{h}"}
                for h in range(5)]  # fmt: skip
     history: list[dict[str, Any]] = []
     for entry in reversed(entries):  # recorded out of order
-        history = appended(history, entry, limit=3)
+        history = append(history, entry, limit=3)
     assert [e["run"] for e in history] == ["r-2", "r-3", "r-4"]
-    assert appended(history, history[-1], limit=3) == history  # recorded twice: one entry
+    assert append(history, history[-1], limit=3) == history  # recorded twice: one entry
     # only the newest succeeded run keeps its repetitions: the baseline reads medians
     assert [bool(e["points"][0].get("samples")) for e in history] == [False, False, True]
 
@@ -95,7 +101,7 @@ def test_the_history_stays_under_its_byte_budget_whatever_the_matrix() -> None:
     big["points"] = [big["points"][0] | {"point": f"asyncio w={w}"} for w in range(1, 201)]
     history: list[dict[str, Any]] = []
     for hour in range(100):
-        history = appended(history, big | {"run": f"r-{hour:03}"}, limit=100)
+        history = append(history, big | {"run": f"r-{hour:03}"}, limit=100)
     size = len(json.dumps(history, separators=(",", ":")))
     assert size <= MAX_HISTORY_BYTES and history[-1]["run"] == "r-099"
     assert 5 < len(history) < 100  # fewer entries, never a bigger object

@@ -15,7 +15,7 @@ from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 from cxlab.experiments.results_store import results_selector, with_full_results
 from cxlab.experiments.status import ExperimentStatus
 from cxlab.schedules.spec import SCHEDULE_KIND
-from cxlab.schedules.status import checked as checked_schedule_status
+from cxlab.schedules.status import ScheduleStatus
 
 # What the apiserver answers a Pod it refuses for what it is (Invalid, BadRequest): sending
 # it again cannot help. Throttling (429) and server errors (5xx) are "not now".
@@ -203,7 +203,7 @@ class Kube:
         return None
 
     def replace_schedule_status(
-        self, namespace: str, name: str, version: str | None, status: dict[str, Any]
+        self, namespace: str, name: str, version: str | None, status: ScheduleStatus
     ) -> str | None:
         """Replace a schedule's status, refused (409: None) if the object changed since
         `version` was read; else the object's new resourceVersion."""
@@ -211,7 +211,7 @@ class Kube:
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": SCHEDULE_KIND,
             "metadata": {"name": name, "namespace": namespace, "resourceVersion": version},
-            "status": checked_schedule_status(status),
+            "status": status.document(),
         }
         try:
             written: Any = self.custom.replace_namespaced_custom_object_status(

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import Counter as Tally
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -14,6 +13,7 @@ from prometheus_client.registry import Collector
 
 from cxlab.experiments.status import Phase
 from cxlab.schedules.history import METRICS, newest_succeeded
+from cxlab.schedules.status import ScheduleStatus
 
 PHASES = tuple(Phase)
 
@@ -60,7 +60,7 @@ class _ScheduleCollector(Collector):
     capacity plan, whether it regressed, and its newest run's medians per point (the capacity
     dashboard draws them over time). Bounded: points and metrics come from the template."""
 
-    def __init__(self, schedules: dict[tuple[str, str], dict[str, Any]]) -> None:
+    def __init__(self, schedules: dict[tuple[str, str], ScheduleStatus]) -> None:
         self._schedules = schedules
 
     def collect(self) -> Iterator[Metric]:
@@ -86,21 +86,24 @@ class _ScheduleCollector(Collector):
             labels=[*key, "point", "metric"],
         )
         for (namespace, name), status in list(self._schedules.items()):
-            for outcome in ("started", "skipped", "missed", "replaced"):
-                runs.add_metric([namespace, name, outcome], status.get(f"{outcome}Runs", 0))
-            regressed.add_metric([namespace, name], float(bool(status.get("regressed"))))
-            plan = status.get("capacityPlan") or {}
-            for model in plan.get("models") or []:
-                if model.get("meets"):
-                    chosen = str(model["variant"] == plan.get("choice")).lower()
-                    labels = [namespace, name, model["variant"], chosen]
-                    pods.add_metric(labels, model["pods"])
-                    cores.add_metric(labels, model["cores"])
-            newest = newest_succeeded(status.get("history") or [])
-            for point in (newest or {}).get("points") or []:
+            counted = {"started": status.started_runs, "skipped": status.skipped_runs,
+                       "missed": status.missed_runs, "replaced": status.replaced_runs}  # fmt: skip
+            for outcome, count in counted.items():
+                runs.add_metric([namespace, name, outcome], count or 0)
+            regressed.add_metric([namespace, name], float(bool(status.regressed)))
+            plan = status.capacity_plan
+            for model in plan.models if plan else []:
+                if model.meets and plan is not None:
+                    chosen = str(model.variant == plan.choice).lower()
+                    labels = [namespace, name, model.variant, chosen]
+                    pods.add_metric(labels, model.pods or 0)
+                    cores.add_metric(labels, model.cores or 0)
+            newest = newest_succeeded(status.history or [])
+            for point in newest.points or [] if newest else []:
+                written = point.document()  # the metrics by the names the dashboards know
                 for metric in METRICS:
-                    if metric in point:
-                        values.add_metric([namespace, name, point["point"], metric], point[metric])
+                    if metric in written:
+                        values.add_metric([namespace, name, point.point, metric], written[metric])
         yield from (runs, regressed, pods, cores, values)
 
 
@@ -111,7 +114,7 @@ class OperatorMetrics:
         self.registry.register(_PhaseCollector(self.phases))
         self.queued: dict[tuple[str, str], datetime] = {}  # waiting experiments: since when
         self.registry.register(_QueueCollector(self.queued))
-        self.schedules: dict[tuple[str, str], dict[str, Any]] = {}
+        self.schedules: dict[tuple[str, str], ScheduleStatus] = {}
         self.registry.register(_ScheduleCollector(self.schedules))
         self._pass_metrics()
         self.api_requests = Counter(
@@ -174,7 +177,7 @@ class OperatorMetrics:
         for outcome in ("ok", "error"):
             self.scrapes.labels(outcome)
 
-    def observe_schedule(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+    def observe_schedule(self, namespace: str, name: str, status: ScheduleStatus) -> None:
         self.schedules[(namespace, name)] = status
 
     def serve(self, port: int) -> None:

@@ -11,16 +11,19 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from cxlab.conditions import condition_in, set_condition_in
+from cxlab.conditions import condition_of, set_condition
 from cxlab.controller.kube import Kube
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.crd import GROUP
+from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.fields import SpecError
 from cxlab.experiments.spec import API_VERSION, KIND
+from cxlab.experiments.status import ExperimentStatus
 from cxlab.schedules.decide import RunView, add_count, decide
-from cxlab.schedules.history import SCHEDULED_TIME_ANNOTATION, entry_of
+from cxlab.schedules.history import SCHEDULED_TIME_ANNOTATION, HistoryEntry, history_entry
 from cxlab.schedules.spec import SCHEDULE_KIND, parse_experiment_schedule
-from cxlab.times import parse_time
+from cxlab.schedules.status import ScheduleStatus
+from cxlab.times import parse_time, timestamp
 
 # The label every run carries: the schedule's name (the index and `kubectl get cx -l` use it).
 LABEL_SCHEDULE = f"{GROUP}/schedule"
@@ -72,7 +75,7 @@ class ScheduleReconciler:
         self.clock = clock
 
     def reconcile(self, body: Mapping[str, Any], runs: Iterable[RunView], event: EventSink) -> None:
-        metadata, old = body["metadata"], dict(body.get("status") or {})
+        metadata, old = body["metadata"], ScheduleStatus.read(body.get("status") or {})
         namespace, name = metadata["namespace"], metadata["name"]
         now, generation = self.clock(), int(metadata.get("generation", 1))
         try:
@@ -80,27 +83,9 @@ class ScheduleReconciler:
         except SpecError as error:
             self._reject(body, old, error, event, generation, now)
             return
-        runs = list(runs)
-        fetched: dict[str, dict[str, Any] | None] = {}
-
-        def run(run_name: str) -> dict[str, Any] | None:
-            if run_name not in fetched:
-                # with its Results: the history's points are the trials' figures
-                fetched[run_name] = self.kube.get_experiment(namespace, run_name, full=True)
-            return fetched[run_name]
-
-        def history_entry(run_name: str) -> dict[str, Any] | None:
-            found = run(run_name)
-            return entry_of(found) if found else None
-
-        def plan(run_name: str) -> dict[str, Any] | None:
-            found = run(run_name)
-            plan_found: dict[str, Any] | None = ((found or {}).get("status") or {}).get(
-                "capacityPlan"
-            )
-            return plan_found
-
-        decided = decide(schedule, old, runs, history_entry, plan, generation=generation, now=now)
+        finished = _FinishedRuns(self.kube, namespace)
+        decided = decide(schedule, old, list(runs), finished.entry, finished.plan,
+                         generation=generation, now=now)  # fmt: skip
         version: str | None = metadata["resourceVersion"]
         if decided.status != old:
             version = self._write(body, version, decided.status)
@@ -110,7 +95,8 @@ class ScheduleReconciler:
             self.kube.delete_experiment(namespace, doomed)
         status = decided.status
         if decided.create:
-            slot = status["lastScheduleTime"]
+            assert status.last_schedule_time is not None  # the slot it starts
+            slot = timestamp(status.last_schedule_time)
             refused = self.kube.create_experiment(run_manifest(body, decided.create, slot))
             status = self._after_create(body, version, status, decided.create, refused, now, event)
         for doomed in decided.delete:
@@ -123,34 +109,34 @@ class ScheduleReconciler:
         self,
         body: Mapping[str, Any],
         version: str | None,
-        status: dict[str, Any],
+        status: ScheduleStatus,
         run: str,
         refused: str | None,
         now: datetime,
         event: EventSink,
-    ) -> dict[str, Any]:
+    ) -> ScheduleStatus:
         """A run the apiserver refused (an admission policy, a quota) is a slot missed, with
         the RunRefused condition and event saying why; the next run it takes clears it."""
-        was = condition_in(status.get("conditions"), "RunRefused")
+        was = condition_of(status.conditions, "RunRefused")
         if refused is None and not (was and was.true):
             return status
         generation = int(body["metadata"].get("generation", 1))
         if refused is None:
-            conditions = set_condition_in(
-                status["conditions"], "RunRefused", False, "RunCreated", f"run {run} created",
+            conditions = set_condition(
+                status.conditions, "RunRefused", False, "RunCreated", f"run {run} created",
                 generation=generation, now=now,
             )  # fmt: skip
-            changed = status | {"conditions": conditions}
+            changed = status.model_copy(update={"conditions": conditions})
         else:
             message = f"run {run} was refused by the apiserver: {refused}"[:1000]
-            conditions = set_condition_in(status["conditions"], "RunRefused", True, "RunRefused",
+            conditions = set_condition(status.conditions, "RunRefused", True, "RunRefused",
                                        message, generation=generation, now=now)  # fmt: skip
-            changed = status | {
+            changed = status.model_copy(update={
                 "conditions": conditions,
-                "startedRuns": status["startedRuns"] - 1,
-                "active": [a for a in status.get("active") or [] if a != run],
-            }
-            add_count(changed, "missedRuns")
+                "started_runs": (status.started_runs or 1) - 1,
+                "active": [a for a in status.active or [] if a != run],
+            })  # fmt: skip
+            add_count(changed, "missed_runs")
             event("Warning", "RunRefused", message)
         # Lost to a 409, the condition is written when the next slot's run is created or not.
         return changed if self._write(body, version, changed) else status
@@ -158,7 +144,7 @@ class ScheduleReconciler:
     def _reject(
         self,
         body: Mapping[str, Any],
-        old: dict[str, Any],
+        old: ScheduleStatus,
         error: SpecError,
         event: EventSink,
         generation: int,
@@ -167,19 +153,21 @@ class ScheduleReconciler:
         """A spec the schema could not refuse (an unknown time zone): no run starts, and the
         Ready condition names the field."""
         message = "; ".join(error.problems)
-        was = condition_in(old.get("conditions"), "Ready")
+        was = condition_of(old.conditions, "Ready")
         if was and was.reason == "InvalidSpec" and was.message == message:
             return
-        conditions = set_condition_in(
-            old.get("conditions"), "Ready", False, "InvalidSpec",
-            message[:1000], generation=generation, now=now,
+        conditions = set_condition(
+            old.conditions, "Ready", False, "InvalidSpec", message[:1000],
+            generation=generation, now=now,
         )  # fmt: skip
-        status = old | {"observedGeneration": generation, "conditions": conditions}
+        status = old.model_copy(
+            update={"observed_generation": generation, "conditions": conditions}
+        )
         if self._write(body, body["metadata"]["resourceVersion"], status):
             event("Warning", "InvalidSpec", message[:1000])
 
     def _write(
-        self, body: Mapping[str, Any], version: str | None, status: dict[str, Any]
+        self, body: Mapping[str, Any], version: str | None, status: ScheduleStatus
     ) -> str | None:
         """The status written, refused if the object changed since `version` was read: two
         operators, or a restarted one and a stale event, never both record a slot. The
@@ -190,3 +178,26 @@ class ScheduleReconciler:
         if written is None:
             log.info("%s/%s changed since read; next pass", namespace, name)
         return written
+
+
+class _FinishedRuns:
+    """A pass's reads of its finished runs: each read once, with its Results (the history's
+    points are the trials' figures)."""
+
+    def __init__(self, kube: Kube, namespace: str) -> None:
+        self.kube, self.namespace = kube, namespace
+        self.read: dict[str, ExperimentStatus | None] = {}
+        self.documents: dict[str, dict[str, Any] | None] = {}
+
+    def _document(self, name: str) -> dict[str, Any] | None:
+        if name not in self.documents:
+            self.documents[name] = self.kube.get_experiment(self.namespace, name, full=True)
+        return self.documents[name]
+
+    def entry(self, name: str) -> HistoryEntry | None:
+        found = self._document(name)
+        return history_entry(found) if found else None
+
+    def plan(self, name: str) -> CapacityPlan | None:
+        found = self._document(name)
+        return ExperimentStatus.read(found.get("status")).capacity_plan if found else None

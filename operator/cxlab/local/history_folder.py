@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from cxlab.inputs import InputError, load_json_document
-from cxlab.schedules.history import entry_of, newest_succeeded
+from cxlab.schedules.history import history_entry, newest_succeeded
+from cxlab.times import parse_time, timestamp
 
 
 def save_run(document: dict[str, Any], folder: Path) -> Path:
     """A copy of the run's document in the folder, under the run's own name."""
     started = (document.get("status") or {}).get("startTime")
-    moment = datetime.fromisoformat(started.replace("Z", "+00:00")) if started else datetime.now()
+    moment = parse_time(started) if started else datetime.now()
     name = f"{document['metadata']['name']}-{int(moment.timestamp())}"
     run = {**document, "metadata": {**document["metadata"], "name": name}}
     folder.mkdir(parents=True, exist_ok=True)
@@ -43,8 +44,10 @@ def load_history(folder: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | N
     if not documents:
         raise InputError(f"{folder}: holds no run; run `cxlab run FILE --history {folder}`")
     entries = sorted(
-        (entry_of(d) for d in documents), key=lambda e: (e.get("scheduledTime", ""), e["run"])
+        (history_entry(d) for d in documents),
+        key=lambda e: (timestamp(e.scheduled_time) if e.scheduled_time else "", e.run),
     )
     by_name = {d["metadata"]["name"]: d for d in documents}
     newest = newest_succeeded(entries)
-    return entries, by_name[newest["run"]] if newest else None
+    # as written: `cxlab history` reads them as a schedule's status.history
+    return [e.document() for e in entries], by_name[newest.run] if newest else None

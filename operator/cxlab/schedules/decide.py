@@ -12,20 +12,26 @@ died before writing the status comes back to the same slot, finds its run, and r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
-from cxlab.conditions import condition_in, set_condition_in
+from cxlab.conditions import Condition, condition_of, set_condition
+from cxlab.experiments.capacity_plan import CapacityPlan
+from cxlab.experiments.status import Phase
 from cxlab.schedules.cron import Schedule
-from cxlab.schedules.history import appended, newest_succeeded
+from cxlab.schedules.history import HistoryEntry, appended, newest_succeeded
 from cxlab.schedules.regression import Policy, Regression, regressions, summary_line
 from cxlab.schedules.spec import ExperimentSchedule
-from cxlab.times import parse_time, timestamp
+from cxlab.schedules.status import (
+    FoundRegression,
+    RegressionCheck,
+    ScheduledPlan,
+    ScheduleStatus,
+)
+from cxlab.times import timestamp
 
-FINISHED = ("Succeeded", "Failed")
 # Regressions listed in status (the condition names the worst; the rest are for `kubectl get
 # -o yaml` and the dashboard): bounded like everything in status.
 MAX_REGRESSIONS_SHOWN = 20
@@ -42,7 +48,7 @@ class RunView:
 
     @property
     def finished(self) -> bool:
-        return self.phase in FINISHED
+        return Phase.ended(self.phase)
 
     @property
     def active(self) -> bool:
@@ -50,10 +56,10 @@ class RunView:
 
 
 @dataclass
-class Pass:
+class ScheduleDecision:
     """What one pass decided: the status to write, then what to do."""
 
-    status: dict[str, Any]
+    status: ScheduleStatus
     create: str | None = None  # the run to create (its slot is status.lastScheduleTime)
     stop: list[str] = field(default_factory=list)  # active runs Replace stops
     delete: list[str] = field(default_factory=list)  # finished runs beyond the limits
@@ -68,10 +74,6 @@ def run_name(schedule: str, slot: datetime) -> str:
     return f"{schedule}-{int(slot.timestamp())}"
 
 
-def _moment(text: str | None) -> datetime | None:
-    return parse_time(text) if text else None
-
-
 def _policy(schedule: ExperimentSchedule) -> Policy:
     regression = schedule.spec.regression
     return Policy(
@@ -83,37 +85,34 @@ def _policy(schedule: ExperimentSchedule) -> Policy:
 
 def decide(
     schedule: ExperimentSchedule,
-    old: Mapping[str, Any],
+    old: ScheduleStatus,
     runs: Sequence[RunView],
-    entry_of: Callable[[str], dict[str, Any] | None],
-    plan_of: Callable[[str], dict[str, Any] | None],
+    entry_of: Callable[[str], HistoryEntry | None],
+    plan_of: Callable[[str], CapacityPlan | None],
     *,
     generation: int,
     now: datetime,
-) -> Pass:
+) -> ScheduleDecision:
     """`entry_of(run)` reads a finished run's history entry (None if the run is gone);
     `plan_of(run)` its status.capacityPlan."""
     spec = schedule.spec
-    status: dict[str, Any] = {k: v for k, v in old.items() if k != "observedGeneration"}
-    status["observedGeneration"] = generation
-    decided = Pass(status)
+    status = old.model_copy(deep=True, update={"observed_generation": generation})
+    decided = ScheduleDecision(status)
     timing, zone = spec.timing()
     _record_finished(schedule, status, runs, entry_of, plan_of, decided)
     _fire(schedule, (timing, zone), status, runs, now, decided)
     _check_regressions(schedule, status, decided, generation=generation, now=now)
-    recorded = {e["run"] for e in status.get("history") or []}
+    recorded = {e.run for e in status.history or []}
     decided.delete = _beyond_limits(spec.successful_runs_history_limit,
                                     spec.failed_runs_history_limit, runs, recorded)  # fmt: skip
     gone = set(decided.delete) | set(decided.stop)
-    status["active"] = sorted(r.name for r in runs if r.active and r.name not in gone)
-    if decided.create:
-        status["active"] = sorted({*status["active"], decided.create})
-    conditions = set_condition_in(
-        status.get("conditions"), "Ready", True, "Scheduling",
-        _ready_message(schedule), generation=generation, now=now,
+    active = {r.name for r in runs if r.active and r.name not in gone}
+    status.active = sorted(active | ({decided.create} if decided.create else set()))
+    status.conditions = set_condition(
+        status.conditions, "Ready", True, "Scheduling", _ready_message(schedule),
+        generation=generation, now=now,
     )  # fmt: skip
-    status["conditions"] = conditions
-    status["nextScheduleTime"] = timestamp(timing.next_after(now, zone, _anchor(schedule)))
+    status.next_schedule_time = timing.next_after(now, zone, _anchor(schedule))
     return decided
 
 
@@ -132,16 +131,16 @@ def _ready_message(schedule: ExperimentSchedule) -> str:
 
 def _record_finished(
     schedule: ExperimentSchedule,
-    status: dict[str, Any],
+    status: ScheduleStatus,
     runs: Sequence[RunView],
-    entry_of: Callable[[str], dict[str, Any] | None],
-    plan_of: Callable[[str], dict[str, Any] | None],
-    decided: Pass,
+    entry_of: Callable[[str], HistoryEntry | None],
+    plan_of: Callable[[str], CapacityPlan | None],
+    decided: ScheduleDecision,
 ) -> None:
     """A history entry for every finished run not yet in the history; the newest succeeded
     run's capacity plan."""
-    history = list(status.get("history") or [])
-    recorded = {e["run"] for e in history}
+    history = list(status.history or [])
+    recorded = {e.run for e in history}
     for run in sorted(runs, key=_slot_order):
         if not run.finished or run.name in recorded:
             continue
@@ -150,25 +149,25 @@ def _record_finished(
             continue
         history = appended(history, entry, schedule.spec.history_limit)
         decided.record.append(run.name)
-        if entry["phase"] == "Succeeded":
-            if entry.get("finishedTime"):
-                status["lastSuccessfulTime"] = entry["finishedTime"]
+        if entry.phase == Phase.SUCCEEDED:
+            if entry.finished_time:
+                status.last_successful_time = entry.finished_time
             plan = plan_of(run.name)
             if plan:
-                status["capacityPlan"] = plan | {"run": run.name}
-        kind = "Normal" if entry["phase"] == "Succeeded" else "Warning"
-        decided.event(kind, f"Run{entry['phase']}", f"run {run.name} {entry['phase']}")
+                status.capacity_plan = ScheduledPlan(**dict(plan), run=run.name)
+        kind = "Normal" if entry.phase == Phase.SUCCEEDED else "Warning"
+        decided.event(kind, f"Run{entry.phase}", f"run {run.name} {entry.phase}")
     if history:
-        status["history"] = history
+        status.history = history
 
 
 def _fire(
     schedule: ExperimentSchedule,
     when: tuple[Schedule, ZoneInfo],
-    status: dict[str, Any],
+    status: ScheduleStatus,
     runs: Sequence[RunView],
     now: datetime,
-    decided: Pass,
+    decided: ScheduleDecision,
 ) -> None:
     """Start the latest slot that came since the last one (CronJob's rule): earlier slots
     missed while the operator was down are counted, never run; the latest too when it is
@@ -178,12 +177,12 @@ def _fire(
         return
     timing, zone = when
     anchor = _anchor(schedule)
-    since = _moment(status.get("lastScheduleTime")) or anchor
+    since = status.last_schedule_time or anchor
     slots = timing.slots(since, now, zone, anchor)
     if slots.latest is None:
         return
     latest = slots.latest
-    status["lastScheduleTime"] = timestamp(latest)
+    status.last_schedule_time = latest
     missed = slots.count - 1
     if missed:
         at_least = "at least " if slots.truncated else ""
@@ -194,7 +193,7 @@ def _fire(
     name = run_name(schedule.metadata.name, latest)
     if any(r.name == name for r in runs):
         # A pass that created it died before writing the status: the run is this slot's.
-        add_count(status, "startedRuns")
+        add_count(status, "started_runs")
     elif deadline is not None and now - latest > timedelta(seconds=deadline):
         missed += 1
         late = (now - latest).total_seconds()
@@ -202,103 +201,112 @@ def _fire(
                       f"past startingDeadlineSeconds ({deadline}): not started")  # fmt: skip
     else:
         _start(schedule, status, runs, latest, decided)
-    add_count(status, "missedRuns", missed)
+    add_count(status, "missed_runs", missed)
 
 
 def _start(
     schedule: ExperimentSchedule,
-    status: dict[str, Any],
+    status: ScheduleStatus,
     runs: Sequence[RunView],
     slot: datetime,
-    decided: Pass,
+    decided: ScheduleDecision,
 ) -> None:
     """The slot's run, unless another is going: Forbid skips the slot, Replace stops it."""
     active = [r.name for r in runs if r.active]
     if active and schedule.spec.concurrency_policy == "Forbid":
-        add_count(status, "skippedRuns")
+        add_count(status, "skipped_runs")
         decided.event("Normal", "RunSkipped", f"slot {timestamp(slot)} skipped: "
                       f"{', '.join(active)} still runs (concurrencyPolicy Forbid)")  # fmt: skip
         return
     if active:
         decided.stop = active
-        add_count(status, "replacedRuns", len(active))
+        add_count(status, "replaced_runs", len(active))
         decided.event("Normal", "RunReplaced", f"stopping {', '.join(active)} for the run of "
                       f"{timestamp(slot)} (concurrencyPolicy Replace)")  # fmt: skip
     decided.create = run_name(schedule.metadata.name, slot)
-    add_count(status, "startedRuns")
+    add_count(status, "started_runs")
     decided.event("Normal", "RunStarted", f"run {decided.create} for {timestamp(slot)}")
 
 
-def add_count(status: dict[str, Any], key: str, more: int = 1) -> None:
-    """One of status' run counters (startedRuns, skippedRuns, ...) grown; never written 0."""
+def add_count(status: ScheduleStatus, counter: str, more: int = 1) -> None:
+    """One of status' run counters (started_runs, skipped_runs, ...) grown; never written 0."""
     if more:
-        status[key] = int(status.get(key, 0)) + more
+        setattr(status, counter, (getattr(status, counter) or 0) + more)
 
 
 def _check_regressions(
     schedule: ExperimentSchedule,
-    status: dict[str, Any],
-    decided: Pass,
+    status: ScheduleStatus,
+    decided: ScheduleDecision,
     *,
     generation: int,
     now: datetime,
 ) -> None:
     """Compare the newest succeeded run with its baseline, when either changed (a run was
     recorded, or the acknowledged run or the policy was edited)."""
-    history = status.get("history") or []
+    history = status.history or []
     policy, acknowledged = _policy(schedule), schedule.spec.regression.acknowledged_run
-    newest = (newest_succeeded(history) or {}).get("run")
-    key = f"{newest}|{acknowledged}|{policy}"
-    previous = status.get("regression") or {}
-    if newest is None or previous.get("checked") == key:
+    newest = newest_succeeded(history)
+    key = f"{newest.run if newest else None}|{acknowledged}|{policy}"
+    previous = status.regression
+    if newest is None or (previous is not None and previous.checked == key):
         return
-    found = regressions(history, policy, acknowledged)
-    names = {e["run"] for e in history}
-    result: dict[str, Any] = {
-        "checked": key,
-        "run": newest,
-        "found": [_shown(r) for r in found[:MAX_REGRESSIONS_SHOWN]],
-    }
-    if acknowledged:
-        result["acknowledgedRun"] = acknowledged
-    status["regression"] = result
-    status["regressed"] = bool(found)
+    # The regression test reads the history as written (issue 28 takes it to the typed entries).
+    found = regressions([e.document() for e in history], policy, acknowledged)
+    status.regression = RegressionCheck(
+        checked=key, run=newest.run, acknowledged_run=acknowledged,
+        found=[_shown(r) for r in found[:MAX_REGRESSIONS_SHOWN]],
+    )  # fmt: skip
+    status.regressed = bool(found)
     if found:  # out of the next runs' baselines until acknowledged
-        status["history"] = [e | {"regressed": True} if e["run"] == newest else e for e in history]
-    conditions = list(status.get("conditions") or [])
+        status.history = [
+            e.model_copy(update={"regressed": True}) if e.run == newest.run else e for e in history
+        ]
+    status.conditions = _regressed_condition(
+        status, found, newest.run, previous, acknowledged, generation=generation, now=now,
+        decided=decided,
+    )  # fmt: skip
+
+
+def _regressed_condition(
+    status: ScheduleStatus,
+    found: list[Regression],
+    newest: str,
+    previous: RegressionCheck | None,
+    acknowledged: str | None,
+    *,
+    generation: int,
+    now: datetime,
+    decided: ScheduleDecision,
+) -> list[Condition]:
+    """Regressed True naming the worst (an event when it newly regressed), or False saying
+    why not."""
+    conditions = status.conditions or []
     if found:
         message = summary_line(found)
-        if (
-            not (regressed := condition_in(conditions, "Regressed"))
-            or not regressed.true
-            or previous.get("run") != newest
-        ):
+        was = condition_of(conditions, "Regressed")
+        if not (was and was.true) or (previous is not None and previous.run != newest):
             decided.event("Warning", "Regressed", message)
-        conditions = set_condition_in(conditions, "Regressed", True, "Regressed", message,
-                                   generation=generation, now=now)  # fmt: skip
+        return set_condition(conditions, "Regressed", True, "Regressed", message,
+                             generation=generation, now=now)  # fmt: skip
+    names = {e.run for e in status.history or []}
+    if acknowledged and acknowledged not in names:
+        why = (f"spec.regression.acknowledgedRun {acknowledged!r} is not in the history: "
+               f"name a run listed in status.history")  # fmt: skip
+        reason = "UnknownAcknowledgedRun"
     else:
-        if acknowledged and acknowledged not in names:
-            why = (f"spec.regression.acknowledgedRun {acknowledged!r} is not in the history: "
-                   f"name a run listed in status.history")  # fmt: skip
-            reason = "UnknownAcknowledgedRun"
-        else:
-            why = f"run {newest}: no metric changed beyond the policy against its baseline"
-            reason = "Acknowledged" if acknowledged == newest else "NoRegression"
-        conditions = set_condition_in(conditions, "Regressed", False, reason, why,
-                                   generation=generation, now=now)  # fmt: skip
-    status["conditions"] = conditions
+        why = f"run {newest}: no metric changed beyond the policy against its baseline"
+        reason = "Acknowledged" if acknowledged == newest else "NoRegression"
+    return set_condition(conditions, "Regressed", False, reason, why,
+                         generation=generation, now=now)  # fmt: skip
 
 
-def _shown(found: Regression) -> dict[str, Any]:
-    return {
-        "point": found.point,
-        "metric": found.metric,
-        "before": found.before,
-        "after": found.after,
-        "change": round(found.change, 4),
-        "pValue": float(f"{found.p_value:.3g}"),
-        "baselineRuns": len(found.baseline),
-    }
+def _shown(found: Regression) -> FoundRegression:
+    return FoundRegression(
+        point=found.point, metric=found.metric, before=found.before, after=found.after,
+        change=round(found.change, 4), p_value=float(f"{found.p_value:.3g}"),
+        baseline_runs=len(found.baseline),
+    )  # fmt: skip
 
 
 def _slot_order(run: RunView) -> tuple[float, str]:
@@ -311,7 +319,7 @@ def _beyond_limits(
     """Finished runs past the limits, oldest first; only once their entry is in the history,
     never one still going."""
     done = sorted((r for r in runs if r.finished and not r.deleting), key=_slot_order)
-    keep = {"Succeeded": succeeded, "Failed": failed}
+    keep = {Phase.SUCCEEDED: succeeded, Phase.FAILED: failed}
     doomed = []
     for phase, limit in keep.items():
         mine = [r for r in done if r.phase == phase]

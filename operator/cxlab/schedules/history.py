@@ -18,7 +18,7 @@ from cxlab.experiments.resource import ConcurrencyExperiment, parse_experiment
 from cxlab.experiments.status import ExperimentStatus, Phase
 from cxlab.experiments.summary import group_points
 from cxlab.shape import Maybe, Shape
-from cxlab.times import parse_time
+from cxlab.times import parse_time, timestamp
 from cxlab_contract.durations import format_duration
 from cxlab_contract.result import Result
 
@@ -132,8 +132,12 @@ def _by_name(by_alias: Mapping[str, float]) -> dict[str, float]:
 
 
 def entry_of(document: Mapping[str, Any], scheduled_time: str | None = None) -> dict[str, Any]:
-    """The history entry of a finished run (as written to the schedule's status); its slot
-    from the run's annotation unless given."""
+    """history_entry as written (to a schedule's status, or read from a history folder)."""
+    return history_entry(document, scheduled_time).document()
+
+
+def history_entry(document: Mapping[str, Any], scheduled_time: str | None = None) -> HistoryEntry:
+    """The history entry of a finished run; its slot from the run's annotation unless given."""
     metadata = document["metadata"]
     experiment = parse_experiment(dict(document))
     status = ExperimentStatus.read(document.get("status"))
@@ -152,33 +156,37 @@ def entry_of(document: Mapping[str, Any], scheduled_time: str | None = None) -> 
             display=plan.display, pods=plan.pods, cores=plan.cores, variant=plan.choice
         ),
     )  # fmt: skip
-    return entry.document()
+    return entry
 
 
-def newest_succeeded(history: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+def newest_succeeded(history: Sequence[HistoryEntry]) -> HistoryEntry | None:
     """The newest entry of a succeeded run: what is compared, planned from and shown."""
-    return next((e for e in reversed(history) if e["phase"] == "Succeeded"), None)
+    return next((e for e in reversed(history) if e.phase == Phase.SUCCEEDED), None)
 
 
 def appended(
-    history: Sequence[Mapping[str, Any]], entry: Mapping[str, Any], limit: int
-) -> list[dict[str, Any]]:
+    history: Sequence[HistoryEntry], entry: HistoryEntry, limit: int
+) -> list[HistoryEntry]:
     """The history with the entry in its place (by scheduled time, then name): at most
-    `limit` entries and MAX_HISTORY_BYTES, the oldest going first. An entry for a run already
-    there replaces it, so recording a run twice (a restart between two writes) keeps one.
-    Only the newest succeeded entry keeps its repetitions' samples: the regression test reads
-    them for the run it judges, and the baseline by the runs' medians."""
-    kept = [dict(e) for e in history if e["run"] != entry["run"]] + [dict(entry)]
-    kept.sort(key=lambda e: (e.get("scheduledTime") or "", e["run"]))
-    newest = (newest_succeeded(kept) or {}).get("run")
-    kept = [e if e["run"] == newest else _without_samples(e) for e in kept][-limit:]
-    while len(kept) > 1 and len(json.dumps(kept, separators=(",", ":"))) > MAX_HISTORY_BYTES:
+    `limit` entries and MAX_HISTORY_BYTES as written, the oldest going first. An entry for a
+    run already there replaces it, so recording a run twice (a restart between two writes)
+    keeps one. Only the newest succeeded entry keeps its repetitions' samples: the
+    regression test reads them for the run it judges, and the baseline by the runs' medians."""
+    kept = [e for e in history if e.run != entry.run] + [entry]
+    kept.sort(key=lambda e: (timestamp(e.scheduled_time) if e.scheduled_time else "", e.run))
+    newest = newest_succeeded(kept)
+    kept = [e if e is newest else _without_samples(e) for e in kept][-limit:]
+    while len(kept) > 1 and _size(kept) > MAX_HISTORY_BYTES:
         kept.pop(0)
     return kept
 
 
-def _without_samples(entry: dict[str, Any]) -> dict[str, Any]:
-    if not entry.get("points"):
+def _size(history: Sequence[HistoryEntry]) -> int:
+    return len(json.dumps([e.document() for e in history], separators=(",", ":")))
+
+
+def _without_samples(entry: HistoryEntry) -> HistoryEntry:
+    if not entry.points:
         return entry
-    points = [{k: v for k, v in p.items() if k != "samples"} for p in entry["points"]]
-    return entry | {"points": points}
+    points = [p.model_copy(update={"samples": None}) for p in entry.points]
+    return entry.model_copy(update={"points": points})

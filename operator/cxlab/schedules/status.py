@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from cxlab.conditions import Condition
 from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.schedules.history import HistoryEntry
-from cxlab.shape import Shape, optional
+from cxlab.shape import Maybe, Shape, optional
 
 
 class FoundRegression(Shape):
@@ -35,14 +36,14 @@ class RegressionCheck(Shape):
     """What was compared (run, acknowledged run, policy): compared again when it changes."""
     run: str
     """The run compared."""
-    acknowledged_run: str = optional()
-    found: list[FoundRegression] = optional()
+    acknowledged_run: Maybe[str] = None
+    found: Maybe[list[FoundRegression]] = None
 
 
 class ScheduledPlan(CapacityPlan):
     """The newest succeeded run's capacity plan (its status.capacityPlan)."""
 
-    run: str = optional()
+    run: Maybe[str] = None
     """The run it comes from."""
 
 
@@ -50,32 +51,32 @@ class ScheduleStatus(Shape):
     """Written by the operator: the runs started, skipped and missed, their history, the
     newest comparison and capacity plan."""
 
-    observed_generation: int = optional()
-    last_schedule_time: datetime = optional()
+    observed_generation: Maybe[int] = None
+    last_schedule_time: Maybe[datetime] = None
     """The most recent slot the operator acted on (started, skipped or missed)."""
-    next_schedule_time: datetime = optional()
-    last_successful_time: datetime = optional()
-    active: list[str] = optional()
+    next_schedule_time: Maybe[datetime] = None
+    last_successful_time: Maybe[datetime] = None
+    active: Maybe[list[str]] = None
     """Runs going on."""
-    started_runs: int = optional()
-    skipped_runs: int = optional()
+    started_runs: Maybe[int] = None
+    skipped_runs: Maybe[int] = None
     """Slots skipped because a run was still going (concurrencyPolicy Forbid)."""
-    missed_runs: int = optional()
+    missed_runs: Maybe[int] = None
     """Slots that passed while the operator was down, or past startingDeadlineSeconds."""
-    replaced_runs: int = optional()
+    replaced_runs: Maybe[int] = None
     """Runs stopped for a newer slot (concurrencyPolicy Replace)."""
-    history: list[HistoryEntry] = optional()
+    history: Maybe[list[HistoryEntry]] = None
     """One compact entry per finished run, oldest first, at most spec.historyLimit."""
-    regression: RegressionCheck = optional()
-    regressed: bool = optional()
+    regression: Maybe[RegressionCheck] = None
+    regressed: Maybe[bool] = None
     """Whether the newest run regressed (the Regressed condition, for a printer column)."""
-    capacity_plan: ScheduledPlan = optional()
-    conditions: list[Condition] = optional(
+    capacity_plan: Maybe[ScheduledPlan] = None
+    conditions: Maybe[list[Condition]] = optional(
         {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
     )
 
 
-def checked(status: dict[str, Any]) -> dict[str, Any]:
-    """The status, once it is known to have the typed shape (ValueError if not)."""
+def checked(status: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A status document, once it is known to have the typed shape (ValueError if not)."""
     ScheduleStatus.read(status)
     return status

@@ -265,6 +265,7 @@ def operator_command(args: argparse.Namespace) -> int:
     if not args.verbose:  # "Handler 'pod_changed' succeeded", for every Pod event: noise
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     handlers.METRICS = OperatorMetrics()
+    handlers.NAMESPACES = tuple(args.namespace or ())
     if args.metrics_port:  # a standby's too: Prometheus sees both replicas, and which leads
         handlers.METRICS.serve(args.metrics_port)
     election = None

@@ -6,6 +6,7 @@ Run with `cxlab operator` (or `kopf run -m cxlab.controller.handlers --all-names
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +21,7 @@ from cxlab.controller.loop import run_loop
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.pass_state import EventSink
 from cxlab.controller.schedule_pass import LABEL_SCHEDULE, ScheduleReconciler, view_run
+from cxlab.controller.terminating import keep_sweeping
 from cxlab.controller.wakes import Wakes
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 from cxlab.experiments.pod_view import PodPhase, PodView, view_pod
@@ -36,12 +38,15 @@ CONFIG = OperatorConfig.from_environment()
 # Set by `cxlab operator` before kopf starts (served already, a standby's too); made here
 # when kopf runs the handlers itself (`kopf run -m cxlab.controller.handlers`).
 METRICS: OperatorMetrics | None = None
+# The --namespace patterns `cxlab operator` serves (none: every namespace).
+NAMESPACES: tuple[str, ...] = ()
+FINALIZER = f"{GROUP}/finalizer"
 
 
 @kopf.on.startup()
-def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     # Storage under our own group from day one: migrating annotations on live objects is risky.
-    settings.persistence.finalizer = f"{GROUP}/finalizer"
+    settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix=GROUP, key="last-handled-configuration"
@@ -76,10 +81,15 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     memo.schedules = ScheduleReconciler(memo.reconciler.kube, metrics, now)
     memo.wakes = Wakes()
     memo.passes = ThreadPoolExecutor(CONFIG.workers, thread_name_prefix="reconcile")
+    if NAMESPACES:  # kopf leaves out a namespace already terminating when it starts
+        memo.sweeper = asyncio.create_task(keep_sweeping(kube, NAMESPACES, FINALIZER))
 
 
 @kopf.on.cleanup()
 def shut_down(memo: kopf.Memo, **_: Any) -> None:
+    sweeper = memo.get("sweeper")
+    if sweeper is not None:
+        sweeper.cancel()
     passes = memo.get("passes")
     if passes is not None:
         passes.shutdown(wait=True, cancel_futures=True)

@@ -260,6 +260,45 @@ class Kube:
         client = self.core.api_client
         return [client.sanitize_for_serialization(item) for item in found.items]
 
+    def list_namespaces(self) -> list[dict[str, Any]]:
+        response: Any = self.core.list_namespace(_request_timeout=10, _preload_content=False)
+        items: list[dict[str, Any]] = json.loads(response.data)["items"]
+        return items
+
+    def list_experiments(self, namespace: str) -> list[dict[str, Any]]:
+        found: Any = self.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
+        items: list[dict[str, Any]] = found["items"]
+        return items
+
+    def remove_finalizer(self, namespace: str, name: str, finalizer: str) -> bool:
+        """Remove one finalizer from an experiment, if it still has it (a JSON Patch that tests
+        the position it read, so a concurrent change is never overwritten). False when it had
+        none, or is gone."""
+        try:
+            found: Any = self.custom.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name
+            )
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        finalizers = list(found["metadata"].get("finalizers") or [])
+        if finalizer not in finalizers:
+            return False
+        index = finalizers.index(finalizer)
+        path = f"/metadata/finalizers/{index}"
+        patch = [{"op": "test", "path": path, "value": finalizer}, {"op": "remove", "path": path}]
+        try:
+            self.custom.patch_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name, patch,
+                _content_type="application/json-patch+json",
+            )  # fmt: skip
+        except ApiException as error:
+            if error.status in (404, 422):  # gone, or changed since read: the next sweep
+                return False
+            raise
+        return True
+
     def delete_pods(self, namespace: str, selector: str) -> None:
         self.core.delete_collection_namespaced_pod(
             namespace, label_selector=selector, grace_period_seconds=0

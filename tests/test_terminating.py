@@ -1,0 +1,39 @@
+"""Which experiments the sweep of terminating namespaces releases (pure parts of
+cxlab.controller.terminating; tests/cluster/test_cluster_terminating.py runs the whole)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cxlab.controller.terminating import held, matches, terminating
+
+FINALIZER = "cxlab.dev/finalizer"
+
+
+def namespace(name: str, deleting: bool) -> dict[str, Any]:
+    stamp = {"deletionTimestamp": "2026-11-25T10:00:00Z"} if deleting else {}
+    return {"metadata": {"name": name, **stamp}}
+
+
+def test_patterns_are_read_as_kopf_reads_them() -> None:
+    assert matches("cxlab-test-ab12", ["cxlab-test-*"])
+    assert not matches("kube-system", ["cxlab-test-*"])
+    assert matches("team-a", ["team-*", "!team-b"]) and not matches("team-b", ["team-*", "!team-b"])
+
+
+def test_only_our_terminating_namespaces_are_swept() -> None:
+    found = [namespace("cxlab-test-1", True), namespace("cxlab-test-2", False),
+             namespace("other", True)]  # fmt: skip
+    assert terminating(found, ["cxlab-test-*"]) == ["cxlab-test-1"]
+
+
+def test_only_deleted_experiments_holding_our_finalizer_are_released() -> None:
+    def experiment(name: str, deleting: bool, finalizers: list[str]) -> dict[str, Any]:
+        return {"metadata": namespace(name, deleting)["metadata"] | {"finalizers": finalizers}}
+
+    found = [
+        experiment("held", True, [FINALIZER]),
+        experiment("running", False, [FINALIZER]),
+        experiment("someone-elses", True, ["example.com/keep"]),
+    ]
+    assert held(found, FINALIZER) == ["held"]

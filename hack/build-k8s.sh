@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy and
 # kubectl v1.32.4, and etcd at the version Kubernetes 1.32 pins (3.5.16), from the Go module
-# proxy (module hack/k8s) into build/k8s/bin/.
-# Skips the build when the binaries were built from the same go.mod, go.sum and flags.
+# proxy (module hack/k8s) into the machine-wide cache (lib.sh), linked into build/k8s/bin/.
+# Builds only when no checkout of this machine built them from the same go.mod, go.sum, flags
+# and Go.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -16,19 +17,12 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
 
-stamp="$K8S_BIN/.inputs"
 want=$(hash_inputs "$MOD/go.mod" "$MOD/go.sum" "$MOD/etcd" -- "$ldflags" "$(go version)")
-if [[ -f $stamp && $(cat "$stamp") == "$want" ]] &&
-   all_there=$(for c in "${K8S_COMPONENTS[@]}"; do [[ -x $K8S_BIN/$c ]] || echo no; done) && [[ -z $all_there ]]; then
-  log "Kubernetes binaries up to date in ${K8S_BIN#"$ROOT"/}"
-  exit 0
-fi
-
-mkdir -p "$K8S_BIN"
-rm -f "$stamp"
-log "building Kubernetes $K8S_VERSION (cold: about 4 minutes and 3 GB of Go build cache)"
-start=$SECONDS
-cd "$MOD"
-CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$K8S_BIN/" tool ./etcd
-echo "$want" > "$stamp"
-log "built ${K8S_COMPONENTS[*]} in $((SECONDS - start)) s"
+build() { # out
+  log "building Kubernetes $K8S_VERSION (cold: about 4 minutes and 3 GB of Go build cache)"
+  local start=$SECONDS
+  (cd "$MOD" && CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$1/" tool ./etcd)
+  log "built ${K8S_COMPONENTS[*]} in $((SECONDS - start)) s"
+}
+from_cache k8s "$want" "$K8S_BIN" build
+for c in "${K8S_COMPONENTS[@]}"; do [[ -x $K8S_BIN/$c ]] || die "no $c in ${K8S_BIN#"$ROOT"/}"; done

@@ -18,17 +18,17 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 mode=${1:-auto}
-# The host's Python 3.11 (the image's Python) with pip: PYTHON, else the project's
-# virtualenv, else the system's (Debian's python3-pip installed if need be).
+# A Python 3.11 (the image's Python) with pip: PYTHON, else the project's virtualenv (its
+# packages are the pins, so pip's check of what is installed beside them has nothing to say),
+# else the host's, else the system's (Debian's python3-pip installed if need be).
 if [[ -z ${PYTHON:-} ]]; then
-  PYTHON=python3.11
-  if ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
-    if [[ -x $ROOT/.venv/bin/python3.11 ]]; then
-      PYTHON=$ROOT/.venv/bin/python3.11
-    else
-      need_pkgs python3.11:python3 /usr/lib/python3/dist-packages/pip:python3-pip
-      PYTHON=/usr/bin/python3.11
-    fi
+  if [[ -x $ROOT/.venv/bin/python3.11 ]]; then
+    PYTHON=$ROOT/.venv/bin/python3.11
+  elif python3.11 -m pip --version >/dev/null 2>&1; then
+    PYTHON=python3.11
+  else
+    need_pkgs python3.11:python3 /usr/lib/python3/dist-packages/pip:python3-pip
+    PYTHON=/usr/bin/python3.11
   fi
 fi
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -53,18 +53,19 @@ build_pause() {
 }
 
 # Debian bookworm minbase with python3 (python3-minimal lacks urllib.request and http),
-# made once with debootstrap: about a minute and 125 MB.
+# made with debootstrap once per machine (the cache, lib.sh): about a minute and 125 MB.
 build_base() {
-  local dir="$IMAGES/base-bookworm" hash
-  hash=$(hash_inputs -- "bookworm minbase python3 $DEBIAN_MIRROR v1")
-  if [[ -f $dir/layer.tar && $(cat "$dir/.inputs" 2>/dev/null) == "$hash" ]]; then return; fi
+  from_cache base-bookworm "$(hash_inputs -- "bookworm minbase python3 $DEBIAN_MIRROR v1")" \
+    "$IMAGES/base-bookworm" debootstrap_base
+}
+
+debootstrap_base() { # out
+  local dir=$1
   need_pkgs debootstrap:debootstrap
-  log "debootstrap bookworm (minbase + python3) into ${dir#"$ROOT"/}, once"
-  umount_under "$dir"
-  rm -rf "$dir" && mkdir -p "$dir"
+  log "debootstrap bookworm (minbase + python3) into the cache, once per machine"
   trap 'umount_under "$dir"' EXIT
   debootstrap --variant=minbase --include=python3 bookworm "$dir/rootfs" "$DEBIAN_MIRROR" \
-    > "$dir/debootstrap.log" 2>&1 || { tail -20 "$dir/debootstrap.log" >&2; die "debootstrap failed (log: ${dir#"$ROOT"/}/debootstrap.log)"; }
+    > "$dir/debootstrap.log" 2>&1 || { tail -20 "$dir/debootstrap.log" >&2; die "debootstrap failed (log: $dir/debootstrap.log)"; }
   umount_under "$dir"
   trap - EXIT
   # caches and documentation are not needed in a runner image
@@ -72,7 +73,6 @@ build_base() {
     usr/share/doc/* usr/share/man/* usr/share/info/* usr/share/locale/* dev/*)
   make_layer "$dir/rootfs" "$dir/layer.tar"
   rm -rf "$dir/rootfs"
-  echo "$hash" > "$dir/.inputs"
 }
 
 umount_under() { # unmount what debootstrap left mounted (proc, sys) below a folder
@@ -91,12 +91,29 @@ add_nonroot_user() { # rootfs
   echo 'nonroot:x:65532:' >> "$1/etc/group"
 }
 
-pip_target() { # site-packages folder, requirements...
-  local site=$1; shift
-  log "pip install --target: $*"
-  "$PYTHON" -m pip install --quiet --disable-pip-version-check --no-warn-script-location --root-user-action=ignore \
-    --only-binary=:all: --target "$site" "$@"
+SITE=usr/local/lib/python3.11/dist-packages   # the image's site-packages, from its root
+
+# An image's pinned packages as one layer (site-packages, compiled), made once per machine and
+# set of pins (the cache, lib.sh): only the code of the checkout goes into the layer above it.
+# packages_layer image pins...
+packages_layer() {
+  local image=$1; shift
+  ((${#@})) || die "could not read the $image image's pins from pyproject.toml"
+  from_cache "packages-$image" "$(hash_inputs -- "packages v1" "$("$PYTHON" -VV)" "$*")" \
+    "$IMAGES/packages-$image" pip_layer "$@"
+}
+
+pip_layer() { # out requirements...
+  local out=$1 site=$1/root/$SITE; shift
+  log "pip install --target (into the cache, once per machine): $*"
+  mkdir -p "$site" && chmod -R 0755 "$out/root"
+  # --isolated: the host's pip configuration and installed packages are not the image's
+  "$PYTHON" -m pip install --isolated --quiet --disable-pip-version-check --no-warn-script-location \
+    --root-user-action=ignore --only-binary=:all: --target "$site" "$@"
   rm -rf "${site:?}/bin"   # console scripts with the host's interpreter in their #! line
+  "$PYTHON" -m compileall -q "$site"
+  make_layer "$out/root" "$out/layer.tar" --owner=0 --group=0
+  rm -rf "$out/root"
 }
 
 need_python311() {
@@ -104,14 +121,15 @@ need_python311() {
     die "$PYTHON is not Python 3.11, the image's Python (set PYTHON=...)"
 }
 
-# Both Python images end alike: the non-root user, one app layer over the base, the archive
-# (HOME=/tmp and no .pyc writes: the root filesystem is read-only in the Pods).
-finish_python_image() { # dir app tag hash [docker-archive.py options]
-  local dir=$1 app=$2 tag=$3 hash=$4; shift 4
+# Both Python images end alike: the non-root user, the app layer over the base and the packages
+# layer, the archive (HOME=/tmp and no .pyc writes: the root filesystem is read-only in Pods).
+finish_python_image() { # dir app tag hash packages-image [docker-archive.py options]
+  local dir=$1 app=$2 tag=$3 hash=$4 packages=$5; shift 5
   add_nonroot_user "$app"
   make_layer "$app" "$dir/app.tar" --owner=0 --group=0
   "$PYTHON" "$ROOT/hack/images/docker-archive.py" -o "$dir/image.tar" --tag "$tag" \
-    --layer "$IMAGES/base-bookworm/layer.tar" --layer "$dir/app.tar" --user 65532:65532 --workdir /tmp \
+    --layer "$IMAGES/base-bookworm/layer.tar" --layer "$IMAGES/packages-$packages/layer.tar" \
+    --layer "$dir/app.tar" --user 65532:65532 --workdir /tmp \
     --env PATH=/usr/local/bin:/usr/bin:/bin --env HOME=/tmp --env PYTHONDONTWRITEBYTECODE=1 \
     --env PYTHONUNBUFFERED=1 "$@"
   rm -rf "$app" "$dir/app.tar"
@@ -124,8 +142,9 @@ build_runner() {
   build_base
   need_python311
   mapfile -t pins < <(read_pins runner)
-  ((${#pins[@]})) || die "could not read the runner's pins from pyproject.toml"
-  hash=$(hash_inputs "$IMAGES/base-bookworm/.inputs" "$ROOT/hack/image-requirements.py" \
+  packages_layer runner "${pins[@]}"
+  hash=$(hash_inputs "$IMAGES/base-bookworm/.inputs" "$IMAGES/packages-runner/.inputs" \
+    "$ROOT/hack/image-requirements.py" \
     "$ROOT/workloads/python/cxlab_runner" "$ROOT/workloads/python/cxlab_contract" \
     "$ROOT/workloads/go.mod" "$ROOT/workloads/go.sum" \
     "$ROOT/workloads/cmd" "$ROOT/workloads/internal" "$ROOT/hack/images/docker-archive.py" "$ROOT/hack/images.sh" \
@@ -134,7 +153,7 @@ build_runner() {
   log "building image $RUNNER_IMAGE"
   rm -rf "$dir" && mkdir -p "$dir"
   app="$dir/app"
-  site="$app/usr/local/lib/python3.11/dist-packages"
+  site="$app/$SITE"
   mkdir -p "$site" "$app/usr/local/bin" "$app/etc"
   chmod -R 0755 "$app"
 
@@ -142,12 +161,11 @@ build_runner() {
   (cd "$ROOT/workloads" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' \
     -o "$app/usr/local/bin/" ./cmd/cxlab-runner-go ./cmd/cxlab-delay)
 
-  pip_target "$site" "${pins[@]}"
   # the runner and the contract it reads (models, buckets, the Result bound)
   cp -r --preserve=timestamps "$ROOT/workloads/python/cxlab_runner" "$ROOT/workloads/python/cxlab_contract" "$site/"
   find "$site/cxlab_runner" "$site/cxlab_contract" -name __pycache__ -prune -exec rm -rf {} +
   "$PYTHON" -m compileall -q "$site/cxlab_runner" "$site/cxlab_contract"
-  finish_python_image "$dir" "$app" "$RUNNER_IMAGE" "$hash"
+  finish_python_image "$dir" "$app" "$RUNNER_IMAGE" "$hash" runner
 }
 
 # The operator, laid out as in the repository: /app/operator/cxlab and
@@ -159,8 +177,9 @@ build_operator() {
   build_base
   need_python311
   mapfile -t pins < <(read_pins operator)
-  ((${#pins[@]})) || die "could not read the operator's pins from pyproject.toml"
-  hash=$(hash_inputs "$IMAGES/base-bookworm/.inputs" "$ROOT/hack/image-requirements.py" \
+  packages_layer operator "${pins[@]}"
+  hash=$(hash_inputs "$IMAGES/base-bookworm/.inputs" "$IMAGES/packages-operator/.inputs" \
+    "$ROOT/hack/image-requirements.py" \
     "$ROOT/operator/cxlab" "$ROOT/workloads/python/cxlab_contract" \
     "$ROOT/hack/images/docker-archive.py" "$ROOT/hack/images.sh" \
     -- "$OPERATOR_IMAGE" "$("$PYTHON" -VV)" "${pins[*]}")
@@ -168,15 +187,13 @@ build_operator() {
   log "building image $OPERATOR_IMAGE"
   rm -rf "$dir" && mkdir -p "$dir"
   app="$dir/app"
-  site="$app/usr/local/lib/python3.11/dist-packages"
-  mkdir -p "$site" "$app/app/operator" "$app/app/workloads/python" "$app/etc"
+  mkdir -p "$app/app/operator" "$app/app/workloads/python" "$app/etc"
   chmod -R 0755 "$app"
-  pip_target "$site" "${pins[@]}"
   cp -r --preserve=timestamps "$ROOT/operator/cxlab" "$app/app/operator/"
   cp -r --preserve=timestamps "$ROOT/workloads/python/cxlab_contract" "$app/app/workloads/python/"
   find "$app/app" -name __pycache__ -prune -exec rm -rf {} +
-  "$PYTHON" -m compileall -q "$app/app" "$site"
-  finish_python_image "$dir" "$app" "$OPERATOR_IMAGE" "$hash" \
+  "$PYTHON" -m compileall -q "$app/app"
+  finish_python_image "$dir" "$app" "$OPERATOR_IMAGE" "$hash" operator \
     --env PYTHONPATH=/app/operator:/app/workloads/python \
     --entrypoint python3 --entrypoint=-m --entrypoint cxlab.cli --entrypoint operator
 }

@@ -130,13 +130,8 @@ start() {
     crd/resourceflavors.kueue.x-k8s.io >/dev/null
   mkdir -p "$CLUSTER/pids"
   # The visibility API server wants an in-cluster configuration (it exits without one).
-  if ! start_detached "$PID_FILE" "$KUEUE/kueue.log" "$KUEUE_BIN" --config="$KUEUE/config.yaml" \
-    --feature-gates=VisibilityOnDemand=false; then
-    log "error: Kueue exited as it started"
-    log_tail "$KUEUE/kueue.log" >&2
-    rm -f "$PID_FILE"
-    exit 1
-  fi
+  start_tool Kueue "$PID_FILE" "$KUEUE/kueue.log" "$KUEUE_BIN" --config="$KUEUE/config.yaml" \
+    --feature-gates=VisibilityOnDemand=false
   register_webhooks
   wait_ready
   read -r pid _ < "$PID_FILE"
@@ -158,10 +153,4 @@ stop() {
   log "Kueue stopped"
 }
 
-case ${1:-} in
-  build) build ;;
-  start) start ;;
-  stop) stop ;;
-  status) running_pid >/dev/null ;;
-  *) die "usage: $0 build|start|stop|status" ;;
-esac
+tool_main "build|start|stop|status" "$@"

@@ -78,19 +78,14 @@ start() {
     # controller would otherwise mark the nodes NotReady after 40 s and evict their Pods); the
     # node status itself changes rarely (the heartbeat Stage), so 100 nodes cost little.
     # --cidr: room for every Pod of 100 busy nodes (a /24 has 254 addresses).
-    if ! start_detached "$PID_FILE" "$KWOK/kwok.log" "$KWOK_BIN" \
+    start_tool KWOK "$PID_FILE" "$KWOK/kwok.log" "$KWOK_BIN" \
       --kubeconfig="$KUBECONFIG_FILE" \
       --manage-nodes-with-label-selector="$LABEL" \
       --config="$MOD/stages.yaml" \
       --node-lease-duration-seconds=40 \
       --cidr=10.128.0.0/16 \
       --node-ip=192.0.2.200 \
-      --v="${KWOK_LOG_LEVEL:-WARN}"; then
-      log "error: KWOK exited as it started"
-      log_tail "$KWOK/kwok.log" >&2
-      rm -f "$PID_FILE"
-      exit 1
-    fi
+      --v="${KWOK_LOG_LEVEL:-WARN}"
     read -r pid _ < "$PID_FILE"
     echo "$stages" > "$KWOK/stages.inputs"
   fi
@@ -125,10 +120,4 @@ for pod in json.load(sys.stdin)["items"]:
   log "KWOK stopped, its fake nodes deleted"
 }
 
-case ${1:-} in
-  build) build ;;
-  start) start ;;
-  stop) stop ;;
-  status) running_pid >/dev/null ;;
-  *) die "usage: $0 build|start [nodes]|stop|status" ;;
-esac
+tool_main "build|start [nodes]|stop|status" "$@"

@@ -38,20 +38,59 @@ need_pkgs() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# sha256 over files (contents and relative names) and extra strings: hash_inputs FILE... -- STRING...
+# sha256 over files (contents and names relative to the file or folder given) and extra
+# strings: hash_inputs FILE... -- STRING... The same for the same inputs in any checkout, so
+# that the machine-wide cache (below) is shared by them.
 hash_inputs() {
   {
     while (($#)) && [[ $1 != -- ]]; do
       if [[ -d $1 ]]; then
         (cd "$1" && find . -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
       else
-        sha256sum "$1"
+        printf '%s  %s\n' "$(sha256sum < "$1" | cut -d' ' -f1)" "$(basename "$1")"
       fi
       shift
     done
     [[ ${1:-} == -- ]] && shift
     printf '%s\n' "$@"
   } | sha256sum | cut -d' ' -f1
+}
+
+# ---- the machine-wide cache ----------------------------------------------------------------
+# What does not depend on the checkout (Kubernetes and etcd, Kueue, KWOK, Helm, Prometheus, the
+# images' Debian base) is built once per machine and version, into $CACHE/<name>/<inputs hash>/,
+# and linked from there into a checkout's build/: a fresh clone on a machine that built them
+# once starts its cluster in about a minute. `make clean-cache` empties it.
+CACHE=${CXLAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cxlab}
+
+# from_cache NAME HASH DEST BUILD [ARGS...]: the folder DEST (under build/) holds NAME built
+# from the inputs HASH, hard-linked (or copied) from the cache; the first time on the machine
+# `BUILD OUT ARGS...` builds it into the folder OUT. Built under a lock (two checkouts build it
+# once) into a temporary folder renamed when done (a build cut short leaves nothing behind).
+# DEST/.inputs skips all of it while the hash is the same.
+from_cache() {
+  local name=$1 hash=$2 dest=$3 build=$4 dir=$CACHE/$1/$2; shift 4
+  if [[ $(cat "$dest/.inputs" 2>/dev/null) == "$hash" ]] && [[ -n $(ls -A "$dest" 2>/dev/null | grep -v '^\.inputs$') ]]; then
+    return 0
+  fi
+  mkdir -p "$CACHE/$name"
+  (
+    exec 8>"$CACHE/$name/.lock"
+    if ! flock -n 8; then
+      log "waiting for another checkout building $name into the cache"
+      flock 8
+    fi
+    if [[ ! -f $dir/.complete ]]; then
+      rm -rf "$dir.partial" && mkdir -p "$dir.partial"
+      "$build" "$dir.partial" "$@"
+      touch "$dir.partial/.complete"
+      rm -rf "$dir" && mv "$dir.partial" "$dir"
+    fi
+  )
+  rm -rf "$dest" && mkdir -p "$dest"
+  cp -al "$dir/." "$dest/" 2>/dev/null || cp -a "$dir/." "$dest/"
+  rm -f "$dest/.complete"
+  echo "$hash" > "$dest/.inputs"
 }
 
 # ---- the cluster ----------------------------------------------------------------------------
@@ -98,18 +137,16 @@ component_pid() {
 }
 
 # A Go program built from a module of hack/ that names it with a `tool` directive (Kueue,
-# KWOK): into DIR/bin/, again only when the module's go.mod/go.sum or Go itself changed.
-# build_tool_module MODULE_DIR DIR NAME MINUTES
+# KWOK): into DIR/bin/ from the cache, built again only when the module's go.mod/go.sum or Go
+# itself changed. build_tool_module MODULE_DIR DIR NAME MINUTES
 build_tool_module() {
-  local mod=$1 dir=$2 name=$3 want stamp="$2/bin/.inputs"
-  want=$(hash_inputs "$mod/go.mod" "$mod/go.sum" -- "$(go version)")
-  if [[ -x $dir/bin/$(basename "$dir") && $(cat "$stamp" 2>/dev/null) == "$want" ]]; then
-    return 0
-  fi
-  log "building $name from the Go module proxy (about $4 min cold)"
-  mkdir -p "$dir/bin"
-  (cd "$mod" && CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "-s -w" -o "$dir/bin/" tool)
-  echo "$want" > "$stamp"
+  local mod=$1 dir=$2 name=$3 minutes=$4
+  from_cache "$(basename "$dir")" "$(hash_inputs "$mod/go.mod" "$mod/go.sum" -- "$(go version)")" \
+    "$dir/bin" _build_tool "$mod" "$name" "$minutes"
+}
+_build_tool() { # out module name minutes
+  log "building $3 from the Go module proxy (about $4 min cold)"
+  (cd "$2" && CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "-s -w" -o "$1/" tool)
 }
 
 # Stopping a process by the pid recorded for it.
@@ -148,6 +185,29 @@ start_detached() { # pidfile logfile executable args...
     ((SECONDS < deadline)) || return 1
     sleep 0.05
   done
+}
+
+# A tool beside the cluster (Kueue, KWOK) started detached, or its failure said (the end of its
+# log) and the script ended: start_tool name pidfile logfile executable args...
+start_tool() {
+  local name=$1 pidfile=$2 logfile=$3; shift 3
+  if ! start_detached "$pidfile" "$logfile" "$@"; then
+    log "error: $name exited as it started"
+    log_tail "$logfile" >&2
+    rm -f "$pidfile"
+    exit 1
+  fi
+}
+
+# The commands of such a tool's script: build, start, stop and status, the script's functions
+# of those names (status: its running_pid). tool_main "usage" "$@"
+tool_main() {
+  local usage=$1; shift
+  case ${1:-} in
+    build | start | stop) "$1" ;;
+    status) running_pid >/dev/null ;;
+    *) die "usage: $0 $usage" ;;
+  esac
 }
 
 # The last lines a log got from its latest start (start_detached marks each with "=== "),

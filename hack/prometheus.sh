@@ -8,10 +8,10 @@
 # Listens on 127.0.0.1:$PROMETHEUS_PORT.
 #
 # The server and promtool are built from the Go module proxy (github.com/prometheus/prometheus,
-# like Kubernetes in build-k8s.sh) into build/prometheus/bin/: Debian's prometheus 2.42 is
-# built without Kubernetes service discovery (no kubernetes_sd_configs). About 3 min cold on
-# two cores, skipped while build/prometheus/bin/.inputs matches. No web UI assets: the HTTP API
-# (and /metrics) only.
+# like Kubernetes in build-k8s.sh) into the machine-wide cache, linked into build/prometheus/bin/:
+# Debian's prometheus 2.42 is built without Kubernetes service discovery (no
+# kubernetes_sd_configs). About 3 min cold on two cores, once per machine and version. No web
+# UI assets: the HTTP API (and /metrics) only.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -32,9 +32,10 @@ PROMTOOL="$PROM_BIN/promtool"
 build() {
   local inputs
   inputs="$PROM_MODULE@$PROM_MODULE_VERSION tags=$PROM_BUILD_TAGS $(go version 2>/dev/null)"
-  if [[ -x $PROMETHEUS && -x $PROMTOOL && $(cat "$PROM_BIN/.inputs" 2>/dev/null) == "$inputs" ]]; then
-    return 0
-  fi
+  from_cache prometheus "$(hash_inputs -- "$inputs")" "$PROM_BIN" build_into
+}
+
+build_into() { # out
   need_pkgs go:golang-go
   log "building Prometheus $PROM_VERSION from the Go module proxy (about 3 min cold)"
   local source
@@ -43,11 +44,9 @@ build() {
   source=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "$PROM_MODULE@$PROM_MODULE_VERSION" |
     sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
   [[ -d $source ]] || die "could not download $PROM_MODULE@$PROM_MODULE_VERSION"
-  mkdir -p "$PROM_BIN"
   (cd "$source" && GOWORK=off CGO_ENABLED=0 go build -trimpath -tags "$PROM_BUILD_TAGS" \
     -ldflags "-X github.com/prometheus/common/version.Version=$PROM_VERSION" \
-    -o "$PROM_BIN/" ./cmd/prometheus ./cmd/promtool)
-  echo "$inputs" > "$PROM_BIN/.inputs"
+    -o "$1/" ./cmd/prometheus ./cmd/promtool)
 }
 
 # Write the configuration (the same bytes for the same inputs).

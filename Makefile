@@ -38,9 +38,8 @@ seeds-doc: deps ## Run every seed's example, write manifests/examples/seeds.md: 
 ##@ Develop
 
 .PHONY: test
-test: test-deps lint helm ## Lint, type-check, every test: Go, Python, the operator and its Helm chart on a local cluster it brings up
-	cd workloads && go test ./...
-	pytest
+test: ## Lint, type-check, every test: Go, Python (in parallel), the operator and its Helm chart on a local cluster it brings up; prints the time of each phase and the ten slowest tests
+	hack/test.sh
 
 .PHONY: lint
 lint: deps ## ruff, mypy, gofmt and go vet
@@ -83,17 +82,8 @@ bench-scale: deps kwok-up ## The operator at scale on KWOK: 50 experiments x 100
 	python operator/bench/bench_scale.py
 
 .PHONY: helm
-helm: $(BIN)/helm ## Build Helm (v3.16.4) into build/bin/ from the Go module proxy (once, about 1.5-5 min cold)
-
-# go install leaves Helm's version and its default Kubernetes version (for `helm template` and
-# `helm lint`; 1.20 otherwise) unset: the ldflags of Helm's own Makefile set them.
-HELM_VERSION := v3.16.4
-HELM_PKG := helm.sh/helm/v3
-HELM_LDFLAGS := -X $(HELM_PKG)/internal/version.version=$(HELM_VERSION) \
-  -X $(HELM_PKG)/internal/version.gitTreeState=clean \
-  $(foreach p,pkg/lint/rules pkg/chartutil,-X $(HELM_PKG)/$(p).k8sVersionMajor=1 -X $(HELM_PKG)/$(p).k8sVersionMinor=32)
-$(BIN)/helm:
-	GOBIN=$(CURDIR)/$(BIN) GOSUMDB=off go install -ldflags '$(HELM_LDFLAGS)' $(HELM_PKG)/cmd/helm@$(HELM_VERSION)
+helm: ## Build Helm (v3.16.4) from the Go module proxy into the machine cache, linked as build/bin/helm (once per machine, about 1.5-5 min cold)
+	hack/helm.sh
 
 .PHONY: chart-sync
 chart-sync: ## Copy the CRDs and the dashboards into the Helm chart (charts/cxlab/); tests fail on drift
@@ -138,8 +128,12 @@ build/.chromium:
 	touch $@
 
 .PHONY: clean
-clean: prometheus-down cluster-down ## Stop the cluster, remove build outputs (Kubernetes too: a cold rebuild) and results
+clean: prometheus-down cluster-down ## Stop the cluster, remove this checkout's build outputs and results (the machine cache stays)
 	rm -rf build out
+
+.PHONY: clean-cache
+clean-cache: ## Empty the machine-wide cache of Kubernetes, etcd, Kueue, KWOK, Helm, Prometheus and the image base (every checkout then builds them again)
+	rm -rf "$${CXLAB_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/cxlab}"
 
 .PHONY: help
 help: ## List the targets
@@ -154,6 +148,12 @@ cluster-up: ## Start the local cluster, building what it needs; a no-op when it 
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster and clean up after it (containers, mounts, cni0, iptables); safe to repeat
 	hack/cluster-down.sh
+
+.PHONY: tools
+tools: ## Build Kueue, KWOK and Prometheus for the cluster tests (into the machine cache: once per machine)
+	hack/kueue.sh build
+	hack/kwok.sh build
+	hack/prometheus.sh build
 
 .PHONY: kwok-up
 kwok-up: cluster-up ## KWOK next to the local cluster: 100 fake nodes (KWOK_NODES=N) whose trial Pods end with a Result

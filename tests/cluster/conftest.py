@@ -5,16 +5,18 @@ so a test can kill it (-9) and start it again."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import kubernetes
 import pytest
-from harness import KUBECONFIG, ROOT, Lab, Operator
+from harness import KUBECONFIG, NAMESPACE_PREFIX, ROOT, WORKER, Lab, Operator
 from kubernetes.client.exceptions import ApiException
 
 from cxlab.crd import GENERATED, GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
@@ -67,34 +69,43 @@ def cluster() -> Iterator[None]:
         f"refusing a cluster that is not local: {server}"
     )
     yield
-    if not was_up:
+    # Workers of pytest-xdist share it: none knows whether it is the last one running, so the
+    # run's driver (hack/test.sh, make test) takes it down; a single pytest does it itself.
+    if not was_up and not WORKER:
         _make("cluster-down")
 
 
 @pytest.fixture(scope="session")
 def crd(cluster: None) -> None:
-    """Both CRDs (experiments, schedules) as generated, Established."""
+    """Both CRDs (experiments, schedules) as generated, Established: applied by one worker at
+    a time (pytest-xdist workers share the cluster), the others finding them so."""
     import yaml
 
     api = kubernetes.client.ApiextensionsV1Api()
-    for path in GENERATED:
-        body = yaml.safe_load(path.read_text())
-        name = body["metadata"]["name"]
-        try:
-            current = api.read_custom_resource_definition(name)
-            body["metadata"]["resourceVersion"] = current.metadata.resource_version
-            api.replace_custom_resource_definition(name, body)
-        except ApiException as error:
-            if error.status != 404:
-                raise
-            api.create_custom_resource_definition(body)
-        for _ in range(100):
-            conditions = api.read_custom_resource_definition(name).status.conditions or []
-            if any(c.type == "Established" and c.status == "True" for c in conditions):
-                break
-            time.sleep(0.1)
-        else:
-            raise AssertionError(f"the CRD {name} never became Established")
+    lock_path = ROOT / "build" / "cluster" / "crd.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for path in GENERATED:
+            _apply_crd(api, yaml.safe_load(path.read_text()))
+
+
+def _apply_crd(api: kubernetes.client.ApiextensionsV1Api, body: dict[str, Any]) -> None:
+    name = body["metadata"]["name"]
+    try:
+        current = api.read_custom_resource_definition(name)
+        body["metadata"]["resourceVersion"] = current.metadata.resource_version
+        api.replace_custom_resource_definition(name, body)
+    except ApiException as error:
+        if error.status != 404:
+            raise
+        api.create_custom_resource_definition(body)
+    for _ in range(100):
+        conditions = api.read_custom_resource_definition(name).status.conditions or []
+        if any(c.type == "Established" and c.status == "True" for c in conditions):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the CRD {name} never became Established")
 
 
 @pytest.fixture(scope="session")
@@ -107,7 +118,7 @@ def operator(crd: None) -> Iterator[Operator]:
 
 @pytest.fixture
 def lab(operator: Operator) -> Iterator[Lab]:
-    namespace = f"cxlab-test-{uuid.uuid4().hex[:6]}"
+    namespace = f"{NAMESPACE_PREFIX}{uuid.uuid4().hex[:6]}"
     core = kubernetes.client.CoreV1Api()
     core.create_namespace({"metadata": {"name": namespace}})
     yield Lab(namespace)

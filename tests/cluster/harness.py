@@ -21,7 +21,14 @@ ROOT = Path(__file__).resolve().parents[2]
 KUBECONFIG = ROOT / "build" / "cluster" / "kubeconfig"
 LOGS = ROOT / "build" / "cluster" / "logs"
 SLEEP = {"type": "sleep", "tasks": 20, "rtt": "20ms"}
-OPERATOR_METRICS_PORT = 18081
+# Cluster tests run side by side in pytest-xdist workers (make test): each worker has its own
+# operator, serving only its own namespaces, with metrics on a port of its own.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ...; "" when not under xdist
+NAMESPACE_PREFIX = f"cxlab-test-{WORKER}-" if WORKER else "cxlab-test-"
+_INDEX = int(WORKER.removeprefix("gw") or 0)
+# Prometheus (hack/prometheus.sh) scrapes the operator on 18081: the first worker's, or the
+# only one's (18082 and 18083 are Kueue's)
+OPERATOR_METRICS_PORT = 18081 if _INDEX == 0 else 18100 + _INDEX
 
 
 def experiment_spec(
@@ -34,21 +41,26 @@ class Operator:
     """`cxlab operator` as a child process, with its log in build/cluster/logs."""
 
     def __init__(
-        self, args: tuple[str, ...] = (), log: str = "operator-test", metrics_port: int = 0
+        self,
+        args: tuple[str, ...] = (),
+        log: str = "operator-test",
+        metrics_port: int = 0,
+        namespaces: str = NAMESPACE_PREFIX + "*",
     ) -> None:
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.args, self.log = args, log
         self.metrics_port = metrics_port or OPERATOR_METRICS_PORT
+        self.namespaces = namespaces
 
     def start(self) -> None:
         LOGS.mkdir(parents=True, exist_ok=True)
         self.starts += 1
         log = open(LOGS / f"{self.log}.log", "ab")  # noqa: SIM115 - lives with the process
         command = [sys.executable, "-m", "cxlab.cli", "operator", "--health-port", "0"]
-        # Only the tests' namespaces: an operator installed by the chart test, or another
-        # run's, must not act on the same experiments.
-        command += ["--namespace", "cxlab-test-*"]
+        # Only the tests' namespaces (this worker's): an operator installed by the chart test,
+        # another worker's or another run's, must not act on the same experiments.
+        command += ["--namespace", self.namespaces]
         command += ["--metrics-port", str(self.metrics_port), *self.args]
         settings = {
             "CXLAB_UNSCHEDULABLE_GRACE": "8s",

@@ -20,7 +20,9 @@ from unittest import mock
 import kubernetes
 import pytest
 import yaml
-from harness import ROOT, Lab, Operator, experiment_spec
+from harness import NAMESPACE_PREFIX, ROOT, Lab, Operator, experiment_spec
+
+pytestmark = [pytest.mark.cluster, pytest.mark.solo]  # restarts a component: alone
 
 PROMETHEUS = ROOT / "hack" / "prometheus.sh"
 URL = "http://127.0.0.1:19090"
@@ -93,8 +95,8 @@ def operator_with_prometheus(operator: Operator, prometheus: str) -> Iterator[Op
 @pytest.fixture(scope="module")
 def finished(operator_with_prometheus: Operator) -> Iterator[tuple[str, dict[str, Any], float]]:
     """One experiment run to the end; (name, the finished resource, when it started)."""
-    # cxlab-test-*: the only namespaces the tests' operator watches (harness.py)
-    namespace = f"cxlab-test-obs-{uuid.uuid4().hex[:6]}"
+    # the only namespaces the tests' operator watches (harness.py)
+    namespace = f"{NAMESPACE_PREFIX}obs-{uuid.uuid4().hex[:6]}"
     core = kubernetes.client.CoreV1Api()
     core.create_namespace({"metadata": {"name": namespace}})
     lab = Lab(namespace)
@@ -169,7 +171,7 @@ class Scheduled:
 def scheduled(operator_with_prometheus: Operator) -> Iterator[Scheduled]:
     """An ExperimentSchedule with one run recorded and a capacity plan, then suspended, and
     its gauges in Prometheus: what the capacity dashboard reads."""
-    namespace = f"cxlab-test-obs-{uuid.uuid4().hex[:6]}"
+    namespace = f"{NAMESPACE_PREFIX}obs-{uuid.uuid4().hex[:6]}"
     core = kubernetes.client.CoreV1Api()
     core.create_namespace({"metadata": {"name": namespace}})
     lab, name, began = Lab(namespace), "plan", time.time()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import OPERATOR_METRICS_PORT, SLEEP, Lab, Operator, experiment_spec
+from harness import SLEEP, Lab, Operator, experiment_spec
 from helpers import program, scrape
 from kubernetes.client.exceptions import ApiException
 
@@ -114,6 +114,7 @@ def test_what_the_schema_cannot_catch_fails_with_a_condition(lab: Lab) -> None:
     assert not lab.pods("same-rtt")
 
 
+@pytest.mark.solo  # a kill -9 of the operator: alone
 def test_operator_killed_mid_experiment_runs_each_trial_once(lab: Lab, operator: Operator) -> None:
     workload = {"type": "sleep", "tasks": 4, "rtt": "1s"}
     lab.apply("restart", experiment_spec([{"model": "asyncio", "workers": [1, 2, 4]}], workload,
@@ -178,12 +179,12 @@ def test_a_spec_change_while_running_is_reported(lab: Lab) -> None:
     lab.wait("steady", lambda e: not e, timeout=30)  # deleted after its TTL
 
 
-def test_the_operator_serves_its_own_metrics(lab: Lab) -> None:
+def test_the_operator_serves_its_own_metrics(lab: Lab, operator: Operator) -> None:
     # longer than the harness's progress interval (2 s): its task count is read while it runs
     one_worker = [{"model": "asyncio", "workers": [1]}]  # 4 s of tasks
     lab.apply("counted", experiment_spec(one_worker, {"type": "sleep", "tasks": 4, "rtt": "1s"}))
     lab.wait_finished("counted", timeout=120)
-    text = scrape(OPERATOR_METRICS_PORT)
+    text = scrape(operator.metrics_port)
     lint = subprocess.run([program("promtool"), "check", "metrics"], input=text,
                           capture_output=True, text=True)  # fmt: skip
     assert lint.returncode == 0, lint.stdout + lint.stderr

@@ -104,7 +104,7 @@ format: deps ## Rewrite Python and Go sources in the house style
 deps: $(VENV)/.installed $(GO_BINARIES) ## What `make run` needs: the Python packages and the Go programs
 
 .PHONY: test-deps
-test-deps: deps build/.promtool build/.chromium ## What the tests need besides: promtool (metrics lint) and headless Chromium (the report test)
+test-deps: deps helm build/.promtool build/.chromium ## What the tests need besides: Helm (the chart tests), promtool (metrics lint) and headless Chromium (the report test)
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

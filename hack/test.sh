@@ -58,7 +58,7 @@ phase deps make -s deps test-deps
 phase lint make -s lint
 phase go-test go_test
 phase unit pytest -m "not cluster" -n "$WORKERS" --junitxml="$REPORT/unit.xml" "${EXTRA[@]}"
-phase builds make -s helm cluster-bin images tools
+phase builds make -s cluster-bin images tools
 phase bring-up cluster_up
 # a test file stays on one worker: its module fixtures (a Helm release, Kueue) are made once
 phase cluster pytest -m "cluster and not solo" -n "$CLUSTER_WORKERS" --dist loadfile \

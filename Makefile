@@ -106,9 +106,12 @@ deps: $(VENV)/.installed $(GO_BINARIES) ## What `make run` needs: the Python pac
 .PHONY: test-deps
 test-deps: deps helm build/.promtool build/.chromium ## What the tests need besides: Helm (the chart tests), promtool (metrics lint) and headless Chromium (the report test)
 
+# uv installs the same pins as pip, in seconds instead of a minute (its cache is machine-wide).
+UV_VERSION := 0.13.9
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python -e '.[dev]'
 	touch $@
 
 $(GO_BINARIES) &: $(GO_SOURCES)

@@ -13,13 +13,14 @@ from pathlib import Path
 SLOWEST = 10
 
 
-def phases(folder: Path) -> list[tuple[str, float, int]]:
-    """(phase, seconds, exit status) in the order they ran."""
+def phases(folder: Path) -> list[tuple[str, float, int, bool]]:
+    """(phase, seconds, exit status, whether it ran in the background) as they ended; the
+    whole run's wall time is the phase "wall"."""
     rows = []
     path = folder / "phases.tsv"
     for line in path.read_text().splitlines() if path.exists() else []:
-        name, seconds, status = line.split("\t")
-        rows.append((name, float(seconds), int(status)))
+        name, seconds, status, background = (line.split("\t") + [""])[:4]
+        rows.append((name, float(seconds), int(status), background == "background"))
     return rows
 
 
@@ -35,12 +36,17 @@ def slowest(folder: Path, count: int = SLOWEST) -> list[tuple[float, str]]:
 
 def report(folder: Path) -> str:
     ran = phases(folder)
-    total = sum(seconds for _, seconds, _ in ran)
     lines = ["", "make test, phase by phase:"]
-    for name, seconds, status in ran:
+    total = None
+    for name, seconds, status, background in ran:
+        if name == "wall":
+            total = seconds
+            continue
         verdict = "" if status == 0 else f"  FAILED (exit {status})"
-        lines.append(f"  {name:<10} {seconds:7.0f} s{verdict}")
-    lines.append(f"  {'total':<10} {total:7.0f} s ({total / 60:.1f} min)")
+        beside = "  (in the background, beside lint, go-test and unit)" if background else ""
+        lines.append(f"  {name:<10} {seconds:7.0f} s{verdict}{beside}")
+    if total is not None:
+        lines.append(f"  {'in all':<10} {total:7.0f} s ({total / 60:.1f} min, wall clock)")
     cases = slowest(folder)
     if cases:
         lines += ["", f"the {len(cases)} slowest tests (setup, call and teardown):"]

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# `make test`, phase by phase: what the tests need, the linters, the Go tests, the unit tests
-# (in parallel), the builds, the local cluster's bring-up, the cluster tests that share it
-# side by side (each pytest-xdist worker with its own operator and namespaces), then alone
-# those that kill or restart a component (marker `solo`). Each phase is timed into
-# build/test/phases.tsv; at the end the time of each and the ten slowest tests
-# (hack/test-report.py), whatever failed. Stops at the first failing phase; the cluster it
-# brought up goes down again either way.
+# `make test`, phase by phase. First what the tests need (deps); then, while the linters, the Go
+# tests and the unit tests (in parallel) run, the builds and the local cluster's bring-up in
+# the background (they wait on the apiserver and containerd more than on the CPU); then the
+# cluster tests that share it side by side (each pytest-xdist worker with its own operator and
+# namespaces), then alone those that kill or restart a component (marker `solo`). Each phase is
+# timed into build/test/phases.tsv; at the end the time of each, the whole run's, and the ten
+# slowest tests (hack/test-report.py), whatever failed. Stops at the first failing phase; the
+# cluster it brought up goes down again either way.
 #
 #   PYTEST_WORKERS=N    parallel workers of the unit tests (default: the cores)
 #   CLUSTER_WORKERS=N   parallel workers of the cluster tests (default 3: they mostly wait)
@@ -20,48 +21,87 @@ export PATH="$ROOT/build/bin:$ROOT/.venv/bin:$PATH"
 WORKERS=${PYTEST_WORKERS:-$(nproc)}
 CLUSTER_WORKERS=${CLUSTER_WORKERS:-3}
 read -ra EXTRA <<< "${PYTEST_ARGS:-}"
+began=$SECONDS
 failed=0
 brought_up=0
+background=""   # the pid of the background phase, while it runs
+
+record() { # name seconds status [background]
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" >> "$REPORT/phases.tsv"
+}
 
 phase() { # name command...: run it timed, unless a phase before failed
-  local name=$1 began=$SECONDS status; shift
+  local name=$1 start=$SECONDS status; shift
   ((failed)) && return 1
   log "phase $name: $*"
   "$@"
   status=$?
-  printf '%s\t%s\t%s\n' "$name" "$((SECONDS - began))" "$status" >> "$REPORT/phases.tsv"
+  record "$name" "$((SECONDS - start))" "$status"
   ((status == 0)) || failed=1
   return "$status"
 }
 
+# A phase in the background, its output in build/test/<name>.log (printed if it fails).
+phase_in_background() { # name command...
+  local name=$1; shift
+  ((failed)) && return 1
+  log "phase $name (in the background, output in ${REPORT#"$ROOT"/}/$name.log): $*"
+  (
+    start=$SECONDS
+    "$@" > "$REPORT/$name.log" 2>&1
+    status=$?
+    record "$name" "$((SECONDS - start))" "$status" background
+    exit "$status"
+  ) &
+  background=$!
+}
+
+wait_background() { # name: its end; the run fails with it
+  local name=$1
+  [[ -n $background ]] || return 1
+  wait "$background"
+  local status=$?
+  background=""
+  if ((status)); then
+    log "phase $name failed:"
+    tail -n 60 "$REPORT/$name.log" >&2
+    failed=1
+  fi
+  return "$status"
+}
+
 finish() {
+  [[ -n $background ]] && wait "$background"
   if ((brought_up)); then
     make -s cluster-down >/dev/null 2>&1 || log "warning: make cluster-down failed"
   fi
+  printf 'wall\t%s\t%s\t\n' "$((SECONDS - began))" "$failed" >> "$REPORT/phases.tsv"
   python3 "$ROOT/hack/test-report.py" "$REPORT"
 }
 trap finish EXIT
 
 go_test() { (cd workloads && go test ./...); }
 
-cluster_up() {
-  # Taken down at the end only if this run brought it up.
-  if [[ -f $KUBECONFIG_FILE ]] && api /readyz >/dev/null 2>&1; then
-    log "the local cluster already runs: it stays up"
-  else
-    brought_up=1
-  fi
+builds_and_bring_up() {
+  make -s cluster-bin images tools || return
   make -s cluster-up
 }
 
+# Taken down at the end only if this run brought it up.
+if [[ -f $KUBECONFIG_FILE ]] && api /readyz >/dev/null 2>&1; then
+  log "the local cluster already runs: it stays up"
+else
+  brought_up=1
+fi
+
 phase deps make -s deps test-deps
+phase_in_background bring-up builds_and_bring_up
 phase lint make -s lint
 phase go-test go_test
 phase unit pytest -m "not cluster" -n "$WORKERS" --junitxml="$REPORT/unit.xml" "${EXTRA[@]}"
-phase builds make -s cluster-bin images tools
-phase bring-up cluster_up
-# a test file stays on one worker: its module fixtures (a Helm release, Kueue) are made once
-phase cluster pytest -m "cluster and not solo" -n "$CLUSTER_WORKERS" --dist loadfile \
+((failed)) || wait_background bring-up
+# tests go to whichever worker is free, but for the groups of tests/cluster/conftest.py
+phase cluster pytest -m "cluster and not solo" -n "$CLUSTER_WORKERS" --dist loadgroup \
   --junitxml="$REPORT/cluster.xml" "${EXTRA[@]}"
 phase solo pytest -m "cluster and solo" --junitxml="$REPORT/solo.xml" "${EXTRA[@]}"
 exit "$failed"

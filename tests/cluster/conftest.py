@@ -21,6 +21,11 @@ from kubernetes.client.exceptions import ApiException
 
 from cxlab.crd import GENERATED, GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 
+# Under pytest-xdist's --dist loadgroup, the tests of these modules stay on one worker: their
+# module fixtures (a Helm release of cluster-scoped objects, the verdicts of every bad input)
+# are made once. Every other test goes to whichever worker is free.
+GROUPS = {"test_chart.py": "chart", "test_bad_input_on_apiserver.py": "bad-input"}
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Every test in this folder needs the cluster: `pytest -m "not cluster"` skips them all.
@@ -28,6 +33,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if str(item.path).startswith(here + os.sep):
             item.add_marker(pytest.mark.cluster)
+            if group := GROUPS.get(item.path.name):
+                item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _make(target: str) -> None:

@@ -19,7 +19,7 @@ def phases(folder: Path) -> list[tuple[str, float, int, bool]]:
     rows = []
     path = folder / "phases.tsv"
     for line in path.read_text().splitlines() if path.exists() else []:
-        name, seconds, status, background = (line.split("\t") + [""])[:4]
+        name, seconds, status, background = [*line.split("\t"), ""][:4]
         rows.append((name, float(seconds), int(status), background == "background"))
     return rows
 

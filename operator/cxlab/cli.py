@@ -192,7 +192,7 @@ def history_command(args: argparse.Namespace) -> int:
     )
     entries = flagged(entries, policy, args.acknowledged)
     found = regressions(entries, policy, args.acknowledged)
-    plan = ((newest or {}).get("status") or {}).get("capacityPlan")
+    plan = ExperimentStatus.read(newest["status"]).capacity_plan if newest else None
     newest_name = newest["metadata"]["name"] if newest else None
     parts = [
         trend_tables(entries),

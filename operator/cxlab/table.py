@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.labels import NOISE_CHECKED, spread_cells, workers_label
-from cxlab.experiments.summary import syscalls_requested
+from cxlab.experiments.status import ExperimentStatus, Progress
+from cxlab.experiments.summary import Summary, syscalls_requested
 from cxlab.stats import center
 from cxlab_contract.durations import format_duration
 
@@ -94,7 +96,7 @@ def _measured_row(p: Mapping[str, Any], syscalls: bool) -> list[str]:
     ]
 
 
-def points_table(summary: dict[str, Any]) -> str:
+def points_table(summary: Summary) -> str:
     """Every point: medians (what knees and the recommendation use), the wall time's 95 %
     interval and CV, and the columns of what the Results measured."""
     syscalls = syscalls_requested(summary["points"])
@@ -116,7 +118,7 @@ def points_table(summary: dict[str, Any]) -> str:
     return render_table(headers, rows)
 
 
-def knees_table(summary: dict[str, Any]) -> str:
+def knees_table(summary: Summary) -> str:
     rows = [
         [
             k["variant"],
@@ -133,38 +135,39 @@ def knees_table(summary: dict[str, Any]) -> str:
     return render_table(["model", "rtt", "knee", "wall s", "best s", "cpu %", "peak MiB"], rows)
 
 
-def capacity_text(plan: Mapping[str, Any] | None) -> str:
+def capacity_text(plan: CapacityPlan | None) -> str:
     """A capacity plan (status.capacityPlan), model by model."""
     if not plan:
         return "capacity plan: none (set spec.capacity.target)"
     rows = []
-    for model in plan.get("models") or []:
-        if not model.get("meets"):
-            rows.append([model["variant"], "no", "—", "—", "—", "—", "—", model.get("reason", "")])
+    for model in plan.models:
+        if not model.meets:
+            rows.append([model.variant, "no", "—", "—", "—", "—", "—", model.reason or ""])
             continue
-        latency = model.get("expectedLatencySeconds")
+        latency = model.expected_latency_seconds
         rows.append([
-            model["variant"], "yes", str(model["pods"]), str(model.get("workersPerPod", "—")),
-            str(model["cores"]), _mib(model["memoryBytes"]) if "memoryBytes" in model else "—",
+            model.variant, "yes", str(model.pods), str(model.workers_per_pod or "—"),
+            str(model.cores), "—" if model.memory_bytes is None else _mib(model.memory_bytes),
             "—" if latency is None else format_duration(latency),
-            f"{model.get('basis', '')}: {model.get('note', '')}".strip(": "),
+            f"{model.basis or ''}: {model.note or ''}".strip(": "),
         ])  # fmt: skip
     headers = ["model", "meets", "Pods", "workers/Pod", "cores", "memory", "expected", "basis"]
-    return f"capacity plan: {plan['display']}\n{render_table(headers, rows)}"
+    return f"capacity plan: {plan.display}\n{render_table(headers, rows)}"
 
 
-def render_summary(document: dict[str, Any]) -> str:
-    status = document["status"]
-    progress = status["progress"]
+def render_summary(document: Mapping[str, Any]) -> str:
+    """An experiment document (result.json, or read from the cluster) for a terminal."""
+    status = ExperimentStatus.read(document["status"])
+    progress = status.progress or Progress()
     head = (
-        f"{document['metadata']['name']}: {status['phase']} — {progress['trialsDone']}/"
-        f"{progress['trialsTotal']} trials, {progress['trialsFailed']} failed"
+        f"{document['metadata']['name']}: {status.phase} — {progress.trials_done}/"
+        f"{progress.trials_total} trials, {progress.trials_failed} failed"
     )
-    if status.get("queue"):  # waiting for capacity on a cluster
-        head += f"; queued: {status['queue'].get('message', '')}"
-    elif status.get("queuedSeconds"):
-        head += f"; waited {status['queuedSeconds']:.1f} s in the queue"
-    summary = status.get("summary")
+    if status.queue:  # waiting for capacity on a cluster
+        head += f"; queued: {status.queue.message or ''}"
+    elif status.queued_seconds:
+        head += f"; waited {status.queued_seconds:.1f} s in the queue"
+    summary = status.summary
     if summary is None:
         return head
     tolerance = f"{summary['tolerance']:.0%}"
@@ -188,9 +191,9 @@ def render_summary(document: dict[str, Any]) -> str:
             "",
         ]
     parts += ["Recommendation:"] + [f"  {r['text']}" for r in summary["recommendations"]]
-    if status.get("capacityPlan"):
-        parts += ["", capacity_text(status["capacityPlan"])]
-    failed = [t for t in status["trials"] if t["phase"] == "Failed"]
+    if status.capacity_plan:
+        parts += ["", capacity_text(status.capacity_plan)]
+    failed = [t for t in status.entries if t.failed]
     if failed:
-        parts += ["", "Failed trials:"] + [f"  {t['name']}: {t.get('message', '')}" for t in failed]
+        parts += ["", "Failed trials:"] + [f"  {t.name}: {t.message or ''}" for t in failed]
     return "\n".join(parts)

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from harness import Lab, Operator, experiment_spec
 
+from cxlab.times import parse_time
+
 ASYNCIO = [{"model": "asyncio"}]
 
 
@@ -33,7 +35,7 @@ def condition(experiment: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 def moment(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return parse_time(text)
 
 
 def queued(lab: Lab, name: str) -> bool:

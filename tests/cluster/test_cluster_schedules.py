@@ -21,6 +21,7 @@ from harness import Lab, Operator
 from kubernetes.client.exceptions import ApiException
 
 from cxlab.crd import GROUP, SCHEDULE_PLURAL, VERSION
+from cxlab.times import parse_time
 
 EVERY = 10  # seconds between slots: the shortest @every allows
 
@@ -44,7 +45,7 @@ def status(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def moment(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return parse_time(text)
 
 
 def condition(body: dict[str, Any], kind: str) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from cxlab.experiments.nodes import Held, NodeView, Request, fits_now
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.spec import API_VERSION, KIND, ExperimentSpec
+from cxlab.times import parse_time
 
 AGING_SECONDS = 300.0
 
@@ -157,7 +158,7 @@ def candidate(body: dict[str, Any], spec: ExperimentSpec, now: datetime) -> Cand
 def candidate_created(body: dict[str, Any], now: datetime) -> datetime:
     """An experiment's creation time (`now` while the apiserver has not set it)."""
     created = (body.get("metadata") or {}).get("creationTimestamp")
-    return datetime.fromisoformat(str(created).replace("Z", "+00:00")) if created else now
+    return parse_time(str(created)) if created else now
 
 
 def with_nodes(candidate: Candidate, nodes: list[str]) -> Candidate:

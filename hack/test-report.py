@@ -43,7 +43,7 @@ def report(folder: Path) -> str:
             total = seconds
             continue
         verdict = "" if status == 0 else f"  FAILED (exit {status})"
-        beside = "  (in the background, beside lint, go-test and unit)" if background else ""
+        beside = "  (in the background)" if background else ""
         lines.append(f"  {name:<10} {seconds:7.0f} s{verdict}{beside}")
     if total is not None:
         lines.append(f"  {'in all':<10} {total:7.0f} s ({total / 60:.1f} min, wall clock)")

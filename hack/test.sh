@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # `make test`, phase by phase. First what the tests need (deps); then, while the linters, the Go
-# tests and the unit tests (in parallel) run, the builds and the local cluster's bring-up in
-# the background (they wait on the apiserver and containerd more than on the CPU); then the
+# tests and the unit tests (in parallel) run, Kubernetes and the images are built and the local
+# cluster brought up in the background, and while the cluster tests run (they mostly wait) the
+# tools only the solo tests need (Kueue, KWOK, Prometheus) are built in the background; then the
 # cluster tests that share it side by side (each pytest-xdist worker with its own operator and
-# namespaces), then alone those that kill or restart a component (marker `solo`). Each phase is
+# namespaces), then alone those that start, stop or load what every test shares (marker
+# `solo`: KWOK, Kueue, Prometheus, a thousand trials; tests/cluster/conftest.py). Each phase is
 # timed into build/test/phases.tsv; at the end the time of each, the whole run's, and the ten
 # slowest tests (hack/test-report.py), whatever failed. Stops at the first failing phase; the
 # cluster it brought up goes down again either way.
@@ -24,7 +26,7 @@ read -ra EXTRA <<< "${PYTEST_ARGS:-}"
 began=$SECONDS
 failed=0
 brought_up=0
-background=""   # the pid of the background phase, while it runs
+declare -A background   # the pids of the background phases, by name, while they run
 
 record() { # name seconds status [background]
   printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" >> "$REPORT/phases.tsv"
@@ -53,15 +55,16 @@ phase_in_background() { # name command...
     record "$name" "$((SECONDS - start))" "$status" background
     exit "$status"
   ) &
-  background=$!
+  background[$name]=$!
 }
 
 wait_background() { # name: its end; the run fails with it
-  local name=$1
-  [[ -n $background ]] || return 1
-  wait "$background"
+  local name=$1 pid=${background[$1]:-}
+  ((failed)) && return 1
+  [[ -n $pid ]] || return 1
+  wait "$pid"
   local status=$?
-  background=""
+  unset "background[$name]"
   if ((status)); then
     log "phase $name failed:"
     tail -n 60 "$REPORT/$name.log" >&2
@@ -71,7 +74,8 @@ wait_background() { # name: its end; the run fails with it
 }
 
 finish() {
-  [[ -n $background ]] && wait "$background"
+  local pid
+  for pid in "${background[@]}"; do wait "$pid"; done
   if ((brought_up)); then
     make -s cluster-down >/dev/null 2>&1 || log "warning: make cluster-down failed"
   fi
@@ -83,7 +87,7 @@ trap finish EXIT
 go_test() { (cd workloads && go test ./...); }
 
 builds_and_bring_up() {
-  make -s cluster-bin images tools || return
+  make -s cluster-bin images || return
   make -s cluster-up
 }
 
@@ -99,9 +103,11 @@ phase_in_background bring-up builds_and_bring_up
 phase lint make -s lint
 phase go-test go_test
 phase unit pytest -m "not cluster" -n "$WORKERS" --junitxml="$REPORT/unit.xml" "${EXTRA[@]}"
-((failed)) || wait_background bring-up
-# tests go to whichever worker is free, but for the groups of tests/cluster/conftest.py
+wait_background bring-up
+phase_in_background tools make -s tools
+# tests go to whichever worker is free, but for the groups of tests/conftest.py
 phase cluster pytest -m "cluster and not solo" -n "$CLUSTER_WORKERS" --dist loadgroup \
   --junitxml="$REPORT/cluster.xml" "${EXTRA[@]}"
+wait_background tools
 phase solo pytest -m "cluster and solo" --junitxml="$REPORT/solo.xml" "${EXTRA[@]}"
 exit "$failed"

@@ -1,7 +1,13 @@
 """The real local cluster for operator tests: brought up by the test run itself
 (`make cluster-up`, idempotent), refused if the kubeconfig is not the project's own, and
 brought down again at the end if this run started it. The operator runs as a subprocess,
-so a test can kill it (-9) and start it again."""
+so a test can kill it (-9) and start it again.
+
+Side by side (make test runs these tests in pytest-xdist workers), each worker has an
+operator of its own, serving only its own namespaces (harness.py): a test that kills or
+restarts its worker's operator disturbs no other test. What every test shares — the cluster
+itself, KWOK's nodes, Kueue's webhooks, Prometheus, the apiserver's load of a thousand
+trials — is started, stopped or loaded only by the tests marked `solo`, which run alone."""
 
 from __future__ import annotations
 
@@ -21,11 +27,6 @@ from kubernetes.client.exceptions import ApiException
 
 from cxlab.crd import GENERATED, GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 
-# Under pytest-xdist's --dist loadgroup, the tests of these modules stay on one worker: their
-# module fixtures (a Helm release of cluster-scoped objects, the verdicts of every bad input)
-# are made once. Every other test goes to whichever worker is free.
-GROUPS = {"test_chart.py": "chart", "test_bad_input_on_apiserver.py": "bad-input"}
-
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Every test in this folder needs the cluster: `pytest -m "not cluster"` skips them all.
@@ -33,8 +34,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if str(item.path).startswith(here + os.sep):
             item.add_marker(pytest.mark.cluster)
-            if group := GROUPS.get(item.path.name):
-                item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _make(target: str) -> None:

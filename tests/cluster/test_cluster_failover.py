@@ -11,7 +11,7 @@ import kubernetes
 import pytest
 from harness import Lab, Operator, experiment_spec
 
-pytestmark = [pytest.mark.cluster, pytest.mark.solo]  # kills or restarts a component: alone
+pytestmark = pytest.mark.cluster
 
 LEASE_SECONDS = 6  # short for the test; the chart's default is 15
 

@@ -56,7 +56,6 @@ def history(body: dict[str, Any]) -> list[dict[str, Any]]:
     return list(status(body).get("history") or [])
 
 
-@pytest.mark.solo  # a kill -9 of the operator: alone
 def test_every_slot_gets_one_run_across_a_kill_9_history_limits_and_suspend(
     lab: Lab, operator: Operator
 ) -> None:

@@ -14,7 +14,7 @@ import pytest
 from harness import Lab, Operator, experiment_spec
 from kubernetes.client.exceptions import ApiException
 
-pytestmark = [pytest.mark.cluster, pytest.mark.solo]  # kills or restarts a component: alone
+pytestmark = pytest.mark.cluster
 
 PATTERN = "cxlab-term-*"  # not the session operator's namespaces (cxlab-test-*)
 

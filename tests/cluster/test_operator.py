@@ -114,7 +114,6 @@ def test_what_the_schema_cannot_catch_fails_with_a_condition(lab: Lab) -> None:
     assert not lab.pods("same-rtt")
 
 
-@pytest.mark.solo  # a kill -9 of the operator: alone
 def test_operator_killed_mid_experiment_runs_each_trial_once(lab: Lab, operator: Operator) -> None:
     workload = {"type": "sleep", "tasks": 4, "rtt": "1s"}
     lab.apply("restart", experiment_spec([{"model": "asyncio", "workers": [1, 2, 4]}], workload,

@@ -147,8 +147,8 @@ def test_a_slower_rtt_regresses_is_acknowledged_and_the_plan_matches_a_hand_calc
 
     slower = template(rtt="400ms", tasks=20, repetitions=2, capacity={"target": target})
     lab.patch_schedule_spec("drift", {"experimentTemplate": slower})
-    seen = len(history(baseline))
-    regressed = lab.wait_schedule("drift", lambda s: len(history(s)) > seen, timeout=90)
+    # A run that started before the patch still measures 50 ms: wait for one that measured 400.
+    regressed = lab.wait_schedule("drift", lambda s: _newest_rtt(lab, s) == "400ms", timeout=90)
     found = condition(regressed, "Regressed")
     assert found["status"] == "True", status(regressed)
     assert "asyncio w=per-task" in found["message"]  # the point, the same key in both RTTs
@@ -165,6 +165,15 @@ def test_a_slower_rtt_regresses_is_acknowledged_and_the_plan_matches_a_hand_calc
         "drift", lambda s: condition(s, "Regressed").get("reason") == "Acknowledged", timeout=30
     )
     assert condition(cleared, "Regressed")["status"] == "False"
+
+
+def _newest_rtt(lab: Lab, schedule: dict[str, Any]) -> str | None:
+    """The RTT the schedule's newest finished run measured (None before the first)."""
+    found = history(schedule)
+    if not found:
+        return None
+    rtt: str = lab.stored(found[-1]["run"])["spec"]["workload"]["rtt"]
+    return rtt
 
 
 def _refusal(lab: Lab, spec: dict[str, Any]) -> str:

@@ -172,6 +172,16 @@ class Kube:
         """The experiment as stored, or with `full` its status's trial entries and summary
         replaced by the full ones from their ConfigMaps (cxlab.experiments.results_store), as a
         reader of its Results wants it."""
+        experiment = self._stored_experiment(namespace, name)
+        if experiment is None:
+            return None
+        if full and experiment.get("status"):
+            chunks = self.list_config_maps(namespace, results_selector(name))
+            status = ExperimentStatus.read(experiment["status"])
+            experiment["status"] = with_full_results(status, chunks).document()
+        return experiment
+
+    def _stored_experiment(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
             found: Any = self.custom.get_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL, name
@@ -180,12 +190,7 @@ class Kube:
             if error.status == 404:
                 return None
             raise
-        experiment = dict(found)
-        if full and experiment.get("status"):
-            chunks = self.list_config_maps(namespace, results_selector(name))
-            status = ExperimentStatus.read(experiment["status"])
-            experiment["status"] = with_full_results(status, chunks).document()
-        return experiment
+        return dict(found)
 
     def create_experiment(self, manifest: dict[str, Any]) -> str | None:
         """None once it exists (409 too: a pass before this one made it); the apiserver's
@@ -274,14 +279,9 @@ class Kube:
         """Remove one finalizer from an experiment, if it still has it (a JSON Patch that tests
         the position it read, so a concurrent change is never overwritten). False when it had
         none, or is gone."""
-        try:
-            found: Any = self.custom.get_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, name
-            )
-        except ApiException as error:
-            if error.status == 404:
-                return False
-            raise
+        found = self._stored_experiment(namespace, name)
+        if found is None:
+            return False
         finalizers = list(found["metadata"].get("finalizers") or [])
         if finalizer not in finalizers:
             return False

@@ -1,12 +1,13 @@
 """What one task does, in a blocking form (sequential, threads, processes, gevent — which
-monkey-patches the blocking calls) and an asyncio form. Each pool worker builds its own task
-function once, so `--connection reuse` keeps one connection per worker; with one worker per
-task a single stateless task function is shared, and every connection is fresh."""
+monkey-patches the blocking calls) and an asyncio form. `--connection reuse` keeps one
+connection per worker: a pool worker builds its own task function once, or shares one that
+keeps its connections per thread; with one worker per task every connection is fresh."""
 
 from __future__ import annotations
 
 import asyncio
 import http.client
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
@@ -65,18 +66,23 @@ def _sleep(seconds: float) -> BlockingTask:
 
 
 class _BlockingHttp:
-    """One GET to the delay target with http.client (cooperative under gevent)."""
+    """One GET to the delay target with http.client (cooperative under gevent). One instance
+    may serve several threads at once (threads' onDemand pool shares its task function), so a
+    reused connection is kept per thread (per greenlet under gevent, whose monkey-patching
+    makes threading.local greenlet-local): an http.client connection carries one request at
+    a time, and two threads on one fail or, once one closes it under the other, hang."""
 
     def __init__(self, config: RunnerConfig) -> None:
         self.host, self.port, self.path = request_target(config)
         self.reuse = _reuses(config)
         self.headers = {"Connection": "keep-alive" if self.reuse else "close"}
-        self.connection: http.client.HTTPConnection | None = None
+        self.kept = threading.local()
 
     def __call__(self) -> None:
-        connection = self.connection or http.client.HTTPConnection(
+        connection = getattr(self.kept, "connection", None) or http.client.HTTPConnection(
             self.host, self.port, timeout=HTTP_TIMEOUT_SECONDS
         )
+        self.kept.connection = None
         try:
             connection.request("GET", self.path, headers=self.headers)
             response = connection.getresponse()
@@ -85,10 +91,9 @@ class _BlockingHttp:
                 raise HttpStatusError(f"HTTP {response.status} {response.reason}")
         except BaseException:
             connection.close()
-            self.connection = None
             raise
         if self.reuse:
-            self.connection = connection
+            self.kept.connection = connection
         else:
             connection.close()
 

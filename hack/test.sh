@@ -5,9 +5,10 @@
 # tools only the solo tests need (Kueue, KWOK, Prometheus) are built in the background; then the
 # cluster tests that share it side by side (each pytest-xdist worker with its own operator and
 # namespaces), then alone those that start, stop or load what every test shares (marker
-# `solo`: KWOK, Kueue, Prometheus, a thousand trials; tests/cluster/conftest.py). Each phase is
-# timed into build/test/phases.tsv; at the end the time of each, the whole run's, and the ten
-# slowest tests (hack/test-report.py), whatever failed. Stops at the first failing phase; the
+# `solo`: KWOK, Kueue, Prometheus, a thousand trials, trials of several Pods;
+# tests/cluster/conftest.py). Each phase is timed into build/test/phases.tsv; at the end the
+# time of each, the whole run's, and the ten slowest tests (hack/test-report.py), whatever
+# failed. Stops at the first failing phase; the
 # cluster it brought up goes down again either way.
 #
 #   PYTEST_WORKERS=N    parallel workers of the unit tests (default: the cores)

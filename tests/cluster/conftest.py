@@ -7,7 +7,8 @@ Side by side (make test runs these tests in pytest-xdist workers), each worker h
 operator of its own, serving only its own namespaces (harness.py): a test that kills or
 restarts its worker's operator disturbs no other test. What every test shares — the cluster
 itself, KWOK's nodes, Kueue's webhooks, Prometheus, the apiserver's load of a thousand
-trials — is started, stopped or loaded only by the tests marked `solo`, which run alone."""
+trials, room on the node for all the Pods of a trial at once — is started, stopped or
+loaded only by the tests marked `solo`, which run alone."""
 
 from __future__ import annotations
 

@@ -34,6 +34,19 @@ OPERATOR_METRICS_PORT = 18081 if _INDEX == 0 else 18100 + _INDEX
 TIMEOUT_SCALE = 3.0 if WORKER else 1.0
 
 
+def why(experiment: dict[str, Any]) -> str:
+    """An experiment's status in full where an assertion on it fails: its phase, conditions
+    and every trial that did not succeed, with their messages (a dict's repr is cut short)."""
+    status = experiment.get("status") or {}
+    lines = [f"phase {status.get('phase')}: {status.get('message', '')}"]
+    for c in status.get("conditions") or []:
+        lines.append(f"  {c.get('type')}={c.get('status')} {c.get('reason')}: {c.get('message')}")
+    for t in status.get("trials") or []:
+        if t.get("phase") != "Succeeded":
+            lines.append(f"  trial {t.get('name')} {t.get('phase')}: {t.get('message')}")
+    return "\n".join(lines)
+
+
 def experiment_spec(
     models: list[dict[str, Any]], workload: dict[str, Any] | None = None, **more: Any
 ) -> dict[str, Any]:

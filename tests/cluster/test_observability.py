@@ -20,7 +20,7 @@ from unittest import mock
 import kubernetes
 import pytest
 import yaml
-from harness import NAMESPACE_PREFIX, ROOT, Lab, Operator, experiment_spec
+from harness import NAMESPACE_PREFIX, ROOT, Lab, Operator, experiment_spec, why
 
 pytestmark = [pytest.mark.cluster, pytest.mark.solo]  # Prometheus, the operator on 18081: alone
 
@@ -104,7 +104,7 @@ def finished(operator_with_prometheus: Operator) -> Iterator[tuple[str, dict[str
     began = time.time()
     lab.apply(name, experiment_spec(MODELS, WORKLOAD))
     experiment = lab.wait_finished(name, timeout=300)
-    assert experiment["status"]["phase"] == "Succeeded", experiment["status"]
+    assert experiment["status"]["phase"] == "Succeeded", why(experiment)
     # Prometheus has the last values once every trial's runner said it finished.
     finished_query = f'count(last_over_time(cxlab_trial_finished{{experiment="{name}"}}[10m]) == 1)'
     deadline = time.monotonic() + 30

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import SLEEP, Lab, Operator, experiment_spec
+from harness import SLEEP, Lab, Operator, experiment_spec, why
 from helpers import program, scrape
 from kubernetes.client.exceptions import ApiException
 
@@ -41,7 +41,7 @@ def test_every_model_reaches_succeeded_pinned(lab: Lab, tmp_path: Path) -> None:
     for name, count in (("sleepers", 6), ("web", 1)):
         experiment = lab.wait_finished(name, timeout=240)
         status = experiment["status"]
-        assert status["phase"] == "Succeeded", status
+        assert status["phase"] == "Succeeded", why(experiment)
         assert status["progress"]["display"] == f"{count}/{count}"
         assert len(status["trials"]) == count
         for entry in status["trials"]:

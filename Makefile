@@ -121,13 +121,13 @@ $(GO_BINARIES) &: $(GO_SOURCES)
 # promtool lints the metrics endpoints in the tests; Debian's prometheus package carries it.
 build/.promtool:
 	@mkdir -p build
-	command -v promtool >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; }
+	hack/need-pkgs.sh --recommends promtool:prometheus
 	touch $@
 
 # The report test looks at the HTML report in a real browser: Debian's headless Chromium.
 build/.chromium:
 	@mkdir -p build
-	command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	hack/need-pkgs.sh --recommends chromium:chromium
 	touch $@
 
 .PHONY: clean

@@ -23,19 +23,27 @@ export GOSUMDB=off
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-# Install Debian packages for the commands that are missing: need_pkgs cmd:package ...
+# Install Debian packages for the commands that are missing:
+#   need_pkgs [--recommends] cmd:package ...
+# One apt at a time: make test installs in phases that run side by side (hack/test.sh).
 need_pkgs() {
-  local missing=() pair
+  local missing=() pair recommends=--no-install-recommends
+  [[ ${1:-} == --recommends ]] && { recommends=--install-recommends; shift; }
   for pair in "$@"; do
     command -v "${pair%%:*}" >/dev/null 2>&1 || [[ -x "${pair%%:*}" ]] || missing+=("${pair#*:}")
   done
   ((${#missing[@]})) || return 0
   [[ $(id -u) == 0 ]] || die "need root to install: ${missing[*]}"
   log "installing Debian packages: ${missing[*]}"
-  if [[ -z $(find /var/lib/apt/lists -maxdepth 1 -name '*_Packages*' -mmin -1440 2>/dev/null | head -1) ]]; then
-    apt-get update -qq
-  fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  (
+    exec 9>/var/lock/cxlab-apt.lock
+    flock 9
+    if [[ -z $(find /var/lib/apt/lists -maxdepth 1 -name '*_Packages*' -mmin -1440 2>/dev/null | head -1) ]]; then
+      apt-get -o DPkg::Lock::Timeout=600 update -qq
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+      "$recommends" "${missing[@]}" >/dev/null
+  )
 }
 
 # sha256 over files (contents and names relative to the file or folder given) and extra
@@ -75,9 +83,11 @@ from_cache() {
   fi
   mkdir -p "$CACHE/$name"
   (
+    # Linked under the lock too: two makes of one checkout may ask at once (make test starts
+    # the Kubernetes build early, its bring-up asks again).
     exec 8>"$CACHE/$name/.lock"
     if ! flock -n 8; then
-      log "waiting for another checkout building $name into the cache"
+      log "waiting for another build of $name into the cache"
       flock 8
     fi
     if [[ ! -f $dir/.complete ]]; then
@@ -86,11 +96,12 @@ from_cache() {
       touch "$dir.partial/.complete"
       rm -rf "$dir" && mv "$dir.partial" "$dir"
     fi
+    [[ $(cat "$dest/.inputs" 2>/dev/null) == "$hash" ]] && exit 0
+    rm -rf "$dest" && mkdir -p "$dest"
+    cp -al "$dir/." "$dest/" 2>/dev/null || cp -a "$dir/." "$dest/"
+    rm -f "$dest/.complete"
+    echo "$hash" > "$dest/.inputs"
   )
-  rm -rf "$dest" && mkdir -p "$dest"
-  cp -al "$dir/." "$dest/" 2>/dev/null || cp -a "$dir/." "$dest/"
-  rm -f "$dest/.complete"
-  echo "$hash" > "$dest/.inputs"
 }
 
 # ---- the cluster ----------------------------------------------------------------------------

@@ -18,7 +18,14 @@ def namespace(name: str, deleting: bool) -> dict[str, Any]:
 def test_patterns_are_read_as_kopf_reads_them() -> None:
     assert matches("cxlab-test-ab12", ["cxlab-test-*"])
     assert not matches("kube-system", ["cxlab-test-*"])
-    assert matches("team-a", ["team-*", "!team-b"]) and not matches("team-b", ["team-*", "!team-b"])
+    # kopf's own examples (match_namespace's docstring): within one pattern the first glob
+    # includes, "!" excludes, a later glob re-includes only what the first one matched
+    pattern = ["myapp-*, !*-pr-*, *pr-123"]
+    assert matches("myapp-test", pattern) and matches("myapp-pr-123", pattern)
+    assert not matches("myapp-pr-456", pattern) and not matches("otherapp-pr-123", pattern)
+    assert matches("otherapp-pr-123", ["!*-pr-*, *pr-123"])
+    # several --namespace patterns: served if any one matches
+    assert matches("team-b", ["team-*", "!team-b"]) and matches("team-a", ["x", "team-*"])
 
 
 def test_only_our_terminating_namespaces_are_swept() -> None:

@@ -12,10 +12,11 @@ there)."""
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import logging
 from collections.abc import Sequence
 from typing import Any
+
+from kopf._cogs.structs.references import NamespaceName, match_namespace  # not re-exported
 
 from cxlab.controller.kube import Kube
 from cxlab.experiments.pods import LABEL_EXPERIMENT
@@ -27,10 +28,11 @@ log = logging.getLogger(__name__)
 
 
 def matches(namespace: str, patterns: Sequence[str]) -> bool:
-    """As kopf reads --namespace: globs, and a "!" before a glob excludes what it matches."""
-    included = any(fnmatch.fnmatchcase(namespace, p) for p in patterns if not p.startswith("!"))
-    excluded = any(fnmatch.fnmatchcase(namespace, p[1:]) for p in patterns if p.startswith("!"))
-    return included and not excluded
+    """Whether kopf serves the namespace: its own matcher, as its observer calls it (any one
+    --namespace pattern; within one, comma-separated globs, "!" excluding), so the sweep
+    covers exactly the namespaces kopf would."""
+    name = NamespaceName(namespace)
+    return any(match_namespace(name, pattern) for pattern in patterns)
 
 
 def terminating(namespaces: Sequence[dict[str, Any]], patterns: Sequence[str]) -> list[str]:

@@ -70,6 +70,13 @@ def unread(answer: Any) -> None:
     answer.release_conn()
 
 
+def _items(answer: Any) -> list[dict[str, Any]]:
+    """A list's items as the JSON came (_preload_content=False): the client's typed models
+    cost ten times more to build."""
+    items: list[dict[str, Any]] = json.loads(answer.data)["items"]
+    return items
+
+
 def load_configuration() -> None:
     try:
         kubernetes.config.load_incluster_config()
@@ -237,10 +244,7 @@ class Kube:
 
     def list_nodes(self) -> list[dict[str, Any]]:
         """Every Node, as plain dicts (for capacity: allocatable, labels, taints)."""
-        # the JSON as it comes: the client's typed models cost ten times more to build
-        response: Any = self.core.list_node(_request_timeout=10, _preload_content=False)
-        items: list[dict[str, Any]] = json.loads(response.data)["items"]
-        return items
+        return _items(self.core.list_node(_request_timeout=10, _preload_content=False))
 
     def add_to_config_map(self, manifest: dict[str, Any]) -> None:
         """Merge the manifest's binaryData into the ConfigMap (its keys added or replaced, the
@@ -266,9 +270,7 @@ class Kube:
         return [client.sanitize_for_serialization(item) for item in found.items]
 
     def list_namespaces(self) -> list[dict[str, Any]]:
-        response: Any = self.core.list_namespace(_request_timeout=10, _preload_content=False)
-        items: list[dict[str, Any]] = json.loads(response.data)["items"]
-        return items
+        return _items(self.core.list_namespace(_request_timeout=10, _preload_content=False))
 
     def list_experiments(self, namespace: str) -> list[dict[str, Any]]:
         found: Any = self.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)

@@ -82,7 +82,7 @@ bench-scale: deps kwok-up ## The operator at scale on KWOK: 50 experiments x 100
 	python operator/bench/bench_scale.py
 
 .PHONY: helm
-helm: ## Build Helm (v3.16.4) from the Go module proxy into the machine cache, linked as build/bin/helm (once per machine, about 1.5-5 min cold)
+helm: ## Build Helm (v3.17, module hack/k8s) from the Go module proxy into the machine cache, linked as build/bin/helm (once per machine, about 1.5-5 min cold)
 	hack/helm.sh
 
 .PHONY: chart-sync
@@ -153,10 +153,10 @@ cluster-down: ## Stop the local cluster and clean up after it (containers, mount
 	hack/cluster-down.sh
 
 .PHONY: tools
-tools: ## Build Kueue, KWOK and Prometheus for the cluster tests (into the machine cache: once per machine)
-	hack/kueue.sh build
+tools: ## Build KWOK, Prometheus and Kueue for the cluster tests (into the machine cache: once per machine)
 	hack/kwok.sh build
 	hack/prometheus.sh build
+	hack/kueue.sh build
 
 .PHONY: kwok-up
 kwok-up: cluster-up ## KWOK next to the local cluster: 100 fake nodes (KWOK_NODES=N) whose trial Pods end with a Result

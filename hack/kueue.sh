@@ -26,7 +26,7 @@ WEBHOOKS=cxlab-kueue                            # both configurations' name
 KUBECTL="$K8S_BIN/kubectl"
 export KUBECONFIG="$KUBECONFIG_FILE"
 
-build() { build_tool_module "$MOD" "$KUEUE" Kueue 3-5; }
+build() { build_tool_module "$MOD" sigs.k8s.io/kueue/cmd/kueue "$KUEUE" Kueue 3-5; }
 
 module_dir() {
   (cd "$MOD" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)

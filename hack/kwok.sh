@@ -2,8 +2,9 @@
 # KWOK (sigs.k8s.io/kwok, "Kubernetes WithOut Kubelet") next to the local cluster: fake nodes
 # for the operator at scale. hack/kwok.sh start [N]|stop|status|build
 #
-# Built from the Go module proxy (module hack/kwok, like Kubernetes in build-k8s.sh) into
-# build/kwok/bin/. It runs on the host with the cluster's admin kubeconfig and plays the kubelet
+# KWOK v0.6.1, the last release on Kubernetes 1.32's libraries: built from the Go module proxy
+# in module hack/k8s beside Kubernetes (build-k8s.sh), whose compiled packages it mostly
+# shares, into build/kwok/bin/. It runs on the host with the cluster's admin kubeconfig and plays the kubelet
 # for the nodes labelled type=kwok only: N of them (100 by default), each 32 CPUs, 128 GiB and
 # 110 Pods, tainted kwok.x-k8s.io/node=fake:NoSchedule so that only Pods tolerating it (the
 # scale benchmark's and tests' trials) land there. Its Stages (hack/kwok/stages.yaml) start
@@ -16,14 +17,14 @@ source "$(dirname "$0")/lib.sh"
 
 KWOK="$BUILD/kwok"
 KWOK_BIN="$KWOK/bin/kwok"
-MOD="$ROOT/hack/kwok"
+STAGES="$ROOT/hack/kwok/stages.yaml"
 PID_FILE="$CLUSTER/pids/kwok.pid"           # cluster-down stops it too
 NODES=${2:-${KWOK_NODES:-100}}
 LABEL=type=kwok
 KUBECTL="$K8S_BIN/kubectl"
 export KUBECONFIG="$KUBECONFIG_FILE"
 
-build() { build_tool_module "$MOD" "$KWOK" KWOK 2-5; }
+build() { build_tool_module "$ROOT/hack/k8s" sigs.k8s.io/kwok/cmd/kwok "$KWOK" KWOK 1-2; }
 
 running_pid() { component_pid kwok; }
 
@@ -67,7 +68,7 @@ start() {
   [[ -f $KUBECONFIG_FILE ]] || die "no cluster: make cluster-up first"
   build
   local pid stages
-  stages=$(hash_inputs "$MOD/stages.yaml")
+  stages=$(hash_inputs "$STAGES")
   if pid=$(running_pid) && [[ $(cat "$KWOK/stages.inputs" 2>/dev/null) != "$stages" ]]; then
     log "hack/kwok/stages.yaml changed since KWOK started: starting it again"
     stop
@@ -81,7 +82,7 @@ start() {
     start_tool KWOK "$PID_FILE" "$KWOK/kwok.log" "$KWOK_BIN" \
       --kubeconfig="$KUBECONFIG_FILE" \
       --manage-nodes-with-label-selector="$LABEL" \
-      --config="$MOD/stages.yaml" \
+      --config="$STAGES" \
       --node-lease-duration-seconds=40 \
       --cidr=10.128.0.0/16 \
       --node-ip=192.0.2.200 \

@@ -147,17 +147,24 @@ component_pid() {
   echo "$pid"
 }
 
-# A Go program built from a module of hack/ that names it with a `tool` directive (Kueue,
-# KWOK): into DIR/bin/ from the cache, built again only when the module's go.mod/go.sum or Go
-# itself changed. build_tool_module MODULE_DIR DIR NAME MINUTES
-build_tool_module() {
-  local mod=$1 dir=$2 name=$3 minutes=$4
-  from_cache "$(basename "$dir")" "$(hash_inputs "$mod/go.mod" "$mod/go.sum" -- "$(go version)")" \
-    "$dir/bin" _build_tool "$mod" "$name" "$minutes"
+# `go build` in a module of hack/ with the compile flags of every build there: builds from one
+# module (hack/k8s: Kubernetes, etcd, Helm, KWOK) then share each package they have in common
+# through the Go build cache. go_build_in MODULE_DIR [go build arguments...]
+go_build_in() {
+  (cd "$1" && shift && CGO_ENABLED=0 go build -mod=readonly -trimpath "$@")
 }
-_build_tool() { # out module name minutes
-  log "building $3 from the Go module proxy (about $4 min cold)"
-  (cd "$2" && CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "-s -w" -o "$1/" tool)
+
+# A Go program built from a module of hack/ that names it with a `tool` directive: into
+# DIR/bin/ from the cache, built again only when the module's go.mod/go.sum or Go itself
+# changed. build_tool_module MODULE_DIR PACKAGE DIR NAME MINUTES
+build_tool_module() {
+  local mod=$1 pkg=$2 dir=$3 name=$4 minutes=$5
+  from_cache "$(basename "$dir")" "$(hash_inputs "$mod/go.mod" "$mod/go.sum" -- "$pkg" "$(go version)")" \
+    "$dir/bin" _build_tool "$mod" "$pkg" "$name" "$minutes"
+}
+_build_tool() { # out module package name minutes
+  log "building $4 from the Go module proxy (about $5 min cold)"
+  go_build_in "$2" -ldflags "-s -w" -o "$1/" "$3"
 }
 
 # Stopping a process by the pid recorded for it.

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# `make test`, phase by phase. Kubernetes is built in the background from the start (the
-# longest build from a cold cache). First the virtualenv and the Go programs (deps); then, in
-# the background, Helm, promtool and Chromium (test-deps: the unit tests need them) and the
-# images and the local cluster (bring-up), while the linters, the Go tests and the unit tests
-# (in parallel) run; while the cluster tests run (they mostly wait), the tools only the solo
-# tests need (Kueue, KWOK, Prometheus) in the background. The cluster tests that can share it
-# run side by side (each pytest-xdist worker with its own operator and namespaces), then alone
-# those that start, stop or load what every test shares (marker `solo`: KWOK, Kueue,
-# Prometheus, a thousand trials, trials of several Pods; tests/cluster/conftest.py). Each
-# phase is timed into build/test/phases.tsv; at the end the time of each, the whole run's, and
-# the ten slowest tests (hack/test-report.py), whatever failed. Stops at the first failing
-# phase; the cluster it brought up goes down again either way.
+# `make test`, phase by phase. Helm and then Kubernetes are built in the background from the
+# start (the longest build from a cold cache; Helm first, as the unit tests need it, from the
+# same module so that their common packages compile once). First the virtualenv and the Go
+# programs (deps); then, in the background, promtool and Chromium (test-deps: the unit tests
+# need them and Helm), the images and the local cluster (bring-up), and, once Kubernetes is
+# built, the tools only the solo tests need (KWOK, Prometheus, Kueue), while the linters, the
+# Go tests and the unit tests (in parallel) run. The cluster tests that can share it run side
+# by side (each pytest-xdist worker with its own operator and namespaces), then alone those
+# that start, stop or load what every test shares (marker `solo`: KWOK, Kueue, Prometheus, a
+# thousand trials, trials of several Pods; tests/cluster/conftest.py). Each phase is timed
+# into build/test/phases.tsv (a background phase's time includes its waits for the builds it
+# needs); at the end the time of each, the whole run's, and the ten slowest tests
+# (hack/test-report.py), whatever failed. Stops at the first failing phase; the cluster it
+# brought up goes down again either way.
 #
 #   PYTEST_WORKERS=N    parallel workers of the unit tests (default: the cores)
 #   CLUSTER_WORKERS=N   parallel workers of the cluster tests (default 3: they mostly wait)
@@ -100,19 +102,20 @@ else
   brought_up=1
 fi
 
-# Kubernetes from the first second (it needs Go only, and is the longest build from a cold
-# cache); the bring-up asks for it again and waits for it (the cache's lock, lib.sh).
-phase_in_background kubernetes make -s cluster-bin
+# Helm and Kubernetes from the first second (they need Go only; Kubernetes is the longest
+# build from a cold cache); who asks for them again waits for them (the cache's lock, lib.sh).
+phase_in_background kubernetes make -s helm cluster-bin
 phase deps make -s deps
 phase_in_background test-deps make -s test-deps  # Helm, promtool, Chromium: the unit tests'
 phase_in_background bring-up builds_and_bring_up
+# KWOK shares most of its packages with Kubernetes: built after it, it compiles little.
+phase_in_background tools make -s cluster-bin tools
 phase lint make -s lint
 phase go-test go_test
 wait_background test-deps
 phase unit pytest -m "not cluster" -n "$WORKERS" --junitxml="$REPORT/unit.xml" "${EXTRA[@]}"
 wait_background kubernetes
 wait_background bring-up
-phase_in_background tools make -s tools
 # tests go to whichever worker is free, but for the groups of tests/conftest.py
 phase cluster pytest -m "cluster and not solo" -n "$CLUSTER_WORKERS" --dist loadgroup \
   --junitxml="$REPORT/cluster.xml" "${EXTRA[@]}"

@@ -3,16 +3,16 @@
 # start (the longest build from a cold cache; Helm first, as the unit tests need it, from the
 # same module so that their common packages compile once). First the virtualenv and the Go
 # programs (deps); then, in the background, promtool and Chromium (test-deps: the unit tests
-# need them and Helm), the images and the local cluster (bring-up), and, once Kubernetes is
-# built, the tools only the solo tests need (KWOK, Prometheus, Kueue), while the linters, the
-# Go tests and the unit tests (in parallel) run. The cluster tests that can share it run side
-# by side (each pytest-xdist worker with its own operator and namespaces), then alone those
-# that start, stop or load what every test shares (marker `solo`: KWOK, Kueue, Prometheus, a
-# thousand trials, trials of several Pods; tests/cluster/conftest.py). Each phase is timed
-# into build/test/phases.tsv (a background phase's time includes its waits for the builds it
-# needs); at the end the time of each, the whole run's, and the ten slowest tests
-# (hack/test-report.py), whatever failed. Stops at the first failing phase; the cluster it
-# brought up goes down again either way.
+# need them and Helm), the images and, once Kubernetes is built, the local cluster (bring-up),
+# and, once Kubernetes is built, the tools only the solo tests need (tools: KWOK, Prometheus,
+# Kueue), while the linters, the Go tests and the unit tests (in parallel) run. The cluster
+# tests that can share it run side by side (each pytest-xdist worker with its own operator and
+# namespaces), then alone those that start, stop or load what every test shares (marker
+# `solo`: KWOK, Kueue, Prometheus, a thousand trials, trials of several Pods;
+# tests/cluster/conftest.py). Each phase is timed into build/test/phases.tsv (a background
+# phase's time includes its waits for the builds it needs); at the end the time of each, the
+# whole run's, and the ten slowest tests (hack/test-report.py), whatever failed. Stops at the
+# first failing phase; the cluster it brought up goes down again either way.
 #
 #   PYTEST_WORKERS=N    parallel workers of the unit tests (default: the cores)
 #   CLUSTER_WORKERS=N   parallel workers of the cluster tests (default 3: they mostly wait)
@@ -90,10 +90,17 @@ trap finish EXIT
 
 go_test() { (cd workloads && go test ./...); }
 
-builds_and_bring_up() {
-  make -s cluster-bin images || return
-  make -s cluster-up
+# Kubernetes after Helm, as in the kubernetes phase: the phases that need it ask for both in
+# that order, so that none builds Kubernetes beside Helm's build (their common packages would
+# compile twice); each waits on the cache's lock (lib.sh) while another builds.
+k8s_after_helm() { make -s helm cluster-bin; }
+
+builds_and_bring_up() { # the images do not need Kubernetes: built while it builds
+  make -s images && k8s_after_helm && make -s cluster-up
 }
+
+# KWOK shares most of its packages with Kubernetes: built after it, it compiles little.
+tools_after_k8s() { k8s_after_helm && make -s tools; }
 
 # Taken down at the end only if this run brought it up.
 if [[ -f $KUBECONFIG_FILE ]] && api /readyz >/dev/null 2>&1; then
@@ -104,12 +111,11 @@ fi
 
 # Helm and Kubernetes from the first second (they need Go only; Kubernetes is the longest
 # build from a cold cache); who asks for them again waits for them (the cache's lock, lib.sh).
-phase_in_background kubernetes make -s helm cluster-bin
+phase_in_background kubernetes k8s_after_helm
 phase deps make -s deps
 phase_in_background test-deps make -s test-deps  # Helm, promtool, Chromium: the unit tests'
 phase_in_background bring-up builds_and_bring_up
-# KWOK shares most of its packages with Kubernetes: built after it, it compiles little.
-phase_in_background tools make -s cluster-bin tools
+phase_in_background tools tools_after_k8s
 phase lint make -s lint
 phase go-test go_test
 wait_background test-deps
@@ -119,6 +125,8 @@ wait_background bring-up
 # tests go to whichever worker is free, but for the groups of tests/conftest.py
 phase cluster pytest -m "cluster and not solo" -n "$CLUSTER_WORKERS" --dist loadgroup \
   --junitxml="$REPORT/cluster.xml" "${EXTRA[@]}"
-wait_background tools
+# Not waiting for the tools: each solo test that needs one starts after those that need none,
+# and waits for its tool's build if it is still under way (tests/cluster/conftest.py).
 phase solo pytest -m "cluster and solo" --junitxml="$REPORT/solo.xml" "${EXTRA[@]}"
+wait_background tools
 exit "$failed"

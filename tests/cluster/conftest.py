@@ -28,6 +28,11 @@ from kubernetes.client.exceptions import ApiException
 
 from cxlab.crd import GENERATED, GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 
+# The order `make tools` builds them in. make test builds them beside the tests and starts the
+# solo tests without waiting (hack/test.sh): those that need no tool go first, then each as its
+# tool is built (`hack/<tool>.sh start` waits for a build under way).
+TOOLS_IN_BUILD_ORDER = ("kwok", "prometheus", "kueue")
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Every test in this folder needs the cluster: `pytest -m "not cluster"` skips them all.
@@ -35,6 +40,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if str(item.path).startswith(here + os.sep):
             item.add_marker(pytest.mark.cluster)
+    items.sort(key=_tool_rank)  # stable: the rest keep their order
+
+
+def _tool_rank(item: pytest.Item) -> int:
+    solo = item.get_closest_marker("solo")
+    tool = solo.kwargs.get("tool") if solo else None
+    return TOOLS_IN_BUILD_ORDER.index(tool) + 1 if tool else 0
 
 
 def _make(target: str) -> None:

@@ -18,7 +18,7 @@ import pytest
 from harness import ROOT, Lab
 from test_cluster_queue import assert_ran_one_after_another, condition, moment, short, status
 
-pytestmark = [pytest.mark.cluster, pytest.mark.solo]  # Kueue and its webhooks: alone
+pytestmark = [pytest.mark.cluster, pytest.mark.solo(tool="kueue")]  # Kueue, its webhooks: alone
 
 KUEUE = ROOT / "hack" / "kueue.sh"
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta1"

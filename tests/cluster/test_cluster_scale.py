@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from harness import ROOT, Lab, experiment_spec
 
-pytestmark = [pytest.mark.cluster, pytest.mark.solo]  # KWOK, a thousand trials: alone
+pytestmark = [pytest.mark.cluster, pytest.mark.solo(tool="kwok")]  # KWOK, 1000 trials: alone
 
 FAKE_NODES = {"nodeSelector": {"type": "kwok"},
               "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists",

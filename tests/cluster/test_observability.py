@@ -22,7 +22,7 @@ import pytest
 import yaml
 from harness import NAMESPACE_PREFIX, ROOT, Lab, Operator, experiment_spec, why
 
-pytestmark = [pytest.mark.cluster, pytest.mark.solo]  # Prometheus, the operator on 18081: alone
+pytestmark = [pytest.mark.cluster, pytest.mark.solo(tool="prometheus")]  # on 18081: alone
 
 PROMETHEUS = ROOT / "hack" / "prometheus.sh"
 URL = "http://127.0.0.1:19090"

@@ -27,7 +27,7 @@ build() { # out
   for c in "${K8S_COMPONENTS[@]}"; do
     [[ $c == etcd ]] && pkgs+=(./etcd) || pkgs+=("k8s.io/kubernetes/cmd/$c")
   done
-  go_build_in "$MOD" "${GO_BUILD_CRITICAL[@]}" -ldflags "$ldflags" -o "$1/" "${pkgs[@]}"
+  go_build_in "$MOD" -ldflags "$ldflags" -o "$1/" "${pkgs[@]}"
   log "built ${K8S_COMPONENTS[*]} in $((SECONDS - start)) s"
 }
 from_cache k8s "$want" "$K8S_BIN" build

@@ -18,7 +18,7 @@ done
 
 build() { # out
   log "building Helm $HELM_VERSION from the Go module proxy (about 1.5-5 min cold; less after Kubernetes)"
-  go_build_in "$ROOT/hack/k8s" "${GO_BUILD_CRITICAL[@]}" -ldflags "$ldflags" -o "$1/" "$HELM_PKG/cmd/helm"
+  go_build_in "$ROOT/hack/k8s" -ldflags "$ldflags" -o "$1/" "$HELM_PKG/cmd/helm"
 }
 
 from_cache helm "$(hash_inputs "$ROOT/hack/k8s/go.mod" "$ROOT/hack/k8s/go.sum" -- "$ldflags" "$(go version)")" \

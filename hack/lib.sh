@@ -154,12 +154,6 @@ go_build_in() {
   (cd "$1" && shift && CGO_ENABLED=0 go build -mod=readonly -trimpath "$@")
 }
 
-# Compile processes for the builds the cluster waits for (Helm, then Kubernetes): twice the
-# cores. On a busy machine the CPU is shared by runnable process, so a build of only as many
-# as the cores gets half the machine at best (measured: a make test from empty caches waited
-# 24 min for them, both cores busy elsewhere); on an idle one the extra processes only queue.
-GO_BUILD_CRITICAL=(-p "$(($(nproc) * 2))")
-
 # A Go program built from a module of hack/ that names it with a `tool` directive: into
 # DIR/bin/ from the cache, built again only when the module's go.mod/go.sum or Go itself
 # changed. build_tool_module MODULE_DIR PACKAGE DIR NAME MINUTES

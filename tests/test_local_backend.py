@@ -73,14 +73,16 @@ def test_run_writes_status_report_and_summary(tmp_path: Path) -> None:
         assert (tmp_path / "out" / "tiny" / "trials" / f"{trial['name']}.json").exists()
     summary = status["summary"]
     assert len(summary["points"]) == 10 and all(p["repetitions"] == 2 for p in summary["points"])
-    # wall time of the thread pool falls as ceil(tasks/workers) x RTT until the knee
+    # wall time of the thread pool falls as ceil(tasks/workers) x RTT: 2 workers take at least
+    # their floor (0.9 s), a worker per task far less. Not 10 workers against one per task:
+    # their floors (0.18 s, 0.03 s) are closer than what starting 60 threads can cost on a busy
+    # machine (seen: 0.24 s against 0.31 s with both cores busy elsewhere).
     walls = {
         (p["workers"], p["rttSeconds"]): p["wallSeconds"]["mean"]
         for p in summary["points"]
         if p["model"] == "threads"
     }
-    assert walls[(2, 0.03)] > walls[(10, 0.03)] > walls[(0, 0.03)] >= 0.03
-    assert walls[(2, 0.03)] >= 30 * 0.03
+    assert walls[(2, 0.03)] >= 30 * 0.03 > walls[(0, 0.03)] >= 0.03
     assert {r["rttSeconds"] for r in summary["recommendations"]} == {0.01, 0.03}
     assert {k["variant"] for k in summary["knees"]} == {
         "threads", "asyncio", "goroutines (GOMAXPROCS 1)",

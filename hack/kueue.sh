@@ -125,9 +125,8 @@ start() {
   certificate
   write_config
   "$KUBECTL" apply --server-side --force-conflicts -f "$(module_dir)/config/components/crd/bases/" >/dev/null
-  "$KUBECTL" wait --for=condition=Established --timeout=60s \
-    crd/clusterqueues.kueue.x-k8s.io crd/localqueues.kueue.x-k8s.io crd/workloads.kueue.x-k8s.io \
-    crd/resourceflavors.kueue.x-k8s.io >/dev/null
+  crds_established 60 clusterqueues.kueue.x-k8s.io localqueues.kueue.x-k8s.io \
+    workloads.kueue.x-k8s.io resourceflavors.kueue.x-k8s.io
   mkdir -p "$CLUSTER/pids"
   # The visibility API server wants an in-cluster configuration (it exits without one).
   start_tool Kueue "$PID_FILE" "$KUEUE/kueue.log" "$KUEUE_BIN" --config="$KUEUE/config.yaml" \

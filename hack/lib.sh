@@ -167,6 +167,20 @@ _build_tool() { # out module package name minutes
   go_build_in "$2" -ldflags "-s -w" -o "$1/" "$3"
 }
 
+# `kubectl wait --for=condition=Established` just after an apply fails at once when the CRD
+# has no status yet (".status.conditions accessor error: <nil>", seen with kubectl 1.32):
+# ask for the condition until it holds. crds_established SECONDS CRD...
+crds_established() {
+  local deadline=$((SECONDS + $1)) crd; shift
+  local established='{.status.conditions[?(@.type=="Established")].status}'
+  for crd in "$@"; do
+    until [[ $("$K8S_BIN/kubectl" get "crd/$crd" -o "jsonpath=$established" 2>/dev/null) == True ]]; do
+      ((SECONDS < deadline)) || die "the CRD $crd was not Established within $1 s"
+      sleep 0.5
+    done
+  done
+}
+
 # Stopping a process by the pid recorded for it.
 pid_gone() { ! kill -0 "$1" 2>/dev/null; }
 stop_pid() { # pid name seconds: SIGTERM, then SIGKILL after a grace period

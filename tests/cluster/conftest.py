@@ -12,7 +12,6 @@ loaded only by the tests marked `solo`, which run alone."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from typing import Any
 
 import kubernetes
 import pytest
-from harness import KUBECONFIG, NAMESPACE_PREFIX, ROOT, WORKER, Lab, Operator
+from harness import KUBECONFIG, NAMESPACE_PREFIX, ROOT, WORKER, Lab, Operator, crd_lock
 from kubernetes.client.exceptions import ApiException
 
 from cxlab.crd import GENERATED, GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
@@ -101,10 +100,7 @@ def crd(cluster: None) -> None:
     import yaml
 
     api = kubernetes.client.ApiextensionsV1Api()
-    lock_path = ROOT / "build" / "cluster" / "crd.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with crd_lock():
         for path in GENERATED:
             _apply_crd(api, yaml.safe_load(path.read_text()))
 

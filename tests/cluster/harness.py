@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,17 @@ OPERATOR_METRICS_PORT = 18081 if _INDEX == 0 else 18100 + _INDEX
 # Side by side, the workers' trial Pods take turns on the node's one pinned core: a state a
 # test waits for comes as surely, but later. Its waits get longer, never its assertions.
 TIMEOUT_SCALE = 3.0 if WORKER else 1.0
+
+
+@contextmanager
+def crd_lock() -> Iterator[None]:
+    """Held while a test creates or replaces a CRD: the pytest-xdist workers share the cluster,
+    and a create after another's check fails (AlreadyExists, or Helm's ownership check)."""
+    path = ROOT / "build" / "cluster" / "crd.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def why(experiment: dict[str, Any]) -> str:

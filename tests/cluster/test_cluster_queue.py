@@ -93,10 +93,8 @@ def test_experiments_applied_together_run_one_after_another_in_creation_order(la
 def test_queue_timeout_fails_a_waiting_experiment_with_that_reason(lab: Lab) -> None:
     lab.apply("holder", short(30))
     lab.wait("holder", lambda _: lab.running_pod("holder"), timeout=60)
-    began = time.monotonic()
     lab.apply("impatient", {**short(), "queueTimeout": "4s"})
     failed = lab.wait_finished("impatient", timeout=60)
-    assert time.monotonic() - began < 30
     reason = condition(failed, "Failed")
     assert reason["reason"] == "QueueTimeout" and "spec.queueTimeout (4s)" in reason["message"]
     assert "in use by" in reason["message"] and not lab.pods("impatient")

@@ -25,7 +25,6 @@ def test_a_pod_the_apiserver_refuses_fails_the_experiment(lab: Lab) -> None:
     spec = experiment_spec([{"model": "asyncio"}, {"model": "threads", "workers": [2]}],
                            placement=placement)  # fmt: skip
     lab.apply("refused", spec)
-    began = time.monotonic()
     experiment = lab.wait_finished("refused", timeout=30)
     status = experiment["status"]
     assert status["phase"] == "Failed", status
@@ -43,7 +42,6 @@ def test_a_pod_the_apiserver_refuses_fails_the_experiment(lab: Lab) -> None:
     # finished, it stays so: no more attempts, no more writes of a different status
     time.sleep(3)
     assert lab.get("refused")["status"] == status
-    assert time.monotonic() - began < 30
 
 
 @pytest.mark.parametrize(

@@ -114,9 +114,10 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python -e '.[dev]'
 	touch $@
 
+# GOGC for the compiler only, as in hack/lib.sh (less of its CPU spent collecting garbage)
 $(GO_BINARIES) &: $(GO_SOURCES)
 	mkdir -p $(BIN)
-	cd workloads && go build -o ../$(BIN)/ ./cmd/... ./bench/...
+	cd workloads && GOGC=400 go build -o ../$(BIN)/ ./cmd/... ./bench/...
 
 # promtool lints the metrics endpoints in the tests; Debian's prometheus package carries it.
 build/.promtool:

@@ -44,7 +44,7 @@ build_pause() {
   if [[ -f $dir/image.tar && $(cat "$dir/.inputs" 2>/dev/null) == "$hash" ]]; then return; fi
   log "building image $PAUSE_IMAGE"
   rm -rf "$dir" && mkdir -p "$dir/rootfs"
-  (cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$dir/rootfs/pause" .)
+  go_build_in "$src" -ldflags '-s -w' -o "$dir/rootfs/pause" .
   make_layer "$dir/rootfs" "$dir/layer.tar" --owner=0 --group=0
   "$PYTHON" "$ROOT/hack/images/docker-archive.py" -o "$dir/image.tar" --tag "$PAUSE_IMAGE" \
     --layer "$dir/layer.tar" --user 65535:65535 --entrypoint /pause
@@ -158,8 +158,8 @@ build_runner() {
   chmod -R 0755 "$app"
 
   # the Go runner and the delay target, static
-  (cd "$ROOT/workloads" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' \
-    -o "$app/usr/local/bin/" ./cmd/cxlab-runner-go ./cmd/cxlab-delay)
+  go_build_in "$ROOT/workloads" -ldflags '-s -w' -o "$app/usr/local/bin/" \
+    ./cmd/cxlab-runner-go ./cmd/cxlab-delay
 
   # the runner and the contract it reads (models, buckets, the Result bound)
   cp -r --preserve=timestamps "$ROOT/workloads/python/cxlab_runner" "$ROOT/workloads/python/cxlab_contract" "$site/"

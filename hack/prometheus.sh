@@ -44,9 +44,9 @@ build_into() { # out
   source=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "$PROM_MODULE@$PROM_MODULE_VERSION" |
     sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
   [[ -d $source ]] || die "could not download $PROM_MODULE@$PROM_MODULE_VERSION"
-  (cd "$source" && GOWORK=off CGO_ENABLED=0 go build -trimpath -tags "$PROM_BUILD_TAGS" \
+  GOWORK=off go_build_in "$source" -tags "$PROM_BUILD_TAGS" \
     -ldflags "-X github.com/prometheus/common/version.Version=$PROM_VERSION" \
-    -o "$1/" ./cmd/prometheus ./cmd/promtool)
+    -o "$1/" ./cmd/prometheus ./cmd/promtool
 }
 
 # Write the configuration (the same bytes for the same inputs).

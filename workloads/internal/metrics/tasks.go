@@ -22,16 +22,25 @@ type shard struct {
 }
 
 // taskCounters counts tasks and their durations, lock-free and sharded;
-// Prometheus sees totals built at scrape time.
+// Prometheus sees totals built at scrape time. It also reports whether the
+// trial has finished, read before the counts: a registry collects its
+// collectors concurrently, so apart, a scrape could pair finished 1 with the
+// counts from before the last task ended (seen under load).
 type taskCounters struct {
 	shards [shardCount]shard
 	bounds []time.Duration // Buckets in nanoseconds, exact for the contract's bounds
-	desc   *prometheus.Desc
+	ended  atomic.Bool     // the trial's task phase is over
+
+	duration, completed, inFlightDesc, finishedDesc *prometheus.Desc
 }
 
 func newTaskCounters() *taskCounters {
 	c := &taskCounters{
-		desc: prometheus.NewDesc("cxlab_task_duration_seconds", "Duration of each successful task.", nil, nil),
+		duration: prometheus.NewDesc("cxlab_task_duration_seconds", "Duration of each successful task.", nil, nil),
+		completed: prometheus.NewDesc("cxlab_tasks_completed_total", "Tasks finished, by outcome.",
+			[]string{"outcome"}, nil),
+		inFlightDesc: prometheus.NewDesc("cxlab_tasks_in_flight", "Tasks started and not finished.", nil, nil),
+		finishedDesc: prometheus.NewDesc("cxlab_trial_finished", "1 once every task has ended.", nil, nil),
 	}
 	for _, b := range Buckets {
 		c.bounds = append(c.bounds, time.Duration(b*float64(time.Second)))
@@ -72,11 +81,26 @@ func (c *taskCounters) inFlight() int64 {
 	return started - ok - failed
 }
 
-func (c *taskCounters) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *taskCounters) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.duration
+	ch <- c.completed
+	ch <- c.inFlightDesc
+	ch <- c.finishedDesc
+}
 
-// Collect reports the histogram; its count is the sum of its buckets, so the
-// two always agree.
+// Collect reports finished first, then the counts: once finished is 1 they
+// are final. The histogram's count is the sum of its buckets, so the two
+// always agree.
 func (c *taskCounters) Collect(ch chan<- prometheus.Metric) {
+	finished := 0.0
+	if c.ended.Load() {
+		finished = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.finishedDesc, prometheus.GaugeValue, finished)
+	ok, failed := c.counts()
+	ch <- prometheus.MustNewConstMetric(c.completed, prometheus.CounterValue, float64(ok), "ok")
+	ch <- prometheus.MustNewConstMetric(c.completed, prometheus.CounterValue, float64(failed), "failed")
+	ch <- prometheus.MustNewConstMetric(c.inFlightDesc, prometheus.GaugeValue, float64(c.inFlight()))
 	counts := make([]uint64, len(Buckets)+1)
 	var sum int64
 	for i := range c.shards {
@@ -93,5 +117,5 @@ func (c *taskCounters) Collect(ch chan<- prometheus.Metric) {
 		cumulative[b] = total
 	}
 	total += counts[len(Buckets)]
-	ch <- prometheus.MustNewConstHistogram(c.desc, total, time.Duration(sum).Seconds(), cumulative)
+	ch <- prometheus.MustNewConstHistogram(c.duration, total, time.Duration(sum).Seconds(), cumulative)
 }

@@ -6,7 +6,6 @@ package metrics
 import (
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,8 +28,7 @@ type Info struct {
 // everything else is computed when scraped, so the instrument costs next to
 // nothing per task.
 type Trial struct {
-	tasks    *taskCounters
-	finished atomic.Bool
+	tasks *taskCounters // with finished
 
 	mu         sync.Mutex
 	start, end time.Time
@@ -59,36 +57,14 @@ func NewTrial(reg prometheus.Registerer, info Info) (*Trial, error) {
 		Help: "Tasks planned.",
 	})
 	tasks.Set(float64(info.Tasks))
-	completed := func(outcome string, value func() float64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name:        "cxlab_tasks_completed_total",
-			Help:        "Tasks finished, by outcome.",
-			ConstLabels: prometheus.Labels{"outcome": outcome},
-		}, value)
-	}
 	collectors := []prometheus.Collector{
 		infoGauge,
 		tasks,
-		completed("ok", func() float64 { ok, _ := t.Counts(); return float64(ok) }),
-		completed("failed", func() float64 { _, failed := t.Counts(); return float64(failed) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "cxlab_tasks_in_flight",
-			Help: "Tasks started and not finished.",
-		}, func() float64 { return float64(t.tasks.inFlight()) }),
-		t.tasks,
+		t.tasks, // completed, in flight, durations and finished, as one snapshot
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "cxlab_trial_elapsed_seconds",
 			Help: "Time since the task phase began, frozen when it ends.",
 		}, func() float64 { return t.Elapsed().Seconds() }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "cxlab_trial_finished",
-			Help: "1 once every task has ended.",
-		}, func() float64 {
-			if t.finished.Load() {
-				return 1
-			}
-			return 0
-		}),
 		NewProcessCollector(),
 	}
 	for _, c := range collectors {
@@ -111,7 +87,7 @@ func (t *Trial) End(end time.Time) {
 	t.mu.Lock()
 	t.end = end
 	t.mu.Unlock()
-	t.finished.Store(true)
+	t.tasks.ended.Store(true)
 }
 
 // Elapsed is the time since Begin, or the task phase's length after End.

@@ -4,9 +4,8 @@
 # on the cluster. So Kubernetes, then Helm (one module, so Helm compiles little after it), build
 # in the background from the first second. After the virtualenv and the Go programs (deps), in
 # the background: promtool and Chromium (test-deps), the images and, once Kubernetes is built,
-# the local cluster (bring-up), the tools only the solo tests need (tools: KWOK and Prometheus
-# after Kubernetes; kueue: at once, at a lower priority), and the linters and the Go tests
-# (checks, at a lower priority).
+# the local cluster (bring-up), the tools only the solo tests need (tools: KWOK, Prometheus,
+# Kueue, after Kubernetes), and the linters and the Go tests (checks, at a lower priority).
 # Once the cluster is up, the unit tests (in parallel, after Helm) run
 # beside the cluster tests that can share it (each pytest-xdist worker with its own operator
 # and namespaces); then alone those that start, stop or load what every test shares (marker
@@ -108,13 +107,7 @@ builds_and_bring_up() { # the images do not need Kubernetes: built while it buil
 }
 
 # KWOK shares most of its packages with Kubernetes: built after it, it compiles little.
-# Prometheus shares nothing with it: after it, so as not to slow it.
-tools_after_k8s() { make -s cluster-bin && hack/kwok.sh build && hack/prometheus.sh build; }
-
-# Kueue, whose tests run last, from the start at a lower priority: it takes the CPU Kubernetes'
-# build leaves, instead of competing after it with the cluster tests and Prometheus (from a cold
-# cache the solo tests then waited for it at the end).
-kueue_early() { lower_priority && hack/kueue.sh build; }
+tools_after_k8s() { make -s cluster-bin && make -s tools; }
 
 # The unit tests, beside the cluster tests: the chart's need Helm, built after Kubernetes. At
 # the normal priority: at a lower one the cluster tests' bursts starved them for seconds, and
@@ -139,7 +132,6 @@ phase deps make -s deps
 phase_in_background test-deps make -s build/.promtool build/.chromium
 phase_in_background bring-up builds_and_bring_up
 phase_in_background tools tools_after_k8s
-phase_in_background kueue kueue_early
 phase_in_background checks checks
 wait_background bring-up
 wait_background test-deps
@@ -154,5 +146,4 @@ phase solo pytest -m "cluster and solo" --junitxml="$REPORT/solo.xml" "${EXTRA[@
 wait_background kubernetes
 wait_background checks
 wait_background tools
-wait_background kueue
 exit "$failed"

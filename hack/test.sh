@@ -6,9 +6,9 @@
 # the background: promtool and Chromium (test-deps), the images and, once Kubernetes is built,
 # the local cluster (bring-up), the tools only the solo tests need (tools: KWOK, Prometheus,
 # Kueue, after Kubernetes), and the linters and the Go tests (checks, at a lower priority).
-# Once the cluster is up, the unit tests (in parallel, after Helm) run
-# beside the cluster tests that can share it (each pytest-xdist worker with its own operator
-# and namespaces); then alone those that start, stop or load what every test shares (marker
+# Once the cluster is up, the unit tests (in parallel, after Helm) run beside the cluster tests
+# that can share it (each pytest-xdist worker with its own operator and namespaces); then
+# alone those that start, stop or load what every test shares (marker
 # `solo`: KWOK, Kueue, Prometheus, a thousand trials, trials of several Pods;
 # tests/cluster/conftest.py). Each phase is timed into build/test/phases.tsv (a background
 # phase's time includes its waits for the builds it needs; its output is in

@@ -18,19 +18,12 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 mode=${1:-auto}
-# A Python 3.11 (the image's Python) with pip: PYTHON, else the project's virtualenv (its
-# packages are the pins, so pip's check of what is installed beside them has nothing to say),
-# else the host's, else the system's (Debian's python3-pip installed if need be).
-if [[ -z ${PYTHON:-} ]]; then
-  if [[ -x $ROOT/.venv/bin/python3.11 ]]; then
-    PYTHON=$ROOT/.venv/bin/python3.11
-  elif python3.11 -m pip --version >/dev/null 2>&1; then
-    PYTHON=python3.11
-  else
-    need_pkgs python3.11:python3 /usr/lib/python3/dist-packages/pip:python3-pip
-    PYTHON=/usr/bin/python3.11
-  fi
-fi
+# The image's Python, 3.11: PYTHON, else the project's virtualenv, else the host's. The packages
+# layers are installed with the virtualenv's uv (make deps, which `make images` runs first).
+PYTHON=${PYTHON:-$ROOT/.venv/bin/python3.11}
+command -v "$PYTHON" >/dev/null || PYTHON=$(command -v python3.11) || die "no Python 3.11 (set PYTHON=...)"
+UV=$ROOT/.venv/bin/uv
+[[ -x $UV ]] || die "no $UV: run make deps first (make images does)"
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # tar of a directory as one image layer: root-owned, numeric ids, stable order
 make_layer() { # dir out.tar [tar options]
@@ -99,18 +92,20 @@ SITE=usr/local/lib/python3.11/dist-packages   # the image's site-packages, from 
 packages_layer() {
   local image=$1; shift
   ((${#@})) || die "could not read the $image image's pins from pyproject.toml"
-  from_cache "packages-$image" "$(hash_inputs -- "packages v1" "$("$PYTHON" -VV)" "$*")" \
+  from_cache "packages-$image" "$(hash_inputs -- "packages v2 uv" "$("$PYTHON" -VV)" "$*")" \
     "$IMAGES/packages-$image" pip_layer "$@"
 }
 
 pip_layer() { # out requirements...
   local out=$1 site=$1/root/$SITE; shift
-  log "pip install --target (into the cache, once per machine): $*"
+  log "uv pip install --target (into the cache, once per machine): $*"
   mkdir -p "$site" && chmod -R 0755 "$out/root"
-  # --isolated: the host's pip configuration and installed packages are not the image's
-  "$PYTHON" -m pip install --isolated --quiet --disable-pip-version-check --no-warn-script-location \
-    --root-user-action=ignore --only-binary=:all: --target "$site" "$@"
-  rm -rf "${site:?}/bin"   # console scripts with the host's interpreter in their #! line
+  # uv (the project's, make deps) installs the same wheels as pip in a twentieth of its CPU;
+  # --no-config: the host's uv configuration is not the image's; copies, not links into its cache
+  "$UV" pip install --quiet --no-config --python "$PYTHON" --only-binary :all: --link-mode copy \
+    --target "$site" "$@"
+  # console scripts with the host's interpreter in their #! line; uv's lock of the target
+  rm -rf "${site:?}/bin" "$site/.lock"
   "$PYTHON" -m compileall -q "$site"
   make_layer "$out/root" "$out/layer.tar" --owner=0 --group=0
   rm -rf "$out/root"

@@ -23,9 +23,11 @@ def test_an_installed_package_validates_results_without_the_repository(tmp_path:
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         copy(ROOT / name, source / name)
     site = tmp_path / "site"
+    # uv (the virtualenv's, make deps) builds with the same backend as pip, in a third of the time
+    uv = Path(sys.executable).with_name("uv")
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site),
-         str(source)],
+        [str(uv), "pip", "install", "--quiet", "--no-deps", "--python", sys.executable,
+         "--target", str(site), str(source)],
         check=True, capture_output=True,
     )  # fmt: skip
     shutil.rmtree(source)  # nothing may be read from the sources any more

@@ -12,6 +12,8 @@ import pytest
 from test_spec import document
 
 from cxlab.config import OperatorConfig
+from cxlab.controller.admission import NodeReader, admit
+from cxlab.experiments.decide import Observed
 from cxlab.experiments.nodes import (
     Held,
     NodeView,
@@ -186,13 +188,27 @@ def test_a_waiting_experiment_has_a_place_and_no_start_then_records_its_wait() -
     assert started["startTime"] and started["queuedSeconds"] == 42.0
     admitted = {c["type"]: c for c in started["conditions"]}["Queued"]
     assert (admitted["status"], admitted["reason"]) == ("False", "Admitted")
-    assert admitted["message"] == "waited 42.0 s for capacity"
+    assert admitted["message"] == "waited 42.0 s; it was waiting behind lab/big (position 2 of 3)"
     again = build_status(**common, live=Live(starting=True), old=typed, now=later).document()
     assert again["queuedSeconds"] == 42.0  # kept, not measured again
     assert (
         "waited 42.0 s in the queue"
         in render_summary({"metadata": {"name": "demo"}, "status": again}).splitlines()[0]
     )
+
+
+@pytest.mark.parametrize(("held", "waited"), [(False, 0.0), (True, 3.0)])
+def test_a_wait_is_counted_only_when_the_queue_held_it(held: bool, waited: float) -> None:
+    # created 3 s before the pass (the watch, an operator starting): admitted on its first
+    # pass it waited for nothing; kept waiting by an earlier pass, for all of it
+    body = document() | {"metadata": {"name": "e", "namespace": "lab",
+                                      "creationTimestamp": "2026-11-23T11:59:57Z"}}  # fmt: skip
+    spec = parse_experiment(body).spec
+    observed = Observed(spec, plan_trials(spec), {}, {}, [], NOW)
+    nodes = [{"metadata": {"name": "n1"}, "spec": {},
+              "status": {"allocatable": {"cpu": "4", "memory": "8Gi"}}}]  # fmt: skip
+    admission = admit(body, observed, None, [], NodeReader(lambda: nodes), held)
+    assert admission.ruling is None and admission.waited == waited
 
 
 def test_an_experiment_being_deleted_leaves_the_queue() -> None:

@@ -65,10 +65,13 @@ def admit(
     why_impossible: str | None,
     queue: list[Candidate],
     nodes: NodeReader,
+    held: bool,
 ) -> Admission:
     """An experiment that has started no trial yet: it fails at once if no node could ever
     hold a trial, or once it has waited spec.queueTimeout; it is admitted when the queue
-    says so; else it keeps its place, with no Pods."""
+    says so; else it keeps its place, with no Pods. `held`: an earlier pass kept it waiting;
+    admitted on its first pass, it waited for nothing (the time since its creation is the
+    watch's and the operator's, not the queue's)."""
     spec, moment = observed.spec, observed.now
     me = candidate(body, spec, moment)  # the spec this pass read, not read again
     waited = max(0.0, (moment - me.created).total_seconds())
@@ -79,7 +82,7 @@ def admit(
         return Admission()  # Kueue admits its Pods: they are created (gated) now
     seen = verdict(me, [c for c in queue if c.key != me.key] + [me], nodes(), moment)
     if seen.admit:
-        return Admission(waited=waited)
+        return Admission(waited=waited if held else 0.0)
     if spec.queue_timeout and waited >= parse_duration(spec.queue_timeout):
         message = (
             f"waited {waited:.0f} s for capacity, longer than spec.queueTimeout "

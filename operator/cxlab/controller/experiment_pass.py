@@ -151,7 +151,8 @@ class Reconciler:
         observed = replace(observed, capacity_exists=why_impossible is None)
         admission = Admission()
         if not admitted:
-            admission = admit(body, observed, why_impossible, queue, self.nodes)
+            held = status.queue is not None
+            admission = admit(body, observed, why_impossible, queue, self.nodes, held)
         current = spec_json(body.get("spec") or {})
         spec_changed = (status.started_spec or current) != current
         return Pass(body, status, spec, spec_changed, observed, memory, admission)

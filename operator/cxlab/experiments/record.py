@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from cxlab.conditions import Condition, is_true, set_condition
+from cxlab.conditions import Condition, condition_of, is_true, set_condition
 from cxlab.experiments.capacity_plan import capacity_plan
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
@@ -210,8 +210,11 @@ def _queue_conditions(
         if queue.position is None:
             reason = "WaitingForKueue"
         return made.set(conditions, "Queued", True, reason, queue.message or "")
-    if is_true(conditions, "Queued"):
-        admitted = f"waited {waited:.1f} s for capacity" if waited is not None else "admitted"
+    if is_true(conditions, "Queued"):  # admitted after a wait: how long, and what held it
+        held = condition_of(conditions, "Queued")
+        admitted = f"waited {waited:.1f} s" if waited is not None else "admitted"
+        if held is not None and held.message:
+            admitted += f"; it was {held.message}"
         return made.set(conditions, "Queued", False, "Admitted", admitted)
     return conditions
 

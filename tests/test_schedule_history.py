@@ -117,6 +117,9 @@ def test_cxlab_history_prints_the_trend_the_regression_and_the_plan(
     assert main(["history", str(folder)]) == 0
     out = capsys.readouterr().out
     assert "asyncio w=10" in out and "capacity plan:" in out
+    plan = out[out.index("capacity plan: ") :].splitlines()
+    [plan_row] = [line for line in plan if line.startswith("asyncio ")]
+    assert " MiB " in plan_row and " ms " in plan_row  # units in the cells, as the trend's
     assert "regressions in trend-" in out and "wallSeconds of asyncio w=10" in out
     newest = sorted(p.stem for p in folder.glob("*.json"))[-1]
     assert main(["history", str(folder), "--acknowledged", newest]) == 0

@@ -128,6 +128,24 @@ def test_terminal_summary_shows_failed_points_and_trials() -> None:
     assert f"  {trials[1].name}: boom" in text
 
 
+@pytest.mark.parametrize(
+    ("repetitions", "legend"),
+    [
+        (2, "95% CI: of the mean wall time, from 3 repetitions on (this experiment ran 2);"),
+        (3, "95% CI: of the mean wall time over 3 repetitions;"),
+    ],
+)
+def test_the_legend_names_the_repetitions_the_experiment_ran(repetitions: int, legend: str) -> None:
+    from cxlab.table import render_summary
+
+    trials = [Trial(0, "threads", 10, None, 0.1, rep) for rep in range(1, repetitions + 1)]
+    outcomes = [TrialOutcome(t, result(10, 1.0 + t.repetition / 100)) for t in trials]
+    text = render_summary(
+        {"metadata": {"name": "x"}, "status": experiment_status(trials, outcomes)}
+    )
+    assert legend in text
+
+
 def test_a_compact_summary_whose_config_map_is_gone_still_shows_the_recommendation() -> None:
     from cxlab.experiments.results_store import compact_summary
     from cxlab.table import render_summary
@@ -137,7 +155,8 @@ def test_a_compact_summary_whose_config_map_is_gone_still_shows_the_recommendati
     status = experiment_status(trials, outcomes)
     status["summary"] = compact_summary(status["summary"], "x")
     text = render_summary({"metadata": {"name": "x"}, "status": status})
-    assert "No points or knees: ConfigMap x-summary not found." in text
+    assert "No points or knees: they are in ConfigMap x-summary, not in this document" in text
+    assert "cxlab summary cx/x reads them" in text
     assert status["summary"]["recommendations"][0]["text"] in text
     assert f"  {trials[1].name}: boom" in text
 

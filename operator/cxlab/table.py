@@ -9,7 +9,7 @@ from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.labels import NOISE_CHECKED, spread_cells, workers_label
 from cxlab.experiments.status import ExperimentStatus, Progress
 from cxlab.experiments.summary import Summary, syscalls_requested
-from cxlab.stats import center
+from cxlab.stats import MIN_FOR_INTERVAL, center
 from cxlab_contract.durations import format_duration
 
 
@@ -36,6 +36,19 @@ def rtt_cell(rtt_seconds: float | None) -> str:
 
 def _mib(value: float) -> str:
     return f"{value / 2**20:.1f}"
+
+
+def unit_cell(value: float | None, unit: str = "") -> str:
+    """A quantity with its unit in the cell (for columns whose header names none)."""
+    if value is None:
+        return "—"
+    if unit == "s":
+        return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.3f} s"
+    if unit == "B":
+        return f"{value / 2**20:.1f} MiB"
+    if unit == "µs":
+        return f"{value * 1e6:.1f} µs"
+    return f"{value:,.1f}"
 
 
 def _median(stat: Mapping[str, Any] | None, show: Callable[[float], str]) -> str:
@@ -144,15 +157,25 @@ def capacity_text(plan: CapacityPlan | None) -> str:
         if not model.meets:
             rows.append([model.variant, "no", "—", "—", "—", "—", "—", model.reason or ""])
             continue
-        latency = model.expected_latency_seconds
         rows.append([
             model.variant, "yes", str(model.pods), str(model.workers_per_pod or "—"),
-            str(model.cores), "—" if model.memory_bytes is None else _mib(model.memory_bytes),
-            "—" if latency is None else format_duration(latency),
+            str(model.cores), unit_cell(model.memory_bytes, "B"),
+            unit_cell(model.expected_latency_seconds, "s"),
             f"{model.basis or ''}: {model.note or ''}".strip(": "),
         ])  # fmt: skip
     headers = ["model", "meets", "Pods", "workers/Pod", "cores", "memory", "expected", "basis"]
     return f"capacity plan: {plan.display}\n{render_table(headers, rows)}"
+
+
+def _interval_legend(summary: Summary) -> str:
+    """What the 95% CI column holds, for the repetitions this experiment ran."""
+    reps = sorted({p["repetitions"] for p in summary.get("points") or [] if p["repetitions"]})
+    ran = "" if not reps else str(reps[0]) if len(reps) == 1 else f"{reps[0]}-{reps[-1]}"
+    if reps and reps[0] >= MIN_FOR_INTERVAL:
+        return f"of the mean wall time over {ran} repetitions"
+    return f"of the mean wall time, from {MIN_FOR_INTERVAL} repetitions on" + (
+        f" (this experiment ran {ran})" if ran else ""
+    )
 
 
 def render_summary(document: Mapping[str, Any]) -> str:
@@ -172,16 +195,17 @@ def render_summary(document: Mapping[str, Any]) -> str:
         return head
     tolerance = f"{summary['tolerance']:.0%}"
     legend = (
-        "Medians of each point's repetitions; 95% CI: of the mean wall time, from 3 "
-        f"repetitions; noisy: CV over the {tolerance} tolerance."
+        f"Medians of each point's repetitions; 95% CI: {_interval_legend(summary)}; "
+        f"noisy: CV over the {tolerance} tolerance."
     )
     if "points" in summary:
         parts = [head, "", points_table(summary), legend, ""]
-    else:  # a cluster's compact summary whose ConfigMap is gone (results_store)
+    else:  # a cluster's compact summary: read from kubectl (stdin), or its ConfigMap is gone
         parts = [
             head,
             "",
-            f"No points or knees: ConfigMap {summary.get('summaryIn')} not found.",
+            f"No points or knees: they are in ConfigMap {summary.get('summaryIn')}, not in "
+            f"this document (cxlab summary cx/{document['metadata']['name']} reads them) or gone.",
             "",
         ]
     if summary.get("knees"):

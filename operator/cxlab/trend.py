@@ -8,21 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cxlab.schedules.regression import Regression
-from cxlab.table import render_table
-
-MIB = 2**20
-
-
-def _number(value: float | None, unit: str = "") -> str:
-    if value is None:
-        return "—"
-    if unit == "s":
-        return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.3f} s"
-    if unit == "B":
-        return f"{value / MIB:.1f} MiB"
-    if unit == "µs":
-        return f"{value * 1e6:.1f} µs"
-    return f"{value:,.1f}"
+from cxlab.table import render_table, unit_cell
 
 
 def _points(entries: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -45,11 +31,11 @@ def trend_tables(entries: Sequence[Mapping[str, Any]]) -> str:
                 continue
             rows.append([
                 entry["run"], entry.get("scheduledTime", "—"), entry["phase"], str(point["n"]),
-                _number(point.get("wallSeconds"), "s"),
-                _number(point.get("throughputPerSecond")),
-                _number(point.get("cpuSecondsPerTask"), "µs"),
-                _number(point.get("latencyP99Seconds"), "s"),
-                _number(point.get("peakRssBytes"), "B"),
+                unit_cell(point.get("wallSeconds"), "s"),
+                unit_cell(point.get("throughputPerSecond")),
+                unit_cell(point.get("cpuSecondsPerTask"), "µs"),
+                unit_cell(point.get("latencyP99Seconds"), "s"),
+                unit_cell(point.get("peakRssBytes"), "B"),
             ])  # fmt: skip
         headers = ["run", "scheduled", "phase", "n", "wall", "tasks/s", "CPU/task", "p99", "RSS"]
         blocks.append(f"{key}\n{render_table(headers, rows)}")

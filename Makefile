@@ -16,6 +16,7 @@ EXAMPLE ?= manifests/examples/quickstart.yaml
 KUBECTL := build/k8s/bin/kubectl --kubeconfig build/cluster/kubeconfig
 GO_SOURCES := $(shell find workloads -name '*.go' -o -name go.mod -o -name go.sum 2>/dev/null)
 GO_BINARIES := $(BIN)/cxlab-runner-go $(BIN)/cxlab-delay $(BIN)/bare-goroutines
+VENV_GO_LINKS := $(patsubst $(BIN)/%,$(VENV)/bin/%,$(GO_BINARIES))
 
 ##@ Use
 
@@ -101,7 +102,7 @@ format: deps ## Rewrite Python and Go sources in the house style
 ##@ Set-up (run by the targets above when needed)
 
 .PHONY: deps
-deps: $(VENV)/.installed $(GO_BINARIES) ## What `make run` needs: the Python packages and the Go programs
+deps: $(VENV)/.installed $(GO_BINARIES) $(VENV_GO_LINKS) ## What `make run` needs: the Python packages and the Go programs
 
 .PHONY: test-deps
 test-deps: deps helm build/.promtool build/.chromium ## What the tests need besides: Helm (the chart tests), promtool (metrics lint) and headless Chromium (the report test)
@@ -118,6 +119,10 @@ $(VENV)/.installed: pyproject.toml
 $(GO_BINARIES) &: $(GO_SOURCES)
 	mkdir -p $(BIN)
 	cd workloads && GOGC=400 go build -o ../$(BIN)/ ./cmd/... ./bench/...
+
+# The Go programs beside the cxlab command too: `.venv/bin/cxlab run` finds them unactivated.
+$(VENV_GO_LINKS): $(VENV)/bin/%: $(BIN)/% | $(VENV)/.installed
+	ln -sf $(CURDIR)/$< $@
 
 # promtool lints the metrics endpoints in the tests; Debian's prometheus package carries it.
 build/.promtool:

@@ -105,6 +105,21 @@ def test_http_experiment_runs_its_own_delay_target(tmp_path: Path) -> None:
     assert [t["result"]["tasksOk"] for t in trials] == [20, 20]
 
 
+def test_the_virtualenvs_cxlab_finds_the_go_programs_unactivated(tmp_path: Path) -> None:
+    # `.venv/bin/cxlab run` straight after `make deps`, neither build/bin nor the virtualenv
+    # on PATH: the Go runner and the delay target are found beside the command
+    spec = {"workload": {"type": "http", "tasks": 5, "rtt": "1ms"},
+            "models": [{"model": "goroutines", "gomaxprocs": [1]}]}  # fmt: skip
+    path = write_experiment(tmp_path / "go.yaml", spec, name="go")
+    completed = subprocess.run(
+        [str(Path(sys.executable).with_name("cxlab")), "run", str(path)],
+        capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    [trial] = json.loads((tmp_path / "out" / "go" / "result.json").read_text())["status"]["trials"]
+    assert trial["result"]["tasksOk"] == 5
+
+
 def test_a_trial_over_its_timeout_is_killed_and_failed(tmp_path: Path) -> None:
     spec = {
         "workload": {"type": "sleep", "tasks": 1, "rtt": "1m"},

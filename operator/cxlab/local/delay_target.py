@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -23,9 +24,14 @@ def free_port() -> int:
 
 
 def find_program(name: str) -> str:
-    path = shutil.which(name)
+    """A Go program of the project: on PATH, else beside the interpreter running cxlab (make
+    deps links them into the virtualenv's bin/, so `.venv/bin/cxlab` finds them unactivated)."""
+    beside = os.path.dirname(sys.executable)
+    path = shutil.which(name) or shutil.which(name, path=beside)
     if path is None:
-        raise FileNotFoundError(f"{name} is not on PATH: build the Go programs with `make deps`")
+        raise FileNotFoundError(
+            f"{name} is neither on PATH nor in {beside}: build the Go programs with `make deps`"
+        )
     return path
 
 

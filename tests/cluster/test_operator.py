@@ -3,16 +3,21 @@ trial Pods, and every Result lands in status — through restarts, lost Pods and
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import SLEEP, Lab, Operator, experiment_spec, why
+from harness import KUBECONFIG, ROOT, SLEEP, Lab, Operator, experiment_spec, why
 from helpers import program, scrape
 from kubernetes.client.exceptions import ApiException
+
+from cxlab.controller.kube import Kube
+from cxlab.table import render_summary
 
 ASYNCIO = [{"model": "asyncio"}]
 
@@ -71,6 +76,37 @@ def test_every_model_reaches_succeeded_pinned(lab: Lab, tmp_path: Path) -> None:
     reasons = [e.reason for e in lab.events("sleepers", "Started", "TrialSucceeded", "Completed")]
     assert "Started" in reasons and reasons.count("TrialSucceeded") == 6 and "Completed" in reasons
     assert lab.wait("sleepers", lambda _: not lab.pods("sleepers"), timeout=30) is not None
+
+
+def test_complete_means_every_result_it_points_at_is_readable(lab: Lab) -> None:
+    # As a pipeline does: kubectl wait for the condition, then at once what `cxlab summary
+    # cx/NAME` reads (the status, its trial and summary ConfigMaps). 20 experiments, each
+    # waited for by its own kubectl watch, read the moment it says Complete.
+    names = [f"ready-{i:02}" for i in range(20)]
+    tiny = experiment_spec(
+        ASYNCIO,
+        {"type": "sleep", "tasks": 2, "rtt": "1ms"},
+        resources={"cpu": 0.25},
+        pinning="preferred",
+    )  # a quarter of a core: several run at once, not one after another on the pinned core
+    for name in names:
+        lab.apply(name, tiny)
+    kubectl = [str(ROOT / "build" / "k8s" / "bin" / "kubectl"), "-n", lab.namespace]
+
+    def wait_then_read(name: str) -> str:
+        subprocess.run(
+            [*kubectl, "wait", "--for=condition=Complete", "--timeout=300s", f"cx/{name}"],
+            check=True, capture_output=True, env={**os.environ, "KUBECONFIG": str(KUBECONFIG)},
+        )  # fmt: skip
+        document = Kube().get_experiment(lab.namespace, name, full=True)
+        assert document is not None
+        return render_summary(document)
+
+    with ThreadPoolExecutor(len(names)) as pool:
+        texts = list(pool.map(wait_then_read, names))
+    for name, text in zip(names, texts, strict=True):
+        assert f"{name}: Succeeded" in text and "No points or knees" not in text, text
+        assert "Knees (fewest workers" in text, text
 
 
 BAD_INPUT = [

@@ -151,7 +151,7 @@ help: ## List the targets
 ##@ Cluster (a real single-node Kubernetes v1.32.4, state in build/cluster/; needs root)
 
 .PHONY: cluster-up
-cluster-up: ## Start the local cluster, building what it needs; a no-op when it is up (KUBECONFIG=build/cluster/kubeconfig)
+cluster-up: $(VENV)/.installed ## Start the local cluster, building what it needs; a no-op when it is up (KUBECONFIG=build/cluster/kubeconfig)
 	hack/cluster-up.sh
 
 .PHONY: cluster-down

@@ -14,6 +14,9 @@ export GOSUMDB := off
 EXAMPLE ?= manifests/examples/quickstart.yaml
 # the kubectl built with the local cluster, at its version, pointed at it
 KUBECTL := build/k8s/bin/kubectl --kubeconfig build/cluster/kubeconfig
+# Asked until it holds: kubectl wait right after the apply fails when the CRD has no status yet
+CRDS_ESTABLISHED := KUBECONFIG=build/cluster/kubeconfig bash -c 'source hack/lib.sh && \
+	crds_established 60 concurrencyexperiments.cxlab.dev experimentschedules.cxlab.dev'
 GO_SOURCES := $(shell find workloads -name '*.go' -o -name go.mod -o -name go.sum 2>/dev/null)
 GO_BINARIES := $(BIN)/cxlab-runner-go $(BIN)/cxlab-delay $(BIN)/bare-goroutines
 VENV_GO_LINKS := $(patsubst $(BIN)/%,$(VENV)/bin/%,$(GO_BINARIES))
@@ -73,13 +76,13 @@ dashboards: deps ## Regenerate the Grafana dashboards (dashboards/*.json) from d
 .PHONY: bench-operator
 bench-operator: deps cluster-up ## Operator costs on the local cluster: time to first Pod, overhead and patches per trial, RSS
 	$(KUBECTL) apply --server-side --force-conflicts -f manifests/crds/
-	$(KUBECTL) wait --for condition=established --timeout=60s crd/concurrencyexperiments.cxlab.dev crd/experimentschedules.cxlab.dev
+	$(CRDS_ESTABLISHED)
 	python operator/bench/bench_operator.py
 
 .PHONY: bench-scale
 bench-scale: deps kwok-up ## The operator at scale on KWOK: 50 experiments x 100 trials on 100 fake nodes, a kill -9 halfway
 	$(KUBECTL) apply --server-side --force-conflicts -f manifests/crds/
-	$(KUBECTL) wait --for condition=established --timeout=60s crd/concurrencyexperiments.cxlab.dev crd/experimentschedules.cxlab.dev
+	$(CRDS_ESTABLISHED)
 	python operator/bench/bench_scale.py
 
 .PHONY: helm

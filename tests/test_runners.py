@@ -271,6 +271,40 @@ def test_both_runners_expose_exactly_the_contracts_metrics(model: str, metrics_p
     assert exposed == runner_contract().metrics
 
 
+def test_a_scrape_that_says_finished_has_every_tasks_count() -> None:
+    # The last task and the phase's end fall between a scrape's reads of the counts and of
+    # cxlab_trial_finished: the scrape says 0 (and the next one 1 with the final counts),
+    # never 1 beside the count from before the last task.
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from cxlab_runner.measure import Sampler
+    from cxlab_runner.metrics import TrialCollector
+    from cxlab_runner.phase import TaskPhase
+    from cxlab_runner.recorder import TaskRecorder
+
+    class LastTaskEndsDuringAScrape(TaskRecorder):
+        def failed_count(self) -> int:  # read after ok_count: the last task ends in between
+            if phase.finished is None:
+                self.started()
+                self.ok(0.01)
+                phase.end()
+            return super().failed_count()
+
+    recorder = LastTaskEndsDuringAScrape()
+    phase = TaskPhase(Sampler())
+    phase.begin()
+    registry = CollectorRegistry()
+    registry.register(TrialCollector({"trial": "t"}, 1, recorder, phase))
+
+    def scraped() -> tuple[float, float]:
+        lines = generate_latest(registry).decode().splitlines()
+        value = {line.split()[0]: float(line.split()[1]) for line in lines if line[:1] != "#"}
+        return value["cxlab_trial_finished"], value['cxlab_tasks_completed_total{outcome="ok"}']
+
+    assert scraped() == (0.0, 0.0)  # the task ended after this scrape read its counts
+    assert scraped() == (1.0, 1.0)
+
+
 def test_progress_is_visible_while_running(metrics_port: int) -> None:
     process = subprocess.Popen(
         runner_argv("threads", "--workload", "sleep", "--tasks", "40", "--workers", "2",

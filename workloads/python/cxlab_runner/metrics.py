@@ -70,6 +70,9 @@ class TrialCollector(Collector):
         self._histogram = _Histogram()
 
     def collect(self) -> Iterator[Metric]:
+        # Finished is read first: a scrape that says 1 has every task's count, however the last
+        # task and the phase's end fall between the reads below (as the Go runner reads it).
+        finished = self._phase.finished is not None
         recorder, sampler = self._recorder.current(), self._phase.sampler
         yield InfoMetricFamily("cxlab_trial", "What this trial runs.", value=self._info)
         yield GaugeMetricFamily("cxlab_trial_tasks", "Tasks planned.", value=self._tasks)
@@ -124,7 +127,7 @@ class TrialCollector(Collector):
         yield GaugeMetricFamily(
             "cxlab_trial_finished",
             "1 once every task has ended.",
-            value=float(self._phase.finished is not None),
+            value=float(finished),
         )
 
 

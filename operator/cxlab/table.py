@@ -45,7 +45,7 @@ def unit_cell(value: float | None, unit: str = "") -> str:
     if unit == "s":
         return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.3f} s"
     if unit == "B":
-        return f"{value / 2**20:.1f} MiB"
+        return f"{_mib(value)} MiB"
     if unit == "µs":
         return f"{value * 1e6:.1f} µs"
     return f"{value:,.1f}"

@@ -19,11 +19,12 @@ source "$(dirname "$0")/lib.sh"
 
 mode=${1:-auto}
 # The image's Python, 3.11: PYTHON, else the project's virtualenv, else the host's. The packages
-# layers are installed with the virtualenv's uv (make deps, which `make images` runs first).
+# layers are installed with the virtualenv's uv (`make images` and `make cluster-up` make the
+# virtualenv first).
 PYTHON=${PYTHON:-$ROOT/.venv/bin/python3.11}
 command -v "$PYTHON" >/dev/null || PYTHON=$(command -v python3.11) || die "no Python 3.11 (set PYTHON=...)"
 UV=$ROOT/.venv/bin/uv
-[[ -x $UV ]] || die "no $UV: run make deps first (make images does)"
+[[ -x $UV ]] || die "no $UV: make the virtualenv first (make deps)"
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # tar of a directory as one image layer: root-owned, numeric ids, stable order
 make_layer() { # dir out.tar [tar options]

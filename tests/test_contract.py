@@ -55,7 +55,7 @@ def test_the_floor_is_the_contracts_formula() -> None:
 
 def test_the_python_runner_takes_the_contracts_flags() -> None:
     # the Go runner's half: TestTheGoRunnerTakesTheContractsFlags
-    durations = {"rtt", "hold", "linger", "barrier-timeout"}
+    durations = {"rtt", "hold", "linger", "barrier-timeout", "final-read"}
     taken: dict[str, str | None] = {}
     for action in build_parser()._actions:
         if action.option_strings == ["-h", "--help"]:

@@ -11,11 +11,14 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import program, run_runner, runner_argv, scrape
+from prometheus_client.parser import text_string_to_metric_families
 
 from cxlab.barrier import is_ready, release
 from cxlab.experiments.outcome import parse_result
@@ -445,11 +448,14 @@ def test_sigterm_stops_a_trial_at_once(model: str) -> None:
     assert unshare.returncode == runner_contract().exit_status["stoppedBySIGTERM"] == 143
 
 
+@pytest.mark.parametrize("wait", ["--linger", "--final-read"])
 @pytest.mark.parametrize("model", ["asyncio", "gevent", "goroutines"])
-def test_sigterm_while_lingering_ends_the_linger_and_the_trial_succeeds(model: str) -> None:
+def test_sigterm_while_lingering_ends_the_linger_and_the_trial_succeeds(
+    model: str, wait: str, metrics_port: int
+) -> None:
     process = subprocess.Popen(
         runner_argv(model, "--workload", "sleep", "--tasks", "3", "--rtt", "1ms",
-                    "--linger", "30s"),
+                    "--metrics-port", str(metrics_port), wait, "30s"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -465,6 +471,66 @@ def test_sigterm_while_lingering_ends_the_linger_and_the_trial_succeeds(model: s
     assert time.monotonic() - started < 10  # not the 30 s linger
     assert process.returncode == runner_contract().exit_status["ok"], stderr
     assert result["tasksOk"] == 3
+
+
+def _get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+@pytest.mark.parametrize("model", ["threads", "gevent", "asyncio", "goroutines"])
+def test_both_runners_wait_for_their_final_read(model: str, metrics_port: int) -> None:
+    """With --final-read, /done answers 200 once the Result is written, and the runner stays
+    until a GET /metrics?final=1 (not a plain scrape), which sees the final counts."""
+    argv = runner_argv(model, "--workload", "sleep", "--tasks", "3", "--rtt", "1ms",
+                       "--metrics-port", str(metrics_port), "--final-read", "30s")  # fmt: skip
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        result = json.loads(process.stdout.readline())  # written: the runner now waits
+        deadline = time.monotonic() + 5
+        while _get(metrics_port, "/done")[0] != 200:
+            assert time.monotonic() < deadline, "/done never answered 200"
+            time.sleep(0.02)
+        assert _get(metrics_port, "/metrics")[0] == 200
+        time.sleep(0.3)
+        assert process.poll() is None, "exited before its final read"
+        status, final = _get(metrics_port, "/metrics?final=1")
+        started = time.monotonic()
+        _, stderr = process.communicate(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert time.monotonic() - started < 5  # not the 30 s bound
+    assert process.returncode == 0 and "no final read" not in stderr, stderr
+    samples = {
+        (sample.name, sample.labels.get("outcome")): sample.value
+        for family in text_string_to_metric_families(final)
+        for sample in family.samples
+    }
+    assert status == 200 and samples[("cxlab_trial_finished", None)] == 1
+    assert samples[("cxlab_tasks_completed_total", "ok")] == 3
+    assert result["tasksOk"] == 3
+
+
+@pytest.mark.parametrize("model", ["asyncio", "goroutines"])
+def test_a_final_read_that_never_comes_ends_the_wait_after_its_bound(
+    model: str, metrics_port: int
+) -> None:
+    began = time.monotonic()
+    completed = subprocess.run(
+        runner_argv(model, "--workload", "sleep", "--tasks", "1", "--metrics-port",
+                    str(metrics_port), "--final-read", "500ms"),
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    assert time.monotonic() - began >= 0.5
+    assert "no final read of /metrics within 500ms" in completed.stderr
+    assert json.loads(completed.stdout)["tasksOk"] == 1
 
 
 @pytest.mark.parametrize("model", ["asyncio", "gevent", "processes", "goroutines"])

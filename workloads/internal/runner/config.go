@@ -27,6 +27,7 @@ type Config struct {
 	MetricsPort    int
 	ResultPath     string
 	Linger         time.Duration
+	FinalRead      time.Duration // after the Result, wait this long for GET /metrics?final=1; 0 = not
 	Experiment     string
 	Trial          string
 	Pool           string // threads and processes only: must stay empty here
@@ -56,6 +57,7 @@ const (
 	maxHold       = time.Hour
 	maxPod        = 64
 	maxBarrier    = time.Hour
+	maxFinalRead  = time.Hour
 	maxExpected   = 64
 )
 
@@ -102,6 +104,7 @@ func newFlagSet(c *Config, output io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.MetricsPort, "metrics-port", 0, "serve Prometheus metrics on 0.0.0.0:P/metrics; 0 = none")
 	fs.StringVar(&c.ResultPath, "result-path", "", "also write the Result JSON to this file")
 	fs.DurationVar(&c.Linger, "linger", 0, "keep serving metrics this long after the tasks")
+	fs.DurationVar(&c.FinalRead, "final-read", 0, "after the tasks, wait this long for one GET /metrics?final=1 (GET /done answers 200 meanwhile); 0 = do not wait")
 	fs.StringVar(&c.Experiment, "experiment", "", "experiment label")
 	fs.StringVar(&c.Trial, "trial", "", "trial label")
 	fs.StringVar(&c.Pool, "pool", "", "threads and processes only; empty here")
@@ -145,6 +148,10 @@ func (c *Config) validate() error {
 		return usageErrorf("--pool applies to threads and processes only, not to goroutines")
 	case c.Linger < 0:
 		return usageErrorf("--linger must not be negative, got %v", c.Linger)
+	case c.FinalRead < 0 || c.FinalRead > maxFinalRead:
+		return usageErrorf("--final-read must be 0s..%v, got %v", maxFinalRead, c.FinalRead)
+	case c.FinalRead > 0 && c.MetricsPort == 0:
+		return usageErrorf("--final-read needs --metrics-port: the final read is a GET /metrics")
 	case c.Pod < 0 || c.Pod > maxPod:
 		return usageErrorf("--pod must be 0..%d, got %d", maxPod, c.Pod)
 	case c.BarrierTimeout < 0 || c.BarrierTimeout > maxBarrier:

@@ -144,7 +144,7 @@ func TestTheGoRunnerKeepsTheContractsLimits(t *testing.T) {
 	}
 	readJSON(t, "../../python/cxlab_contract/runner-contract.json", &c)
 	type bounds struct{ Min, Max any }
-	flags := map[string]string{"tasks": "tasks", "workers": "workers", "iterations": "iterations", "gomaxprocs": "gomaxprocs", "rtt": "rtt", "hold": "hold", "pod": "pod", "barrier-timeout": "barrier-timeout"}
+	flags := map[string]string{"tasks": "tasks", "workers": "workers", "iterations": "iterations", "gomaxprocs": "gomaxprocs", "rtt": "rtt", "hold": "hold", "pod": "pod", "barrier-timeout": "barrier-timeout", "final-read": "final-read"}
 	past := func(v any, step int) string {
 		switch v := v.(type) {
 		case float64:

@@ -74,13 +74,14 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 		return ExitCrash
 	}
 	barrier := newStartBarrier(c.BarrierTimeout)
+	end := newEndOfTasks()
 	if c.MetricsPort != 0 {
-		srv, err := serveMetrics(reg, barrier, c.MetricsPort, logger)
+		srv, err := serveMetrics(reg, barrier, end, c.MetricsPort, logger)
 		if err != nil {
 			logger.Print(err)
 			return ExitCrash
 		}
-		defer srv.Close()
+		defer closeGently(srv)
 	}
 
 	logger.Printf("running %d %s tasks with %d workers, GOMAXPROCS %d",
@@ -106,19 +107,20 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 	}
 	logger.Printf("done: %d ok, %d failed in %.3fs", result.TasksOK, result.TasksFailed, result.WallSeconds)
 
-	if c.Linger > 0 {
-		linger(done, c.Linger)
+	end.finish()
+	if end.afterTasks(done, c.Linger, c.FinalRead) {
+		logger.Printf("no final read of /metrics within %v", c.FinalRead)
 	}
 	return ExitOK
 }
 
-func serveMetrics(reg *prometheus.Registry, barrier *startBarrier, port int, logger *log.Logger) (*http.Server, error) {
+func serveMetrics(reg *prometheus.Registry, barrier *startBarrier, end *endOfTasks, port int, logger *log.Logger) (*http.Server, error) {
 	ln, err := net.Listen("tcp", fmt.Sprintf("0.0.0.0:%d", port))
 	if err != nil {
 		return nil, fmt.Errorf("metrics endpoint: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: logger}))
+	end.handle(mux, promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: logger}))
 	barrier.handle(mux)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -173,13 +175,12 @@ func exitOnSIGTERM(logger *log.Logger) (stop func()) {
 	}
 }
 
-// linger keeps the process (and so the metrics endpoint) up for d, or until
-// ctx ends (SIGINT/SIGTERM): a scraper then sees the final values.
-func linger(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
+// closeGently lets an answer being written finish (the final read ends the runner from inside
+// its handler) before the endpoint closes; at most a second.
+func closeGently(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if srv.Shutdown(ctx) != nil {
+		srv.Close()
 	}
 }

@@ -37,6 +37,7 @@ class RunnerConfig:
     syscalls: bool = False  # count system calls with strace (slows the trial)
     pod: int = 0  # this runner's index among its trial's Pods
     barrier_timeout: float = 0.0  # wait this long at the start barrier; 0 = no barrier
+    final_read: float = 0.0  # after the Result, wait this long for GET /metrics?final=1
     locust_master: str | None = None  # locust: the master's host:port (or its own, with:)
     expect_workers: int = 0  # locust: > 0 = the master of this many workers
 
@@ -131,6 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("--metrics-port", type=_non_negative, default=0, help="0 = no metrics endpoint")
     add("--result-path", default=None)
     add("--linger", type=_duration, default=0.0, help="serve metrics this long after the tasks")
+    add(
+        "--final-read",
+        type=_within("final-read"),
+        default=0.0,
+        help="after the tasks, wait this long for one GET /metrics?final=1; 0s = do not wait",
+    )
     add("--experiment", default="")
     add("--trial", default="")
     add("--pod", type=_within("pod"), default=0, help="index among the trial's Pods")
@@ -184,6 +191,8 @@ def parse_config(argv: list[str]) -> RunnerConfig:
         raise UsageError(
             "--barrier-timeout needs --metrics-port: the barrier is released over HTTP"
         )
+    if args.final_read and not args.metrics_port:
+        raise UsageError("--final-read needs --metrics-port: the final read is a GET /metrics")
     return RunnerConfig(
         model=args.model,
         workload=args.workload,
@@ -203,6 +212,7 @@ def parse_config(argv: list[str]) -> RunnerConfig:
         syscalls=args.syscalls,
         pod=args.pod,
         barrier_timeout=args.barrier_timeout,
+        final_read=args.final_read,
         locust_master=args.locust_master,
         expect_workers=args.expect_workers,
     )

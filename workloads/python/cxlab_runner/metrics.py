@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 from cxlab_contract import runner_contract
 from cxlab_runner import measure
 from cxlab_runner.barrier import StartBarrier
+from cxlab_runner.end import EndOfTasks
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
 
@@ -132,15 +133,22 @@ class TrialCollector(Collector):
 
 
 class _Handler(BaseHTTPRequestHandler):
-    """/metrics, and the start barrier's /ready and /start (CONTRACT.md)."""
+    """/metrics, the start barrier's /ready and /start, and /done (CONTRACT.md)."""
 
     registry: CollectorRegistry
     barrier: StartBarrier
+    end: EndOfTasks
 
     def do_GET(self) -> None:
-        path = urlsplit(self.path).path
+        url = urlsplit(self.path)
+        path = url.path
         if path == "/metrics":
+            done_before = self.end.done
             self._answer(200, generate_latest(self.registry), CONTENT_TYPE_LATEST)
+            self.end.answered("final=1" in url.query.split("&"), done_before)
+        elif path == "/done":
+            done = self.end.done
+            self._answer(200 if done else 503, b"done\n" if done else b"running\n")
         elif path == "/ready":
             ready = self.barrier.arrived
             self._answer(200 if ready else 503, b"ready\n" if ready else b"not ready\n")
@@ -152,7 +160,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.barrier.release()
             self._answer(200, b"released\n")
         else:
-            self._answer(405 if urlsplit(self.path).path in ("/metrics", "/ready") else 404, b"")
+            known = ("/metrics", "/ready", "/done")
+            self._answer(405 if urlsplit(self.path).path in known else 404, b"")
 
     def _answer(self, status: int, body: bytes, content_type: str = "text/plain") -> None:
         self.send_response(status)
@@ -166,16 +175,19 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class MetricsServer:
-    """Serves the collector on 0.0.0.0:port/metrics (and the barrier's /ready, /start) from a
+    """Serves the collector on 0.0.0.0:port/metrics (and /ready, /start, /done) from a
     daemon thread (a greenlet under gevent), on a registry of its own so nothing but cxlab_
     metrics is exposed."""
 
-    def __init__(self, port: int, collector: TrialCollector, barrier: StartBarrier) -> None:
+    def __init__(
+        self, port: int, collector: TrialCollector, barrier: StartBarrier, end: EndOfTasks
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(collector)
         self._server: ThreadingHTTPServer | None = None
         if port:
-            handler = type("Handler", (_Handler,), {"registry": self.registry, "barrier": barrier})
+            members = {"registry": self.registry, "barrier": barrier, "end": end}
+            handler = type("Handler", (_Handler,), members)
             self._server = ThreadingHTTPServer(("0.0.0.0", port), handler)
             self._server.daemon_threads = True
             threading.Thread(target=self._server.serve_forever, daemon=True).start()

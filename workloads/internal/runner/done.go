@@ -1,0 +1,71 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// endOfTasks is the contract's end of the task phase, told to whoever drives the runner:
+// GET /done answers 200 once the Result is written (the trial Pod's readiness probe, so a
+// Ready trial Pod is one with final values to read) and 503 before; the first GET
+// /metrics?final=1 after that is the final read the runner waits for with --final-read.
+type endOfTasks struct {
+	done     atomic.Bool
+	read     chan struct{} // closed by the final read
+	readOnce sync.Once
+}
+
+func newEndOfTasks() *endOfTasks { return &endOfTasks{read: make(chan struct{})} }
+
+func (e *endOfTasks) finish() { e.done.Store(true) }
+
+// handle serves GET /done, and GET /metrics through metrics, noting the final read once the
+// whole answer is written (a read before the end is not final: its values can still move).
+func (e *endOfTasks) handle(mux *http.ServeMux, metrics http.Handler) {
+	mux.HandleFunc("GET /done", func(w http.ResponseWriter, _ *http.Request) {
+		if !e.done.Load() {
+			http.Error(w, "running", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "done")
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		final := e.done.Load() && r.URL.Query().Get("final") == "1"
+		metrics.ServeHTTP(w, r)
+		if final {
+			e.readOnce.Do(func() { close(e.read) })
+		}
+	})
+}
+
+// afterTasks keeps the metrics endpoint up once the Result is written: for linger (a scraper
+// sees the final values) and, with finalRead, until the final read, at most finalRead;
+// whichever ends later. It reports whether a final read it waited for never came. ctx's end
+// (SIGINT, SIGTERM) ends both.
+func (e *endOfTasks) afterTasks(ctx context.Context, linger, finalRead time.Duration) (missed bool) {
+	lingerEnd := time.Now().Add(linger)
+	if finalRead > 0 {
+		t := time.NewTimer(finalRead)
+		defer t.Stop()
+		select {
+		case <-e.read:
+		case <-t.C:
+			missed = true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if rest := time.Until(lingerEnd); rest > 0 {
+		t := time.NewTimer(rest)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	return missed
+}

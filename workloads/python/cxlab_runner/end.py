@@ -1,0 +1,55 @@
+"""The end of the task phase, told to whoever drives the runner (workloads/CONTRACT.md):
+GET /done answers 200 once the Result is written (a trial Pod's readiness probe, so a Ready
+trial Pod has final values to read), and the first GET /metrics?final=1 after that is the
+final read the runner waits for with --final-read."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+
+from cxlab_contract.durations import format_duration
+
+
+class EndOfTasks:
+    def __init__(self) -> None:
+        self.done = False
+        self._read = threading.Event()  # the final read, or a SIGTERM
+        self._stopped = threading.Event()  # a SIGTERM after the tasks
+
+    def finish(self) -> None:
+        self.done = True
+
+    def answered(self, final: bool, done_before: bool) -> None:
+        """A GET /metrics was answered whole; final: it asked final=1, done_before: the
+        tasks had ended when it came (a read before the end is not final: values move)."""
+        if final and done_before:
+            self._read.set()
+
+    def sigterm_ends_the_wait(self) -> None:
+        """From the end of the tasks a SIGTERM no longer stops the trial (its Result is being
+        written): it only ends the wait after it, and the runner exits 0, as the Go runner
+        does (the contract). Python runs signal handlers in the main thread, whichever thread
+        the signal reached (the metrics server's, say), and this one only sets an event: an
+        exception raised from it would land in whichever greenlet runs under gevent."""
+
+        def stop(_signum: int, _frame: object) -> None:
+            self._stopped.set()
+            self._read.set()
+
+        signal.signal(signal.SIGTERM, stop)
+
+    def after_tasks(self, linger: float, final_read: float) -> None:
+        """Serve the endpoint for linger (a scraper sees the final values) and, with
+        final_read, until the final read, at most final_read: whichever ends later, or a
+        SIGTERM."""
+        linger_end = time.monotonic() + linger
+        missed = final_read and not self._read.wait(final_read)
+        if missed and not self._stopped.is_set():
+            print(
+                f"cxlab-runner: no final read of /metrics within {format_duration(final_read)}",
+                file=sys.stderr,
+            )
+        self._stopped.wait(max(0.0, linger_end - time.monotonic()))

@@ -3,9 +3,9 @@
 # kubectl v1.32.4, and etcd at the version Kubernetes 1.32 pins (3.5.16), from the Go module
 # proxy (module hack/k8s) into the machine-wide cache (lib.sh), linked into build/k8s/bin/.
 # Builds only when no checkout of this machine built them from the same go.mod, go.sum, flags
-# and Go. Helm and KWOK come from the same module (helm.sh, kwok.sh) with the same compile
-# flags, so the packages they share with Kubernetes (client-go, api, apimachinery, ...; four
-# fifths of KWOK) are compiled once, whichever is built first.
+# and Go. Helm, KWOK and Kueue come from the same module (helm.sh, kwok.sh, kueue.sh) with the
+# same compile flags, so the packages they share with Kubernetes (client-go, api, apimachinery,
+# ...; four fifths of KWOK) are compiled once, whichever is built first.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 

@@ -2,8 +2,8 @@
 # Kueue (sigs.k8s.io/kueue), the Kubernetes SIG queueing controller, next to the local cluster:
 # hack/kueue.sh start|stop|status|build
 #
-# Built from the Go module proxy (module hack/kueue, like Kubernetes in build-k8s.sh) into
-# build/kueue/bin/; its CRDs come from the same module. It runs on the host, as the operator
+# Built from the Go module proxy (module hack/k8s, with Kubernetes: the packages they share
+# compile once) into build/kueue/bin/; its CRDs come from the same module. It runs on the host, as the operator
 # does in the tests, with the cluster's admin kubeconfig, and only its plain-Pod integration:
 # a Pod labelled kueue.x-k8s.io/queue-name is gated until Kueue admits it.
 #
@@ -16,7 +16,7 @@ source "$(dirname "$0")/lib.sh"
 
 KUEUE="$BUILD/kueue"
 KUEUE_BIN="$KUEUE/bin/kueue"
-MOD="$ROOT/hack/kueue"
+MOD="$ROOT/hack/k8s"
 PID_FILE="$CLUSTER/pids/kueue.pid"           # cluster-down stops it too
 KUEUE_WEBHOOK_PORT=${KUEUE_WEBHOOK_PORT:-19443}
 KUEUE_HEALTH_PORT=${KUEUE_HEALTH_PORT:-18082}
@@ -24,21 +24,27 @@ KUEUE_METRICS_PORT=${KUEUE_METRICS_PORT:-18083}
 NAMESPACE_LABEL=kueue.cxlab.dev/managed
 WEBHOOKS=cxlab-kueue                            # both configurations' name
 KUBECTL="$K8S_BIN/kubectl"
+ETC_OVERLAY="$KUEUE/etc"                       # what Kueue's /etc has on top of the host's
 export KUBECONFIG="$KUBECONFIG_FILE"
 
-build() { build_tool_module "$MOD" sigs.k8s.io/kueue/cmd/kueue "$KUEUE" Kueue 3-5; }
+build() { build_tool_module "$MOD" sigs.k8s.io/kueue/cmd/kueue "$KUEUE" Kueue 1-5; }
 
 module_dir() {
   (cd "$MOD" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
 }
 
 certificate() {
-  [[ -f $KUEUE/certs/tls.crt && -f $KUEUE/certs/tls.key ]] && return 0
-  need_pkgs openssl:openssl
-  mkdir -p "$KUEUE/certs"
-  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=127.0.0.1" \
-    -addext "subjectAltName=IP:127.0.0.1" \
-    -keyout "$KUEUE/certs/tls.key" -out "$KUEUE/certs/tls.crt" 2>/dev/null
+  if ! [[ -f $KUEUE/certs/tls.crt && -f $KUEUE/certs/tls.key ]]; then
+    need_pkgs openssl:openssl
+    mkdir -p "$KUEUE/certs"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=127.0.0.1" \
+      -addext "subjectAltName=IP:127.0.0.1" \
+      -keyout "$KUEUE/certs/tls.key" -out "$KUEUE/certs/tls.crt" 2>/dev/null
+  fi
+  # Kueue 0.11 reads its metrics server's certificate from /etc/kueue/metrics/certs and from
+  # nowhere else: it sees this folder there (start).
+  mkdir -p "$ETC_OVERLAY/upper/kueue/metrics" "$ETC_OVERLAY/work"
+  cp -r "$KUEUE/certs" "$ETC_OVERLAY/upper/kueue/metrics/"
 }
 
 write_config() {
@@ -128,8 +134,13 @@ start() {
   crds_established 60 clusterqueues.kueue.x-k8s.io localqueues.kueue.x-k8s.io \
     workloads.kueue.x-k8s.io resourceflavors.kueue.x-k8s.io
   mkdir -p "$CLUSTER/pids"
+  # In a mount namespace of its own whose /etc is an overlay of the host's with $ETC_OVERLAY
+  # on top: Kueue finds its metrics certificate where it looks, the host's /etc is untouched.
   # The visibility API server wants an in-cluster configuration (it exits without one).
-  start_tool Kueue "$PID_FILE" "$KUEUE/kueue.log" "$KUEUE_BIN" --config="$KUEUE/config.yaml" \
+  start_tool Kueue "$PID_FILE" "$KUEUE/kueue.log" --as "$KUEUE_BIN" \
+    unshare --mount --propagation private sh -c '
+      mount -t overlay overlay -o "lowerdir=/etc,upperdir=$0/upper,workdir=$0/work" /etc &&
+        exec "$@"' "$ETC_OVERLAY" "$KUEUE_BIN" --config="$KUEUE/config.yaml" \
     --feature-gates=VisibilityOnDemand=false
   register_webhooks
   wait_ready

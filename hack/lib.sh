@@ -207,13 +207,20 @@ stop_pid() { # pid name seconds: SIGTERM, then SIGKILL after a grace period
 # and record "<pid> <executable>" in a pid file. Returns once the process runs the program:
 # on a busy machine the fork can take seconds to exec, and a check made before then would see
 # the shell. Fails (1) if it exits first, or has not exec'd within 60 s.
-start_detached() { # pidfile logfile executable args...
-  local pidfile=$1 logfile=$2 exe pid deadline; exe=$(readlink -f "$(command -v "$3")"); shift 3
+# --as EXE: the command execs EXE in the end (a wrapper that sets something up, then `exec`s):
+# the pid is recorded as EXE's, once it runs.
+start_detached() { # pidfile logfile [--as EXE] executable args...
+  local pidfile=$1 logfile=$2 exe pid deadline; shift 2
+  if [[ $1 == --as ]]; then
+    exe=$(readlink -f "$2"); shift 2
+  else
+    exe=$(readlink -f "$(command -v "$1")")
+  fi
   [[ -x $exe ]] || { log "error: no executable $exe"; return 1; }
-  echo "=== $(date -Is) $exe $*" >> "$logfile"
+  echo "=== $(date -Is) $*" >> "$logfile"
   # without job control the background child leads no process group, so setsid execs in place
   # (no second fork) and $! is the program's own pid
-  setsid "$exe" "$@" >> "$logfile" 2>&1 < /dev/null 9>&- &
+  setsid "$@" >> "$logfile" 2>&1 < /dev/null 9>&- &
   pid=$!
   echo "$pid $exe" > "$pidfile"
   deadline=$((SECONDS + 60))

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from cxlab.config import OperatorConfig
 from cxlab.crd import GENERATED
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,6 +97,7 @@ def test_deployment_restricted_no_resources() -> None:
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["CXLAB_RUNNER_IMAGE"] == "cxlab.dev/runner:dev"
     assert env["CXLAB_RUNNER_LINGER"] == "0s"  # no PodMonitor: nothing to linger for
+    assert env["CXLAB_RUNNER_FINAL_READ"] == "10s" == OperatorConfig().final_read
     assert env["CXLAB_RECONCILE_INTERVAL"] == "30s" and env["CXLAB_WORKERS"] == "16"
     assert not any(arg.startswith("--namespace") for arg in container["args"])
     # the selector must never catch trial Pods (app.kubernetes.io/name=cxlab, instance=<experiment>)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from test_spec import document
@@ -14,12 +15,12 @@ from cxlab.experiments.resource import parse_experiment
 CONFIG = OperatorConfig()
 
 
-def trial_pod(**spec: Any) -> dict[str, Any]:
+def trial_pod(config: OperatorConfig = CONFIG, **spec: Any) -> dict[str, Any]:
     experiment = parse_experiment(document(**spec))
     trial = plan_trials(experiment.spec)[-1]
     return build_trial_pod(
         experiment="x" * 40, namespace="lab", uid="u-1", spec=experiment.spec, trial=trial,
-        attempt=3, config=CONFIG, target_url="http://10.0.0.9:8080/",
+        attempt=3, config=config, target_url="http://10.0.0.9:8080/",
     )  # fmt: skip
 
 
@@ -130,14 +131,20 @@ def test_a_pod_of_several_is_named_labelled_and_probed_at_the_barrier() -> None:
     assert pod["metadata"]["name"] == "ex-t000-a2-p1"
     assert pod["metadata"]["labels"]["cxlab.dev/pod"] == "1"
     container = pod["spec"]["containers"][0]
-    assert container["readinessProbe"]["httpGet"] == {"path": "/ready", "port": CONFIG.metrics_port}
+    # started at the barrier (the runner's /ready), Ready once its tasks have ended (/done)
+    assert container["startupProbe"]["httpGet"] == {"path": "/ready", "port": CONFIG.metrics_port}
+    # the kubelet never restarts a runner before the runner's own barrier timeout ends it
+    assert container["startupProbe"]["failureThreshold"] > 135  # s: period 1 s
+    assert container["readinessProbe"]["httpGet"] == {"path": "/done", "port": CONFIG.metrics_port}
     command = container["command"]
+    assert command[command.index("--final-read") + 1] == CONFIG.final_read == "10s"
     assert command[command.index("--pod") + 1] == "1"
     # the runner waits longer than the operator: the operator fails the trial, naming the Pod
     assert command[command.index("--barrier-timeout") + 1] == "2m15s"  # 120 s + 15 s
     assert container["resources"]["limits"]["cpu"] == "0.5"  # the shared pool, not a core
     alone = trial_pod()
-    assert "readinessProbe" not in alone["spec"]["containers"][0]  # one Pod starts at once
+    assert "startupProbe" not in alone["spec"]["containers"][0]  # one Pod starts at once
+    assert alone["spec"]["containers"][0]["readinessProbe"]["httpGet"]["path"] == "/done"
     assert "--barrier-timeout" not in alone["spec"]["containers"][0]["command"]
 
 
@@ -159,7 +166,8 @@ def test_a_distributed_locust_master_listens_and_its_workers_reach_it() -> None:
     assert {"name": "locust", "containerPort": 5557} in master["ports"]
     assert master["command"][master["command"].index("--locust-master") + 1] == "0.0.0.0:5557"
     assert master["command"][master["command"].index("--expect-workers") + 1] == "2"
-    assert "readinessProbe" in master and "readinessProbe" not in worker
+    assert "startupProbe" in master and "startupProbe" not in worker  # only it has a barrier
+    assert "--final-read" in master["command"] and "--final-read" in worker["command"]
     assert worker["command"][worker["command"].index("--locust-master") + 1] == "10.0.0.7:5557"
     assert worker["command"][worker["command"].index("--tasks") + 1] == "5"
 
@@ -179,3 +187,10 @@ def test_a_trial_of_several_pods_is_one_kueue_pod_group() -> None:
     groups = {m["labels"]["kueue.x-k8s.io/pod-group-name"] for m in pods}
     assert groups == {"ex-t000-a1-p0"}  # one group per attempt, admitted together
     assert {m["annotations"]["kueue.x-k8s.io/pod-group-total-count"] for m in pods} == {"2"}
+
+
+def test_without_a_final_read_a_trial_pod_has_no_readiness_probe() -> None:
+    """CXLAB_RUNNER_FINAL_READ=0s: the runner does not wait, nothing probes /done."""
+    pod = trial_pod(config=replace(CONFIG, final_read="0s"))
+    container = pod["spec"]["containers"][0]
+    assert "readinessProbe" not in container and "--final-read" not in container["command"]

@@ -41,6 +41,7 @@ def pod(trial: str, attempt: int = 1, phase: str = "Running", **fields: Any) -> 
         phase=phase, reason=None, deleting=False, created=NOW - timedelta(seconds=30),
         ip="10.244.0.9", node="node-1", ready=phase == "Running", exit_code=None,
         termination_reason=None, termination_message=None, unschedulable=None,
+        container_started=phase == "Running",
     )  # fmt: skip
     return replace(base, **fields)
 
@@ -210,12 +211,14 @@ def test_a_trial_of_three_pods_creates_all_three_in_one_attempt() -> None:
 def test_the_barrier_releases_only_once_every_pod_is_ready() -> None:
     s = three_pods()
     [trial] = plan_trials(s)
-    waiting = [member(trial.name, 0), member(trial.name, 1), member(trial.name, 2, ready=False)]
+    # At the barrier a runner's container has started (its startup probe, /ready); the Pods
+    # are not Ready (their readiness probe, /done, says the tasks have not ended).
+    at_barrier = [member(trial.name, i, ready=False) for i in range(3)]
+    waiting = [*at_barrier[:2], replace(at_barrier[2], container_started=False)]
     decision = run(s, waiting, attempts={trial.name: 1})
     assert decision.release == [] and decision.finished == [] and decision.create == []
-    ready = [*waiting[:2], replace(waiting[2], ready=True)]
-    decision = run(s, ready, attempts={trial.name: 1})
-    assert decision.release == [(trial, ready)]
+    decision = run(s, at_barrier, attempts={trial.name: 1})
+    assert decision.release == [(trial, at_barrier)]
     assert len({t.name for t, _ in decision.running}) == 1  # one trial, three Pods
 
 
@@ -224,7 +227,7 @@ def test_a_pod_never_ready_fails_the_trial_after_the_barrier_timeout() -> None:
     [trial] = plan_trials(s)
     late = NOW - timedelta(seconds=121)
     stuck = member(
-        trial.name, 2, ready=False, phase="Pending", created=late,
+        trial.name, 2, container_started=False, phase="Pending", created=late,
         unschedulable="0/1 nodes are available: 1 Insufficient cpu.",
     )  # fmt: skip
     pods = [member(trial.name, 0, created=late), member(trial.name, 1, created=late), stuck]
@@ -238,10 +241,21 @@ def test_a_pod_never_ready_fails_the_trial_after_the_barrier_timeout() -> None:
     assert run(s, in_time, attempts={trial.name: 1}).finished == []
 
 
+def test_a_released_trial_running_past_the_barrier_timeout_goes_on() -> None:
+    """Its Pods are not Ready while their tasks run (the readiness probe is /done): the
+    barrier looks at the containers' start (the startup probe), which stays."""
+    s = three_pods()
+    [trial] = plan_trials(s)
+    long_ago = NOW - timedelta(seconds=600)
+    running = [member(trial.name, i, ready=False, created=long_ago) for i in range(3)]
+    decision = run(s, running, attempts={trial.name: 1})
+    assert decision.finished == [] and decision.delete == []
+
+
 def test_a_pod_deleted_before_the_barrier_loses_the_attempt_and_it_is_retried() -> None:
     s = three_pods()
     [trial] = plan_trials(s)
-    deleted = member(trial.name, 1, deleting=True, ready=False)
+    deleted = member(trial.name, 1, deleting=True, container_started=False)
     pods = [member(trial.name, 0), deleted, member(trial.name, 2)]
     decision = run(s, pods, attempts={trial.name: 1})
     assert decision.finished == [] and decision.release == [] and decision.create == []
@@ -261,7 +275,7 @@ def test_a_failed_pod_fails_the_trial_naming_it() -> None:
     s = three_pods()
     [trial] = plan_trials(s)
     failed = member(
-        trial.name, 1, phase="Failed", exit_code=3, ready=False,
+        trial.name, 1, phase="Failed", exit_code=3, container_started=False,
         termination_message="cxlab-runner: not released from the start barrier within 120s",
     )  # fmt: skip
     decision = run(s, [member(trial.name, 0), failed, member(trial.name, 2)])
@@ -294,10 +308,10 @@ def test_a_distributed_locust_trial_starts_its_master_then_its_workers() -> None
     )
     [trial] = plan_trials(s)
     assert run(s, []).create == [(trial, 1, 2)]  # the master (after workers 0 and 1) alone
-    starting = member(trial.name, 2, ip=None, phase="Pending", ready=False)
+    starting = member(trial.name, 2, ip=None, phase="Pending", container_started=False)
     waiting = run(s, [starting], attempts={trial.name: 1})
     assert waiting.create == [] and waiting.locust_masters == {}
-    master = member(trial.name, 2, ip="10.244.0.7", ready=False)
+    master = member(trial.name, 2, ip="10.244.0.7", container_started=False)
     decision = run(s, [master], attempts={trial.name: 1})
     assert decision.create == [(trial, 1, 0), (trial, 1, 1)]
     assert decision.locust_masters == {trial.name: "10.244.0.7:5557"}

@@ -1,11 +1,13 @@
 """`make bench-operator`: what the operator costs on the real local cluster, in one run.
 
-Starts its own operator, applies an experiment of 10 short trials (parallelism 1), and
-prints: apply → first trial Pod created; each Pod's own start-up (created → its runner's
-tasks began); trial Pod ended → next trial's Pod created; the operator's overhead per trial
-(the experiment's duration outside every trial Pod's life, per trial); status patches per
-trial (watch events whose status changed); the operator's RSS. Prints figures; asserts
-nothing.
+Twice, side by side: without the final read of each trial's /metrics
+(CXLAB_RUNNER_FINAL_READ=0s) and with it (the default). Each time it starts its own operator,
+applies an experiment of 10 short trials (parallelism 1), and measures: apply → first trial
+Pod created; each Pod's own start-up (created → its runner's tasks began); trial Pod ended →
+next trial's Pod created; the operator's overhead per trial (the experiment's duration
+outside every trial Pod's life, per trial); status patches per trial (watch events whose
+status changed); the operator's API requests per trial (its own counter, by verb); whether
+the metrics were collected; the operator's RSS. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,8 +29,10 @@ from typing import Any
 
 import kubernetes
 from kubernetes.client.exceptions import ApiException
+from prometheus_client.parser import text_string_to_metric_families
 
 from cxlab.controller.kube import Kube
+from cxlab.local.delay_target import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBECONFIG = ROOT / "build" / "cluster" / "kubeconfig"
@@ -84,21 +89,48 @@ class PodSeen:
     ended: float | None = None  # first seen Succeeded or Failed
 
 
+SETTINGS = {"no final read": "0s", "final read": "10s"}  # CXLAB_RUNNER_FINAL_READ
+
+
 def main() -> None:
     kubernetes.config.load_kube_config(config_file=str(KUBECONFIG))
+    columns = {label: measure(final_read) for label, final_read in SETTINGS.items()}
+    print(f"Operator on the local cluster: {TRIALS} trials of 50 sleep tasks at 10 ms")
+    print(f"{'':<44}" + "".join(f"{label:<26}" for label in columns))
+    for row in next(iter(columns.values())):
+        print(f"{row:<44}" + "".join(f"{rows.get(row, '-'):<26}" for rows in columns.values()))
+
+
+def operator_requests(port: int) -> dict[str, float]:
+    """The operator's API requests so far, by verb (cxlab_operator_api_requests_total)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+        text = reply.read().decode()
+    return {
+        sample.labels["verb"]: sample.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "cxlab_operator_api_requests"
+        for sample in family.samples
+        if sample.name.endswith("_total")
+    }
+
+
+def measure(final_read: str) -> dict[str, str]:
     core, custom = kubernetes.client.CoreV1Api(), kubernetes.client.CustomObjectsApi()
     namespace = f"cxlab-bench-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": namespace}})
-    log = open(ROOT / "build" / "cluster" / "logs" / "operator-bench.log", "wb")  # noqa: SIM115
+    log = open(ROOT / "build" / "cluster" / "logs" / "operator-bench.log", "ab")  # noqa: SIM115
     command = [sys.executable, "-m", "cxlab.cli", "operator"]
+    metrics_port = free_port()
     operator = subprocess.Popen(
-        [*command, "--health-port", "0", "--metrics-port", "0", "--namespace", "cxlab-bench-*"],
-        env={**os.environ, "KUBECONFIG": str(KUBECONFIG)},
+        [*command, "--health-port", "0", "--metrics-port", str(metrics_port),
+         "--namespace", "cxlab-bench-*"],
+        env={**os.environ, "KUBECONFIG": str(KUBECONFIG), "CXLAB_RUNNER_FINAL_READ": final_read},
         stdout=log,
         stderr=subprocess.STDOUT,
-    )
+    )  # fmt: skip
     try:
         time.sleep(5)  # the operator's start-up is not what is measured
+        before = operator_requests(metrics_port)
         name = "bench"
         pods: dict[str, PodSeen] = {}
         status_changes = 0
@@ -147,9 +179,17 @@ def main() -> None:
         found = Kube().get_experiment(namespace, name, full=True)
         assert found is not None
         status = found["status"]
-        report(status, pods, applied, finished, status_changes)
-        print(f"{'operator RSS now / peak':<44}{memory_kib(operator.pid, 'VmRSS:') / 1024:.0f} / "
-              f"{memory_kib(operator.pid, 'VmHWM:') / 1024:.0f} MiB")  # fmt: skip
+        after = operator_requests(metrics_port)
+        rows = report(status, pods, applied, finished, status_changes)
+        requests = {verb: after[verb] - before.get(verb, 0) for verb in after}
+        by_verb = ", ".join(f"{v} {n / TRIALS:.1f}" for v, n in sorted(requests.items()) if n)
+        rows["operator API requests per trial"] = f"{sum(requests.values()) / TRIALS:.1f}"
+        rows["  by verb"] = by_verb
+        collected = {c["type"]: c["status"] for c in status["conditions"]}["MetricsCollected"]
+        rows["MetricsCollected"] = collected
+        rss, peak = memory_kib(operator.pid, "VmRSS:"), memory_kib(operator.pid, "VmHWM:")
+        rows["operator RSS now / peak"] = f"{rss / 1024:.0f} / {peak / 1024:.0f} MiB"
+        return rows
     finally:
         remove_namespace(core, custom, namespace, seconds=60)
         operator.terminate()
@@ -187,7 +227,7 @@ def report(
     applied: float,
     finished: float,
     status_changes: int,
-) -> None:
+) -> dict[str, str]:
     """The figures: the gaps the operator leaves between trials, apart from what each Pod
     takes to start (scheduling, the container, the runner's imports) and to run."""
     trials = [t for t in status["trials"] if t.get("result")]
@@ -201,7 +241,6 @@ def report(
     lifetimes = sum((p.ended or finished) - p.added for p in seen)
     overhead = (finished - applied - lifetimes) / len(trials)
     walls = sum(t["result"]["wallSeconds"] for t in trials)
-    print(f"Operator on the local cluster: {TRIALS} trials of 50 sleep tasks at 10 ms")
     rows = [
         ("phase", status["phase"]),
         ("apply -> first trial Pod created", f"{seen[0].added - applied:.2f} s"),
@@ -213,8 +252,7 @@ def report(
         ("operator overhead per trial", f"{overhead:.2f} s (outside every Pod's life)"),
         ("status patches per trial", f"{status_changes / TRIALS:.1f} (of {status_changes})"),
     ]
-    for label, value in rows:
-        print(f"{label:<44}{value}")
+    return dict(rows)
 
 
 def _spread(values: list[float]) -> str:

@@ -19,6 +19,11 @@ class OperatorConfig:
     # from the Result, and a lingering runner holds its trial's cores and delays the next
     # trial by as long (the Helm chart sets it when its PodMonitor scrapes the runners).
     linger: str = "0s"
+    # After its tasks a runner waits this long at most for the operator's one read of its
+    # final /metrics (a trial Pod turns Ready when its tasks end, and the operator reads it
+    # then): however short the trial, its final metrics are read. Bounded for an operator
+    # that is down or cannot reach the Pod; "0s": no final read, nor readiness probe.
+    final_read: str = "10s"
     # Pods started per trial before a lost trial (evicted, deleted) counts as failed.
     max_attempts: int = 3
     # How long a trial may be unschedulable while nothing of its experiment runs.
@@ -59,6 +64,7 @@ class OperatorConfig:
             runner_image=env.get("CXLAB_RUNNER_IMAGE", defaults.runner_image),
             image_pull_policy=env.get("CXLAB_IMAGE_PULL_POLICY", defaults.image_pull_policy),
             linger=env.get("CXLAB_RUNNER_LINGER", defaults.linger),
+            final_read=env.get("CXLAB_RUNNER_FINAL_READ", defaults.final_read),
             max_attempts=int(env.get("CXLAB_MAX_ATTEMPTS", defaults.max_attempts)),
             unschedulable_grace_seconds=parse_duration(env.get("CXLAB_UNSCHEDULABLE_GRACE", "15s")),
             image_pull_grace_seconds=parse_duration(env.get("CXLAB_IMAGE_PULL_GRACE", "90s")),

@@ -78,7 +78,9 @@ def test_every_model_reaches_succeeded_pinned(lab: Lab, tmp_path: Path) -> None:
     assert lab.wait("sleepers", lambda _: not lab.pods("sleepers"), timeout=30) is not None
 
 
-def test_complete_means_every_result_it_points_at_is_readable(lab: Lab) -> None:
+def test_complete_means_every_result_it_points_at_is_readable_and_metrics_were_read(
+    lab: Lab,
+) -> None:
     # As a pipeline does: kubectl wait for the condition, then at once what `cxlab summary
     # cx/NAME` reads (the status, its trial and summary ConfigMaps). 20 experiments, each
     # waited for by its own kubectl watch, read the moment it says Complete.
@@ -93,20 +95,24 @@ def test_complete_means_every_result_it_points_at_is_readable(lab: Lab) -> None:
         lab.apply(name, tiny)
     kubectl = [str(ROOT / "build" / "k8s" / "bin" / "kubectl"), "-n", lab.namespace]
 
-    def wait_then_read(name: str) -> str:
+    def wait_then_read(name: str) -> tuple[str, dict[str, Any]]:
         subprocess.run(
             [*kubectl, "wait", "--for=condition=Complete", "--timeout=300s", f"cx/{name}"],
             check=True, capture_output=True, env={**os.environ, "KUBECONFIG": str(KUBECONFIG)},
         )  # fmt: skip
         document = Kube().get_experiment(lab.namespace, name, full=True)
         assert document is not None
-        return render_summary(document)
+        conditions = {c["type"]: c for c in document["status"]["conditions"]}
+        return render_summary(document), conditions["MetricsCollected"]
 
     with ThreadPoolExecutor(len(names)) as pool:
-        texts = list(pool.map(wait_then_read, names))
-    for name, text in zip(names, texts, strict=True):
+        read = list(pool.map(wait_then_read, names))
+    for name, (text, metrics) in zip(names, read, strict=True):
         assert f"{name}: Succeeded" in text and "No points or knees" not in text, text
         assert "Knees (fewest workers" in text, text
+        # Trials of a few milliseconds, far shorter than the progress interval: each runner's
+        # final /metrics was read all the same (its Pod Ready once the tasks ended).
+        assert metrics["status"] == "True", metrics
 
 
 BAD_INPUT = [

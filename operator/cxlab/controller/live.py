@@ -1,6 +1,7 @@
 """What a pass shows of the trials still running: their tasks done, read from the runners'
-/metrics at most every progress interval, and whether a status is worth writing for it (a
-change of substance at once, the live counts at most every interval)."""
+/metrics at most every progress interval; the final read of each Pod whose tasks have ended;
+and whether a status is worth writing for it (a change of substance at once, the live counts
+at most every interval)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ from cxlab.experiments.plan import Trial, pod_indexes
 from cxlab.experiments.pod_view import PodPhase, PodView
 from cxlab.experiments.pods import trial_pod_name
 from cxlab.experiments.status import ExperimentStatus, RunningTrial, running_entry
-from cxlab.scrape import tasks_done
+from cxlab.scrape import final_read, tasks_done
+from cxlab_contract.durations import parse_duration
 
 
 class LiveReads:
     def __init__(self, config: OperatorConfig, metrics: OperatorMetrics) -> None:
         self.config = config
         self.metrics = metrics
+        self.final_reads = parse_duration(config.final_read) > 0
 
     def running(
         self, experiment: str, decision: Decision, tasks: int, memory: Memory, moment: datetime
@@ -32,9 +35,11 @@ class LiveReads:
         interval, then at most every interval: a trial shorter than that is never read (its
         Result has the final counts), and a pass a Pod event brings reads nothing."""
         by_trial: dict[str, list[PodView]] = {}
+        trials: dict[str, Trial] = {}
         masters: set[str] = set()  # a distributed Locust master counts only at its end
         for trial, pod in decision.running:
             by_trial.setdefault(trial.name, []).append(pod)
+            trials[trial.name] = trial
             if pod.pod >= trial.pods:
                 masters.add(pod.name)
         running = []
@@ -50,8 +55,12 @@ class LiveReads:
                 if counts and None not in counts:
                     memory.tasks_done[trial_name] = sum(c or 0 for c in counts)
                     memory.scraped.add(trial_name)
+            if self.final_reads:
+                self._final_reads(experiment, trials[trial_name], pods, memory)
             done = memory.tasks_done.get(trial_name)
             running.append(running_entry(trial_name, first.name, tasks, done, elapsed))
+        for gone in memory.final_reads.keys() - by_trial.keys():
+            del memory.final_reads[gone]
         # Trials whose first Pods this pass creates are running as of this write: the pass
         # the new Pod's event brings then has nothing to add (one status patch per trial).
         for trial, attempt, index in decision.create:
@@ -59,6 +68,30 @@ class LiveReads:
                 pod_name = trial_pod_name(experiment, trial, attempt, index)
                 running.append(running_entry(trial.name, pod_name, tasks, None, 0.0))
         return running
+
+    def _final_reads(
+        self, experiment: str, trial: Trial, pods: list[PodView], memory: Memory
+    ) -> None:
+        """Each Pod whose tasks have ended (Ready: its runner's /done) is read once, however
+        short the trial: the runner waits for that read. The trial counts as scraped once
+        every Pod of its attempt said it finished."""
+        tried = memory.final_reads.setdefault(trial.name, {})
+        for pod in pods:
+            if pod.name in tried or pod.deleting or not pod.ready:
+                continue
+            if not (pod.ip and pod.phase == PodPhase.RUNNING):
+                continue
+            began = time.monotonic()
+            finished = final_read(
+                pod.ip, self.config.metrics_port, self.config.scrape_timeout_seconds
+            )
+            self.metrics.scrape_duration.observe(time.monotonic() - began)
+            self.metrics.scrapes.labels("ok" if finished else "error").inc()
+            tried[pod.name] = finished
+        attempt = pods[0].attempt
+        names = [trial_pod_name(experiment, trial, attempt, i) for i in pod_indexes(trial)]
+        if all(tried.get(name) for name in names):
+            memory.scraped.add(trial.name)
 
     def _tasks_done(self, pod: PodView) -> int | None:
         if not (pod.ip and pod.phase == PodPhase.RUNNING):

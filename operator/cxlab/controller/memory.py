@@ -11,6 +11,8 @@ from cxlab.experiments.pod_view import PodView
 @dataclass
 class Memory:
     scraped: set[str] = field(default_factory=set)  # trials whose /metrics answered
+    # Running trials' Pods whose final read was tried (once each: whether it said finished)
+    final_reads: dict[str, dict[str, bool]] = field(default_factory=dict)
     last_progress_patch: float = 0.0
     next_scrape: float = 0.0  # time.monotonic() from which running trials are read again
     tasks_done: dict[str, int] = field(default_factory=dict)  # running trials, last read

@@ -277,7 +277,7 @@ def _barrier(
     if locust_master(trial) is not None:  # its master waits for the workers, not for us
         if len(live) == len(expected) and all(p.phase == PodPhase.RUNNING for p in live):
             return False, None
-    elif len(live) == len(expected) and all(p.ready and p.ip for p in live):
+    elif len(live) == len(expected) and all(p.container_started and p.ip for p in live):
         return True, None
     if any(p.phase == PodPhase.SUCCEEDED or p.exit_code is not None for p in attempt):
         return False, None  # released already: the runners are past the barrier
@@ -289,7 +289,10 @@ def _barrier(
     late = [
         f"Pod {p.pod} {p.phase}" + (f" ({_state(p)})" if _state(p) else "")
         for p in live
-        if not (p.ready or (locust_master(trial) is not None and p.phase == PodPhase.RUNNING))
+        if not (
+            p.container_started
+            or (locust_master(trial) is not None and p.phase == PodPhase.RUNNING)
+        )
     ] + [f"Pod {i} missing" for i in missing]
     return False, (
         f"not every Pod was ready at the start barrier within {config.barrier_timeout} "

@@ -139,6 +139,7 @@ def runner_command(
     metrics_port: int = 0,
     result_path: str | None = None,
     linger: str = "0s",
+    final_read: str = "0s",
     target_url: str | None = None,
     pod: int = 0,
     barrier_timeout: str = "0s",
@@ -173,6 +174,8 @@ def runner_command(
             argv += ["--expect-workers", str(trial.pods), "--barrier-timeout", barrier_timeout]
     elif trial.pods > 1:
         argv += ["--pod", str(pod), "--barrier-timeout", barrier_timeout]
+    if parse_duration(final_read) > 0:
+        argv += ["--final-read", final_read]
     if result_path is not None:
         argv += ["--result-path", result_path]
     return argv

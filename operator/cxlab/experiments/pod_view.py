@@ -48,7 +48,7 @@ class PodView:
     created: datetime | None
     ip: str | None
     node: str | None
-    ready: bool
+    ready: bool  # a trial Pod: its tasks have ended (the runner's /done)
     exit_code: int | None
     termination_reason: str | None  # the container's (Completed, Error, OOMKilled)
     termination_message: str | None
@@ -61,6 +61,9 @@ class PodView:
     waiting_message: str | None = None
     gated: bool = False  # has scheduling gates: not yet admitted (by Kueue)
     pod: int = 0  # its index among its trial's Pods
+    # Its container passed its startup probe (a trial Pod of several: at the start barrier),
+    # or runs without one.
+    container_started: bool = False
 
     @property
     def live(self) -> bool:
@@ -93,9 +96,11 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
     status = pod.get("status") or {}
     terminated: Mapping[str, Any] = {}
     waiting: Mapping[str, Any] = {}
+    container_started = False
     for container in status.get("containerStatuses") or []:
         terminated = (container.get("state") or {}).get("terminated") or {}
         waiting = (container.get("state") or {}).get("waiting") or {}
+        container_started = bool(container.get("started"))
     unschedulable = None
     ready = False
     for condition in status.get("conditions") or []:
@@ -129,4 +134,5 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         waiting_message=waiting.get("message"),
         gated=bool((pod.get("spec") or {}).get("schedulingGates")),
         pod=int(labels.get(LABEL_POD, "0") or 0),
+        container_started=container_started,
     )

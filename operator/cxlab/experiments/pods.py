@@ -7,6 +7,7 @@ through its termination message.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from cxlab.config import OperatorConfig
@@ -120,10 +121,13 @@ def build_trial_pod(
     pod: int = 0,
     locust_address: str | None = None,
 ) -> Manifest:
-    """Pod `pod` of the trial. A trial of several Pods waits at the start barrier: its
-    readiness probe is the runner's /ready, and the operator releases them together. A
-    distributed Locust trial's master listens on LOCUST_MASTER_PORT for its workers, which
-    reach it at `locust_address`, and is the only one of them with a barrier to probe."""
+    """Pod `pod` of the trial. Its readiness probe is the runner's /done: Ready once its
+    tasks have ended, when the operator reads its final /metrics (the runner waits for that
+    read, at most config.final_read). A trial of several Pods waits at the start barrier:
+    its startup probe is the runner's /ready (the container counts as started there), and
+    the operator releases them together. A distributed Locust trial's master listens on
+    LOCUST_MASTER_PORT for its workers, which reach it at `locust_address`, and is the only
+    one of them with a barrier to probe."""
     master = locust_master(trial)
     command = runner_command(
         spec,
@@ -132,6 +136,7 @@ def build_trial_pod(
         metrics_port=config.metrics_port,
         result_path=TERMINATION_LOG,
         linger=config.linger,
+        final_read=config.final_read,
         target_url=target_url,
         pod=pod,
         barrier_timeout=runner_barrier_timeout(config.barrier_timeout),
@@ -141,8 +146,17 @@ def build_trial_pod(
     if pod == master:
         runner["ports"].append({"name": "locust", "containerPort": LOCUST_MASTER_PORT})
     if trial.pods > 1 and (master is None or pod == master):
-        runner["readinessProbe"] = {
+        # Past the runner's own barrier timeout its runner has exited 3: the kubelet's
+        # restart for a failed startup probe never comes first.
+        barrier_seconds = parse_duration(runner_barrier_timeout(config.barrier_timeout))
+        runner["startupProbe"] = {
             "httpGet": {"path": "/ready", "port": config.metrics_port},
+            "periodSeconds": 1,
+            "failureThreshold": math.ceil(barrier_seconds) + 1,
+        }
+    if parse_duration(config.final_read) > 0:
+        runner["readinessProbe"] = {
+            "httpGet": {"path": "/done", "port": config.metrics_port},
             "periodSeconds": 1,
         }
     return {

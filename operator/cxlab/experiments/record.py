@@ -221,7 +221,7 @@ def _queue_conditions(
 
 def _measurement_conditions(made: Recording, conditions: list[Condition]) -> list[Condition]:
     """Pinned: whether the trials ran on cores of their own; MetricsCollected: whether every
-    trial's /metrics was read while it ran."""
+    trial's runners were read once their tasks had ended (or, a long trial, while it ran)."""
     pinned, why = _pinned(made.spec, made.entries)
     pinned_reason = {True: "ExclusiveCPUs", False: "SharedCPUs", None: "NoResults"}[pinned]
     conditions = made.set(conditions, "Pinned", pinned, pinned_reason, why)
@@ -229,9 +229,10 @@ def _measurement_conditions(made: Recording, conditions: list[Condition]) -> lis
     return made.set(
         conditions, "MetricsCollected", not missed if made.entries else None,
         "Scraped" if not missed else "NotScraped",
-        "every trial's /metrics was read while it ran"
+        "every trial's /metrics was read"
         if not missed
-        else f"{len(missed)} trial(s) ended before a scrape: {', '.join(missed[:5])}",
+        else f"{len(missed)} trial(s) ended without a read of their /metrics (is the runners' "
+        f"metrics port reachable from the operator?): {', '.join(missed[:5])}",
     )  # fmt: skip
 
 

@@ -36,7 +36,7 @@ from cxlab.local.cores import check_fits, helper_cores, trial_cores
 from cxlab.local.delay_target import delay_target, find_program, free_port
 from cxlab.local.progress import Progress
 from cxlab.report import render_report
-from cxlab.scrape import tasks_done
+from cxlab.scrape import final_read, is_done, tasks_done
 from cxlab_contract.durations import format_duration
 
 POLL_SECONDS = 0.5
@@ -48,6 +48,9 @@ BARRIER_POLL_SECONDS = 0.02
 # first comes after this long and then this often, so a short trial runs undisturbed (the
 # GIL seed's 0.6 s count loops show a bare program's switches) and a long one shows progress.
 SCRAPE_SECONDS = 2.0
+# After its tasks a runner waits this long at most for the backend's final read of its
+# /metrics (read at the next poll; bounds a backend that never comes).
+FINAL_READ_SECONDS = 10.0
 
 
 def experiment_document(
@@ -112,7 +115,7 @@ class LocalBackend:
         self.experiment = experiment
         self.clock = clock
         self.status: ExperimentStatus | None = None  # as last written
-        self.scraped: set[str] = set()  # trials whose /metrics answered while they ran
+        self.scraped: set[str] = set()  # trials whose final /metrics were read (or answered)
         self.spec = experiment.spec
         self.out_dir = out_dir
         self.progress = progress
@@ -184,6 +187,7 @@ class LocalBackend:
             target_url=target_url,
             pod=pod,
             barrier_timeout=format_duration(BARRIER_SECONDS),
+            final_read=format_duration(FINAL_READ_SECONDS),
             locust_address=locust_address,
         )
         if tuple(argv[: len(PYTHON_RUNNER)]) == PYTHON_RUNNER:
@@ -235,7 +239,8 @@ class LocalBackend:
         return classify(trial, results, cores.pods, cores.unpinned)
 
     def _wait(self, trial: Trial, runners: list[_Runner]) -> str | None:
-        """Until every runner has exited, showing progress; why not, if the trial timed out."""
+        """Until every runner has exited, showing progress, and reading each one's final
+        metrics once its tasks have ended; why not, if the trial timed out."""
         started = time.monotonic()
         next_scrape = SCRAPE_SECONDS
         while any(r.process.poll() is None for r in runners):
@@ -243,6 +248,8 @@ class LocalBackend:
             elapsed = time.monotonic() - started
             if elapsed > self.trial_timeout:
                 return f"timed out after {self.trial_timeout:.0f} s and was killed"
+            if any(r.final_read is None for r in runners):
+                self._final_reads(trial, runners)
             if elapsed < next_scrape:
                 continue
             next_scrape = elapsed + SCRAPE_SECONDS
@@ -255,15 +262,34 @@ class LocalBackend:
             self.progress.running(trial, done, self.spec.workload.tasks, elapsed)
         return None
 
+    def _final_reads(self, trial: Trial, runners: list[_Runner]) -> None:
+        """Each runner whose tasks have ended is read once (it waits for that read, then
+        exits): however short the trial, its final metrics are read."""
+        for runner in runners:
+            if runner.final_read is None and runner.done():
+                runner.final_read = final_read("127.0.0.1", runner.port, timeout=POLL_SECONDS)
+                if runner.final_read:  # it exits now: no poll's sleep to wait for that
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        runner.process.wait(timeout=POLL_SECONDS)
+        if all(r.final_read for r in runners):
+            self.scraped.add(trial.name)
+
 
 @dataclass
 class _Runner:
     """One runner process of a trial, its output in files (no pipe to fill up and stall it)."""
 
     process: subprocess.Popen[str]
-    port: int  # its metrics: /ready and /start of the barrier, and progress
+    port: int  # its metrics: /ready and /start of the barrier, progress, /done, final read
     output: IO[str]
     errors: IO[str]
+    final_read: bool | None = None  # tried once its tasks ended: whether it said finished
+
+    def done(self) -> bool:
+        """Its tasks have ended (its Result is out; /done, so the next read is final)."""
+        if self.process.poll() is not None or os.fstat(self.output.fileno()).st_size == 0:
+            return False
+        return is_done("127.0.0.1", self.port, timeout=POLL_SECONDS)
 
     @property
     def address(self) -> str:

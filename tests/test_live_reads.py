@@ -1,0 +1,77 @@
+"""The operator's final read of a trial Pod whose tasks have ended, against a real runner on
+this machine standing in for the Pod (its IP 127.0.0.1): a trial far shorter than the
+progress interval is read all the same, once, and its runner then exits."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from helpers import runner_argv
+from test_spec import document
+
+from cxlab.config import OperatorConfig
+from cxlab.controller.live import LiveReads
+from cxlab.controller.memory import Memory
+from cxlab.controller.metrics import OperatorMetrics
+from cxlab.experiments.decide import Decision
+from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.pod_view import PodView
+from cxlab.experiments.pods import trial_pod_name
+from cxlab.experiments.resource import parse_experiment
+
+NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+
+
+def _done(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/done", timeout=2) as reply:
+            return bool(reply.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def test_a_short_trial_is_read_once_its_tasks_end_and_its_runner_then_exits(
+    metrics_port: int,
+) -> None:
+    spec = parse_experiment(document()).spec
+    trial = plan_trials(spec)[0]
+    runner = subprocess.Popen(
+        runner_argv("asyncio", "--workload", "sleep", "--tasks", "2", "--rtt", "1ms",
+                    "--metrics-port", str(metrics_port), "--final-read", "30s"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        config = OperatorConfig(metrics_port=metrics_port)  # progress interval 10 s
+        live = LiveReads(config, OperatorMetrics())
+        memory = Memory()
+        pod = PodView(
+            name=trial_pod_name("ex", trial, 1, 0), component="trial", trial=trial.name,
+            attempt=1, phase="Running", reason=None, deleting=False, created=NOW, ip="127.0.0.1",
+            node="node-1", ready=False, exit_code=None, termination_reason=None,
+            termination_message=None, unschedulable=None, container_started=True,
+        )  # fmt: skip
+        decision = Decision(running=[(trial, pod)])
+        # Its tasks run (not Ready): nothing is read before the progress interval.
+        live.running("ex", decision, 2, memory, NOW)
+        assert trial.name not in memory.scraped
+        deadline = time.monotonic() + 20
+        while not _done(metrics_port):  # the kubelet's readiness probe, standing in
+            assert runner.poll() is None and time.monotonic() < deadline, "never done"
+            time.sleep(0.02)
+        ready = Decision(running=[(trial, replace(pod, ready=True))])
+        live.running("ex", ready, 2, memory, NOW)
+        assert trial.name in memory.scraped
+        _, stderr = runner.communicate(timeout=10)  # not the 30 s: the read came
+        assert runner.returncode == 0 and "no final read" not in stderr, stderr
+        # Read once: a pass that still sees the Pod Ready does not read it again.
+        live.running("ex", ready, 2, memory, NOW)
+        assert memory.final_reads == {trial.name: {pod.name: True}}
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.communicate()

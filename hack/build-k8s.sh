@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy and
-# kubectl v1.32.4, and etcd at the version Kubernetes 1.32 pins (3.5.16), from the Go module
-# proxy (module hack/k8s) into the machine-wide cache (lib.sh), linked into build/k8s/bin/.
+# kubectl v1.32.4, etcd at the version Kubernetes 1.32 pins (3.5.16) and CoreDNS 1.12.0 (the
+# plugins kubeadm's Corefile uses), from the Go module proxy (module hack/k8s) into the
+# machine-wide cache (lib.sh), linked into build/k8s/bin/.
 # Builds only when no checkout of this machine built them from the same go.mod, go.sum, flags
 # and Go. Helm, KWOK and Kueue come from the same module (helm.sh, kwok.sh, kueue.sh) with the
 # same compile flags, so the packages they share with Kubernetes (client-go, api, apimachinery,
@@ -19,13 +20,13 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
 
-want=$(hash_inputs "$MOD/go.mod" "$MOD/go.sum" "$MOD/etcd" -- "$ldflags" "$(go version)")
+want=$(hash_inputs "$MOD/go.mod" "$MOD/go.sum" "$MOD/etcd" "$MOD/coredns" -- "$ldflags" "$(go version)")
 build() { # out
   log "building Kubernetes $K8S_VERSION (cold: about 4 minutes and 3 GB of Go build cache)"
   local start=$SECONDS
   local c pkgs=()
   for c in "${K8S_COMPONENTS[@]}"; do
-    [[ $c == etcd ]] && pkgs+=(./etcd) || pkgs+=("k8s.io/kubernetes/cmd/$c")
+    [[ -d $MOD/$c ]] && pkgs+=("./$c") || pkgs+=("k8s.io/kubernetes/cmd/$c")
   done
   go_build_in "$MOD" -ldflags "$ldflags" -o "$1/" "${pkgs[@]}"
   log "built ${K8S_COMPONENTS[*]} in $((SECONDS - start)) s"

@@ -38,7 +38,7 @@ stop_component kueue 20
 stop_component kwok 20
 stop_component kubelet 10
 (
-  for c in kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do
+  for c in coredns kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do
     stop_component "$c" 15 &
   done
   wait

@@ -2,7 +2,8 @@
 # Brings up a single-node Kubernetes v1.32.4 cluster on this machine, everything under
 # build/cluster/ (see hack/README.md): etcd, containerd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubelet (static CPU manager) and kube-proxy
-# (iptables), bridge CNI, the images cxlab.dev/pause:dev and cxlab.dev/runner:dev.
+# (iptables), bridge CNI, CoreDNS (cluster.local, as kubeadm sets it up), the images
+# cxlab.dev/pause:dev and cxlab.dev/runner:dev.
 # Idempotent: when the cluster it started is up and healthy it only makes sure the images
 # are current. A partly running or dead cluster is taken down (hack/cluster-down.sh) first.
 set -euo pipefail
@@ -34,7 +35,8 @@ if [[ -n $owner && $owner != "$ROOT" ]] && cluster_runs_at "$owner"; then
 fi
 ours=" "
 for c in "${COMPONENTS[@]}"; do pid=$(component_pid "$c") && ours+="$pid "; done
-for port in $ETCD_PORT $ETCD_PEER_PORT $API_PORT 10248 10249 10250 10256 10257 10259; do
+for port in $ETCD_PORT $ETCD_PEER_PORT $API_PORT 10248 10249 10250 10256 10257 10259 \
+  $DNS_PORT $DNS_HEALTH_PORT $DNS_READY_PORT $DNS_METRICS_PORT; do
   holders=$(ss -Htlnp "sport = :$port" 2>/dev/null | grep -o "pid=[0-9]*" | cut -d= -f2 | sort -u || true)
   [[ -n $holders ]] || continue
   for pid in $holders; do
@@ -207,6 +209,7 @@ authorization: {mode: Webhook}
 address: $NODE_IP
 healthzBindAddress: 127.0.0.1
 clusterDomain: cluster.local
+clusterDNS: [$DNS_SERVICE_IP]
 resolvConf: /etc/resolv.conf
 podLogsDir: $CLUSTER/kubelet/pod-logs
 volumePluginDir: $CLUSTER/kubelet/volume-plugins
@@ -229,6 +232,65 @@ metricsBindAddress: 127.0.0.1:10249
 healthzBindAddress: 127.0.0.1:10256
 conntrack: {maxPerCore: 0}
 nodePortAddresses: [primary]
+EOF
+
+# CoreDNS with kubeadm's Corefile, on the host as the other components: on the node's IP (the
+# kube-dns Service's endpoint, below), reading the cluster through the admin kubeconfig; its
+# health, readiness and metrics on 127.0.0.1. Names outside cluster.local go to the host's
+# resolvers.
+mkdir -p "$CLUSTER/coredns"
+cat > "$CLUSTER/coredns/Corefile" <<EOF
+.:$DNS_PORT {
+    bind $NODE_IP
+    errors
+    health 127.0.0.1:$DNS_HEALTH_PORT {
+        lameduck 5s
+    }
+    ready 127.0.0.1:$DNS_READY_PORT
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig $KC cxlab
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 30
+    }
+    prometheus 127.0.0.1:$DNS_METRICS_PORT
+    forward . /etc/resolv.conf {
+        max_concurrent 1000
+    }
+    cache 30
+    loop
+    reload
+    loadbalance
+}
+EOF
+# kube-dns as kubeadm makes it (kube-system, the 10th address of the Service range), its one
+# endpoint the node's IP at CoreDNS's port: kube-proxy takes Pods' queries there.
+cat > "$CLUSTER/coredns/kube-dns.yaml" <<EOF
+apiVersion: v1
+kind: Service
+metadata:
+  name: kube-dns
+  namespace: kube-system
+  labels: {k8s-app: kube-dns, kubernetes.io/name: CoreDNS}
+spec:
+  clusterIP: $DNS_SERVICE_IP
+  ports:
+  - {name: dns, port: 53, protocol: UDP, targetPort: $DNS_PORT}
+  - {name: dns-tcp, port: 53, protocol: TCP, targetPort: $DNS_PORT}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: kube-dns-node
+  namespace: kube-system
+  labels: {kubernetes.io/service-name: kube-dns, endpointslice.kubernetes.io/managed-by: cxlab.dev}
+addressType: IPv4
+endpoints:
+- addresses: [$NODE_IP]
+  conditions: {ready: true}
+ports:
+- {name: dns, port: $DNS_PORT, protocol: UDP}
+- {name: dns-tcp, port: $DNS_PORT, protocol: TCP}
 EOF
 
 # ---- kernel settings: routing between the bridge and the host, Services through iptables ----
@@ -305,8 +367,10 @@ wait_for 60 containerd "containerd's socket" containerd_ok
 
 apiserver_ok() { alive kube-apiserver; [[ $(api /readyz 2>/dev/null) == ok ]]; }
 wait_for 180 kube-apiserver "kube-apiserver /readyz" apiserver_ok
+"$K8S_BIN/kubectl" --kubeconfig "$KC" apply --server-side --force-conflicts \
+  -f "$CLUSTER/coredns/kube-dns.yaml" >/dev/null || fail kube-apiserver "refused the kube-dns Service"
 
-log "starting kube-controller-manager, kube-scheduler, kubelet, kube-proxy"
+log "starting kube-controller-manager, kube-scheduler, kubelet, kube-proxy, CoreDNS"
 launch kube-controller-manager "$K8S_BIN/kube-controller-manager" \
   --kubeconfig "$KC" --authentication-kubeconfig "$KC" --authorization-kubeconfig "$KC" \
   --bind-address 127.0.0.1 --leader-elect=false \
@@ -321,12 +385,15 @@ launch kubelet "$K8S_BIN/kubelet" \
   --root-dir "$CLUSTER/kubelet/root" --cert-dir "$CLUSTER/kubelet/pki" \
   --node-ip "$NODE_IP" --hostname-override "$NODE_NAME"
 launch kube-proxy "$K8S_BIN/kube-proxy" --config "$CLUSTER/kube-proxy/config.yaml"
+launch coredns "$K8S_BIN/coredns" -conf "$CLUSTER/coredns/Corefile"
 
 all_ok() { local c; for c in "${COMPONENTS[@]}"; do alive "$c"; done; }
 ready() { all_ok; node_ready; }
 wait_for 180 kubelet "node $NODE_NAME to be Ready" ready
 default_sa() { all_ok; api /api/v1/namespaces/default/serviceaccounts/default >/dev/null; }
 wait_for 120 kube-controller-manager "the default ServiceAccount" default_sa
+dns_ok() { all_ok; curl -sf --max-time 2 "http://127.0.0.1:$DNS_READY_PORT/ready" >/dev/null; }
+wait_for 120 coredns "CoreDNS /ready (it has read the cluster's Services)" dns_ok
 trap - EXIT ERR
 
 log "cluster up in $((SECONDS - start)) s: node $NODE_NAME ($NODE_IP) Ready"

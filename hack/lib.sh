@@ -13,8 +13,9 @@ GO_BUILD_GOGC=${GO_BUILD_GOGC:-400}
 CLUSTER="$BUILD/cluster"        # cluster state: pki, etcd, containerd, kubelet, logs, pids
 IMAGES="$BUILD/images"          # image build folders, tarballs and their input hashes
 K8S_VERSION=v1.32.4
-# built by build-k8s.sh from hack/k8s: Kubernetes' own, and etcd at the version Kubernetes pins
-K8S_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
+# built by build-k8s.sh from hack/k8s: Kubernetes' own, etcd at the version Kubernetes pins and
+# CoreDNS (the cluster's DNS); those two from the module's own packages (hack/k8s/<name>/)
+K8S_COMPONENTS=(etcd coredns kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 
 CONTAINERD_SOCK="$CLUSTER/containerd/containerd.sock"
 KUBECONFIG_FILE="$CLUSTER/kubeconfig"
@@ -118,11 +119,16 @@ ETCD_PEER_PORT=12380
 API_PORT=6443
 SERVICE_CIDR=10.96.0.0/12
 SERVICE_IP=10.96.0.1          # the "kubernetes" Service, in the apiserver certificate
+DNS_SERVICE_IP=10.96.0.10     # the "kube-dns" Service, the kubelet's clusterDNS (kubeadm's)
+DNS_PORT=10053                # CoreDNS on the node's IP; kube-dns's port 53 leads there
+DNS_HEALTH_PORT=18180         # CoreDNS's health, ready and metrics (prometheus) plugins,
+DNS_READY_PORT=18181          # on 127.0.0.1
+DNS_METRICS_PORT=19153
 POD_CIDR=10.244.0.0/24        # the bridge CNI network of the one node
 CLUSTER_CIDR=10.244.0.0/16
 CNI_BRIDGE=cni0
 # start order; cluster-down stops them in reverse
-COMPONENTS=(etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+COMPONENTS=(etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
 
 node_name() { hostname | tr '[:upper:]' '[:lower:]'; }
 node_ip() {

@@ -106,8 +106,11 @@ builds_and_bring_up() { # the images do not need Kubernetes: built while it buil
   make -s images && make -s cluster-bin && make -s cluster-up
 }
 
-# KWOK shares most of its packages with Kubernetes: built after it, it compiles little.
-tools_after_k8s() { make -s cluster-bin && make -s tools; }
+# KWOK and Kueue share most of their packages with Kubernetes: built after it, they compile
+# little. At a lower priority once Kubernetes is built: from a cold cache they build while the
+# cluster and unit tests run, which are on the critical path, and the solo tests that need them
+# start minutes later (about 3 min of slack for Prometheus, 4 for Kueue, seen cold).
+tools_after_k8s() { make -s cluster-bin && lower_priority && make -s tools; }
 
 # The unit tests, beside the cluster tests: the chart's need Helm, built after Kubernetes. At
 # the normal priority: at a lower one the cluster tests' bursts starved them for seconds, and

@@ -32,8 +32,8 @@ class LiveReads:
     ) -> list[RunningTrial]:
         """One entry per running trial: its tasks done summed over its Pods (None until every
         Pod answers), from its first Pod's creation. Read once the trial has run a progress
-        interval, then at most every interval: a trial shorter than that is never read (its
-        Result has the final counts), and a pass a Pod event brings reads nothing."""
+        interval, then at most every interval (a pass a Pod event brings reads nothing of
+        that); and each Pod once its tasks have ended (its final read, _final_reads)."""
         by_trial: dict[str, list[PodView]] = {}
         trials: dict[str, Trial] = {}
         masters: set[str] = set()  # a distributed Locust master counts only at its end

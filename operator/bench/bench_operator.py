@@ -96,9 +96,10 @@ def main() -> None:
     kubernetes.config.load_kube_config(config_file=str(KUBECONFIG))
     columns = {label: measure(final_read) for label, final_read in SETTINGS.items()}
     print(f"Operator on the local cluster: {TRIALS} trials of 50 sleep tasks at 10 ms")
-    print(f"{'':<44}" + "".join(f"{label:<26}" for label in columns))
+    width = 2 + max(len(v) for rows in columns.values() for v in (*rows.values(), *columns))
+    print(f"{'':<44}" + "".join(f"{label:<{width}}" for label in columns))
     for row in next(iter(columns.values())):
-        print(f"{row:<44}" + "".join(f"{rows.get(row, '-'):<26}" for rows in columns.values()))
+        print(f"{row:<44}" + "".join(f"{rows.get(row, '-'):<{width}}" for rows in columns.values()))
 
 
 def operator_requests(port: int) -> dict[str, float]:

@@ -8,26 +8,25 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 
+def _get(host: str, port: int, path: str, timeout: float) -> str | None:
+    """The body of a 200 answer; None for anything else (503 is an HTTPError) or none."""
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}{path}", timeout=timeout) as reply:
+            return str(reply.read().decode())
+    except OSError:
+        return None
+
+
 def is_done(host: str, port: int, timeout: float) -> bool:
     """Whether the runner's tasks have ended (its /done: a trial Pod's readiness probe)."""
-    try:
-        with urllib.request.urlopen(f"http://{host}:{port}/done", timeout=timeout) as reply:
-            return bool(reply.status == 200)
-    except OSError:  # 503 (HTTPError) while its tasks run, or no answer
-        return False
+    return _get(host, port, "/done", timeout) is not None
 
 
 def final_read(host: str, port: int, timeout: float) -> bool:
     """The final read of a runner whose tasks have ended (its /done answers 200): it says it
     finished; the runner waits for this read (--final-read), then exits."""
-    try:
-        with urllib.request.urlopen(
-            f"http://{host}:{port}/metrics?final=1", timeout=timeout
-        ) as reply:
-            text = reply.read().decode()
-    except OSError:
-        return False
-    for family in text_string_to_metric_families(text):
+    text = _get(host, port, "/metrics?final=1", timeout)
+    for family in text_string_to_metric_families(text or ""):
         if family.name == "cxlab_trial_finished":
             return any(sample.value == 1 for sample in family.samples)
     return False
@@ -35,12 +34,8 @@ def final_read(host: str, port: int, timeout: float) -> bool:
 
 def tasks_done(host: str, port: int, timeout: float) -> int | None:
     """Tasks the runner has finished so far; None while it does not answer."""
-    try:
-        with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=timeout) as reply:
-            text = reply.read().decode()
-    except OSError:
-        return None
-    for family in text_string_to_metric_families(text):
+    text = _get(host, port, "/metrics", timeout)
+    for family in text_string_to_metric_families(text or ""):
         if family.name == "cxlab_tasks_completed":
             return int(sum(s.value for s in family.samples if s.name.endswith("_total")))
     return None

@@ -52,13 +52,7 @@ func (b *startBarrier) wait() (*float64, error) {
 
 // handle serves GET /ready and POST /start on the metrics endpoint.
 func (b *startBarrier) handle(mux *http.ServeMux) {
-	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
-		if !b.arrived.Load() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
+	serveFlag(mux, "GET /ready", &b.arrived, "ready", "not ready")
 	mux.HandleFunc("POST /start", func(w http.ResponseWriter, _ *http.Request) {
 		b.release()
 		fmt.Fprintln(w, "released")

@@ -26,13 +26,7 @@ func (e *endOfTasks) finish() { e.done.Store(true) }
 // handle serves GET /done, and GET /metrics through metrics, noting the final read once the
 // whole answer is written (a read before the end is not final: its values can still move).
 func (e *endOfTasks) handle(mux *http.ServeMux, metrics http.Handler) {
-	mux.HandleFunc("GET /done", func(w http.ResponseWriter, _ *http.Request) {
-		if !e.done.Load() {
-			http.Error(w, "running", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "done")
-	})
+	serveFlag(mux, "GET /done", &e.done, "done", "running")
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		final := e.done.Load() && r.URL.Query().Get("final") == "1"
 		metrics.ServeHTTP(w, r)
@@ -68,4 +62,16 @@ func (e *endOfTasks) afterTasks(ctx context.Context, linger, finalRead time.Dura
 		}
 	}
 	return missed
+}
+
+// serveFlag answers pattern with 200 and yes once set holds, 503 and no before: the probes
+// of the contract (/ready, /done).
+func serveFlag(mux *http.ServeMux, pattern string, set *atomic.Bool, yes, no string) {
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, _ *http.Request) {
+		if !set.Load() {
+			http.Error(w, no, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, yes)
+	})
 }

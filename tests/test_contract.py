@@ -4,14 +4,18 @@ runner's tests (internal/runner/shared_cases_test.go) run the same files."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from helpers import ROOT
 
 from cxlab_contract import histogram, result, result_schema, runner_contract
+from cxlab_contract.arrivals import RateProfile, parse_stages
 from cxlab_contract.durations import format_duration, parse_duration
 from cxlab_contract.result import encode, floor_seconds
+from cxlab_contract.timeline import Timeline, halve
 from cxlab_runner.config import UsageError, build_parser, parse_config
+from cxlab_runner.duration import FAILED, OK, TaskTimes, generator_verdict, result_parts
 
 TESTDATA = ROOT / "workloads" / "testdata"
 
@@ -22,6 +26,15 @@ def test_an_oversized_result_is_cut_by_the_contracts_rule() -> None:
     line = encode(oversized) + "\n"
     assert len(line.encode()) <= runner_contract().result_max_bytes
     assert json.loads(line) == json.loads((TESTDATA / "truncated-result.json").read_text())
+
+
+def test_an_oversized_arrival_result_is_cut_by_the_contracts_rule() -> None:
+    # then the timeline halved to one interval, then the widest histograms lowered: the Go
+    # runner's half is TestTheCutOfAnArrivalResultIsTheContractsRule
+    oversized = json.loads((TESTDATA / "oversized-arrival-result.json").read_text())
+    line = encode(oversized) + "\n"
+    assert len(line.encode()) <= runner_contract().result_max_bytes
+    assert json.loads(line) == json.loads((TESTDATA / "truncated-arrival-result.json").read_text())
 
 
 def test_the_latency_histogram_is_the_contracts() -> None:
@@ -55,7 +68,8 @@ def test_the_floor_is_the_contracts_formula() -> None:
 
 def test_the_python_runner_takes_the_contracts_flags() -> None:
     # the Go runner's half: TestTheGoRunnerTakesTheContractsFlags
-    durations = {"rtt", "hold", "linger", "barrier-timeout", "final-read"}
+    durations = {"rtt", "hold", "linger", "barrier-timeout", "final-read", "duration", "warmup"}
+    durations |= {"max-lag"}
     taken: dict[str, str | None] = {}
     for action in build_parser()._actions:
         if action.option_strings == ["-h", "--help"]:
@@ -80,13 +94,23 @@ def _past(bound: object, step: int) -> str:
     return str(bound + step)
 
 
-@pytest.mark.parametrize(
-    "flag", ["tasks", "workers", "iterations", "rtt", "hold", "pod", "barrier-timeout"]
-)
+_ARRIVAL = ["--arrival", "uniform", "--rate", "1000", "--duration", "1s"]
+_LIMITED = {  # flag: what else the command line needs for the flag to apply
+    **{f: ["--tasks", "1"] for f in ("tasks", "workers", "iterations", "rtt", "hold", "pod")},
+    "barrier-timeout": ["--tasks", "1"],
+    "final-read": ["--tasks", "1"],
+    "duration": ["--workers", "1"],
+    "rate": ["--arrival", "uniform", "--stages", "2s:1"],  # 1 to 1,000,001 arrivals
+    "max-lag": _ARRIVAL,
+    "seed": ["--arrival", "poisson", "--rate", "1000", "--duration", "1s"],
+}
+
+
+@pytest.mark.parametrize("flag", sorted(_LIMITED))
 def test_the_python_runner_keeps_the_contracts_limits(flag: str) -> None:
     # The spec promises exactly these numbers: the runner must take all it lets through.
     limit = runner_contract().limits[flag]
-    base = ["--model", "asyncio", "--workload", "sleep", "--tasks", "1", "--metrics-port", "9"]
+    base = ["--model", "asyncio", "--workload", "sleep", "--metrics-port", "9", *_LIMITED[flag]]
     for value, accepted in (
         (_past(limit.min, 0), True),
         (_past(limit.max, 0), True),
@@ -102,9 +126,10 @@ def test_the_python_runner_keeps_the_contracts_limits(flag: str) -> None:
 
 
 def test_every_limit_is_a_flag_or_a_spec_fields() -> None:
-    # responseBytes: the delay target's; pods: a trial's Pods (spec.models[].pods)
+    # responseBytes: the delay target's; pods: a trial's Pods (spec.models[].pods);
+    # stage-duration: each of --stages
     flags = set(runner_contract().flags)
-    assert set(runner_contract().limits) - flags == {"responseBytes", "pods"}
+    assert set(runner_contract().limits) - flags == {"responseBytes", "pods", "stage-duration"}
 
 
 def _typed_keys(typed: type) -> dict[str, set[str]]:
@@ -128,12 +153,19 @@ def _schema_keys(node: dict[str, object]) -> dict[str, set[str]]:
         (result.RssTimeline, ("rssTimeline",)),
         (result.Error, ("errors", "items")),
         (histogram.Histogram, ("latencyHistogram",)),
+        (histogram.Histogram, ("arrival", "waitHistogram")),
+        (result.Arrival, ("arrival",)),
+        (result.Lag, ("arrival", "lagSeconds")),
+        (result.Warmup, ("warmup",)),
+        (Timeline, ("timeline",)),
     ],
 )
 def test_the_typed_result_has_the_schemas_keys(typed: type, path: tuple[str, ...]) -> None:
-    node = result_schema()
+    root = node = result_schema()
     for step in path:
         node = node["properties"][step] if step != "items" else node["items"]
+        if "$ref" in node:  # "#/$defs/histogram"
+            node = root["$defs"][node["$ref"].rsplit("/", 1)[1]]
     assert _typed_keys(typed) == _schema_keys(node)
 
 
@@ -142,3 +174,54 @@ def test_the_results_limits_are_the_schemas() -> None:
     assert result.MAX_ERRORS == properties["errors"]["maxItems"] == 5
     assert result.MAX_SYSCALL_COUNTS == 12
     assert result.MAX_TIMELINE_SAMPLES == 64
+
+
+ARRIVALS = json.loads((TESTDATA / "arrivals.json").read_text())
+
+
+@pytest.mark.parametrize("case", ARRIVALS["schedules"], ids=lambda case: case["name"])
+def test_the_schedule_is_the_contracts(case: dict[str, Any]) -> None:
+    # the Go runner's half: TestSharedScheduleCases; the values are closed-form, by hand
+    stages = parse_stages(",".join(case["stages"])) if case["stages"] else ()
+    duration = parse_duration(case["duration"]) if case["duration"] else 0.0
+    profile = RateProfile(case["rate"], stages, duration)
+    assert profile.expected_arrivals() == pytest.approx(case["expectedArrivals"], abs=1e-9)
+    for s, t in case["points"]:
+        assert profile.inverse(s) == pytest.approx(t, abs=1e-9), s
+    assert profile.schedule("uniform") == pytest.approx(case["uniform"], abs=1e-9)
+
+
+@pytest.mark.parametrize("case", ARRIVALS["timelines"], ids=lambda case: case["name"])
+def test_the_timeline_and_warmup_are_the_contracts(case: dict[str, Any]) -> None:
+    tasks = case["tasks"]
+    times = TaskTimes(
+        [t[0] for t in tasks],
+        [t[0] for t in tasks],
+        [t[1] for t in tasks],
+        [t[2] for t in tasks],
+        bytearray(OK if t[3] else FAILED for t in tasks),
+    )
+    end = max(t[2] for t in tasks)
+    parts = result_parts(times, duration=end, warmup=case["warmup"], wall=end, arrival=None)
+    for key, value in case["timeline"].items():
+        assert parts["timeline"][key] == pytest.approx(value, abs=1e-9), key
+    assert parts["latencySeconds"] == pytest.approx(case["latencySeconds"])
+    assert parts["warmup"] == case["warmupFigures"]
+
+
+@pytest.mark.parametrize("case", ARRIVALS["halvings"], ids=lambda case: case["name"])
+def test_a_timeline_is_halved_by_the_contracts_rule(case: dict[str, Any]) -> None:
+    assert halve(case["timeline"]) == case["halved"]
+
+
+@pytest.mark.parametrize("case", ARRIVALS["generators"], ids=lambda case: case["name"])
+def test_the_generators_verdict_is_the_contracts(case: dict[str, Any]) -> None:
+    times = TaskTimes(case["scheduled"], case["issued"])
+    verdict = generator_verdict(
+        times, parse_duration(case["duration"]), parse_duration(case["maxLag"]), case["warmup"]
+    )
+    assert verdict["ratePerSecond"] == pytest.approx(case["ratePerSecond"])
+    assert verdict["achievedRatePerSecond"] == pytest.approx(case["achievedRatePerSecond"])
+    assert verdict["lagSeconds"] == pytest.approx(case["lagSeconds"], abs=1e-9)
+    assert verdict["generatorSaturated"] is case["saturated"]
+    assert (verdict["saturation"] is not None) is case["saturated"]

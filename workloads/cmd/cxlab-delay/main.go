@@ -1,5 +1,6 @@
 // Command cxlab-delay is the HTTP delay target of CONTRACT.md: every request
-// is answered after a round-trip time, ?rtt= and ?bytes= per request.
+// is answered after a round-trip time, ?rtt= and ?bytes= per request, and held
+// through the stalls of --stall-every and --stall-for (?stallEvery=, ?stallFor=).
 package main
 
 import (

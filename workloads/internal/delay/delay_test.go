@@ -19,7 +19,7 @@ import (
 func newTarget(t *testing.T, rtt time.Duration) (*httptest.Server, *Handler, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	h, err := NewHandler(rtt, 64, reg)
+	h, err := NewHandler(rtt, 64, Stall{}, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestParseDelay(t *testing.T) {
 // The real server keeps connections alive, serves requests concurrently, and
 // none of its timeouts cuts a delay short.
 func TestServerKeepsAliveAndOverlaps(t *testing.T) {
-	h, err := NewHandler(0, 64, prometheus.NewRegistry())
+	h, err := NewHandler(0, 64, Stall{}, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,10 +170,96 @@ func TestServerKeepsAliveAndOverlaps(t *testing.T) {
 }
 
 func TestMainRejectsBadFlags(t *testing.T) {
-	for _, args := range []string{"--rtt -1s", "--response-bytes -1", "--metrics-port 70000", "--bogus", "extra"} {
+	for _, args := range []string{"--rtt -1s", "--response-bytes -1", "--metrics-port 70000", "--bogus", "extra",
+		"--stall-every 1s --stall-for 1s", "--stall-for 1s", "--stall-every 61m --stall-for 1s", "--stall-every 1s --stall-for -1ms"} {
 		var stderr strings.Builder
 		if got := Main(strings.Fields(args), &stderr); got != 2 {
 			t.Errorf("%q: exit %d, want 2", args, got)
+		}
+	}
+}
+
+// Stalls are the first S of every P of Unix time: an answer due inside one waits for its end.
+func TestStallWindows(t *testing.T) {
+	s := Stall{Every: 10 * time.Second, For: 2 * time.Second}
+	for at, want := range map[time.Duration]time.Duration{
+		100 * time.Second:         2 * time.Second, // a window's start
+		101500 * time.Millisecond: 500 * time.Millisecond,
+		102 * time.Second:         0, // its end: out
+		109999 * time.Millisecond: 0,
+		110 * time.Second:         2 * time.Second,
+	} {
+		if got := s.left(time.Unix(0, int64(at))); got != want {
+			t.Errorf("at %v: held %v, want %v", at, got, want)
+		}
+	}
+	if got := (Stall{}).left(time.Unix(100, 0)); got != 0 {
+		t.Errorf("no stall held an answer %v", got)
+	}
+	for _, bad := range []Stall{{Every: time.Second, For: time.Second}, {For: time.Second}, {Every: 61 * time.Minute, For: time.Second}, {Every: time.Second, For: -1}} {
+		if bad.Check() == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+		if _, err := NewHandler(0, 64, bad, prometheus.NewRegistry()); err == nil {
+			t.Errorf("a handler with %+v", bad)
+		}
+		args := []string{"--stall-every", bad.Every.String(), "--stall-for", bad.For.String()}
+		if _, err := ParseFlags(args, io.Discard); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+	if c, err := ParseFlags(strings.Fields("--stall-every 10m --stall-for 2m"), io.Discard); err != nil ||
+		c.Stall != (Stall{Every: 10 * time.Minute, For: 2 * time.Minute}) {
+		t.Errorf("--stall-every 10m --stall-for 2m: %+v, %v", c.Stall, err)
+	}
+}
+
+// untilPhase sleeps until Unix time is at least from into a period of every (and before to).
+func untilPhase(every, from, to time.Duration) {
+	for {
+		into := time.Duration(time.Now().UnixNano() % int64(every))
+		if into >= from && into < to {
+			return
+		}
+		time.Sleep((from - into + every) % every)
+	}
+}
+
+// An answer due in a stall goes out when it ends; one due outside goes out at once; the query
+// overrides the flags.
+func TestStallHoldsAnswers(t *testing.T) {
+	const every, length = 400 * time.Millisecond, 200 * time.Millisecond
+	reg := prometheus.NewRegistry()
+	h, err := NewHandler(0, 64, Stall{Every: every, For: length}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	get(t, srv.URL+"/?rtt=0s") // a first connection, out of the timings
+
+	untilPhase(every, 20*time.Millisecond, 60*time.Millisecond)
+	_, _, took := get(t, srv.URL+"/")
+	into := time.Duration(time.Now().UnixNano() % int64(every))
+	if took < length-60*time.Millisecond || into < length {
+		t.Errorf("asked at 20-60ms into a stall of 200ms: answered after %v, %v into the period", took, into)
+	}
+	untilPhase(every, 250*time.Millisecond, 300*time.Millisecond)
+	if _, _, took := get(t, srv.URL+"/"); took > 100*time.Millisecond {
+		t.Errorf("asked outside the stall: answered after %v", took)
+	}
+	untilPhase(every, 20*time.Millisecond, 60*time.Millisecond)
+	if _, _, took := get(t, srv.URL+"/?stallFor=0s"); took > 100*time.Millisecond {
+		t.Errorf("?stallFor=0s: answered after %v, want at once", took)
+	}
+	// ?stallEvery and ?stallFor make their own stalls: the first 300ms of every second.
+	untilPhase(time.Second, 0, 100*time.Millisecond)
+	if _, _, took := get(t, srv.URL+"/?stallEvery=1s&stallFor=0.3"); took < 150*time.Millisecond {
+		t.Errorf("?stallEvery=1s&stallFor=0.3 asked in the first 100ms: answered after %v", took)
+	}
+	for _, q := range []string{"?stallFor=400ms", "?stallEvery=100ms", "?stallEvery=2h", "?stallFor=-1s", "?stallEvery=soon"} {
+		if status, _, _ := get(t, srv.URL+"/"+q); status != http.StatusBadRequest {
+			t.Errorf("%s: status %d, want 400", q, status)
 		}
 	}
 }

@@ -31,21 +31,59 @@ var filler = func() []byte {
 	return b
 }()
 
+// MaxStall bounds --stall-every and --stall-for (and their query parameters).
+const MaxStall = time.Hour
+
+// Stall makes the target stop now and then, to show coordinated omission (CONTRACT.md): an
+// answer due within the first For of every Every of Unix time, [kP, kP+S), is held until that
+// window ends. Every target and client agrees on the windows, being on the same clock. The
+// zero Stall never stalls.
+type Stall struct {
+	Every, For time.Duration
+}
+
+// Check refuses a stall the contract does not allow: both 0s..1h, For less than Every.
+func (s Stall) Check() error {
+	switch {
+	case s.Every < 0 || s.Every > MaxStall || s.For < 0 || s.For > MaxStall:
+		return fmt.Errorf("a stall's period and length must be 0s..%v, got every %v for %v", MaxStall, s.Every, s.For)
+	case s.For > 0 && s.For >= s.Every:
+		return fmt.Errorf("a stall must be shorter than its period, got %v every %v", s.For, s.Every)
+	}
+	return nil
+}
+
+// left is how long an answer due at now waits for the stall it falls in, 0 outside one.
+func (s Stall) left(now time.Time) time.Duration {
+	if s.For <= 0 {
+		return 0
+	}
+	if into := time.Duration(now.UnixNano() % int64(s.Every)); into < s.For {
+		return s.For - into
+	}
+	return 0
+}
+
 // Handler delays each request by its rtt and answers with a body of its
-// size. GET /healthz answers at once.
+// size, held through a stall. GET /healthz answers at once.
 type Handler struct {
 	rtt      time.Duration
 	bytes    int
+	stall    Stall
 	requests prometheus.Counter
 	inFlight prometheus.Gauge
 }
 
 // NewHandler returns a handler with the given defaults, its metrics
 // registered on reg.
-func NewHandler(rtt time.Duration, bytes int, reg prometheus.Registerer) (*Handler, error) {
+func NewHandler(rtt time.Duration, bytes int, stall Stall, reg prometheus.Registerer) (*Handler, error) {
+	if err := stall.Check(); err != nil {
+		return nil, err
+	}
 	h := &Handler{
 		rtt:   rtt,
 		bytes: bytes,
+		stall: stall,
 		requests: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cxlab_delay_requests_total",
 			Help: "Delayed requests received.",
@@ -73,20 +111,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.inFlight.Inc()
 	defer h.inFlight.Dec()
 
-	delay, size, err := h.params(r.URL.RawQuery)
+	delay, size, stall, err := h.params(r.URL.RawQuery)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(delay + writeGrace))
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-r.Context().Done(): // the client left: free the connection now
-			t.Stop()
-			return
-		}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(delay + stall.For + writeGrace))
+	if !wait(r, delay) || !wait(r, stall.left(time.Now())) {
+		return
 	}
 	hdr := w.Header()
 	hdr.Set("Content-Type", "application/octet-stream") // set, so nothing sniffs the body
@@ -101,27 +133,50 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// params reads ?rtt= and ?bytes=, falling back to the defaults.
-func (h *Handler) params(rawQuery string) (time.Duration, int, error) {
-	delay, size := h.rtt, h.bytes
+// wait sleeps for d; false if the client left first (the connection is then freed at once).
+func wait(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// params reads ?rtt=, ?bytes=, ?stallEvery= and ?stallFor=, falling back to the defaults.
+func (h *Handler) params(rawQuery string) (time.Duration, int, Stall, error) {
+	delay, size, stall := h.rtt, h.bytes, h.stall
 	if rawQuery == "" {
-		return delay, size, nil
+		return delay, size, stall, nil
 	}
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return 0, 0, fmt.Errorf("bad query: %v", err)
+		return 0, 0, Stall{}, fmt.Errorf("bad query: %v", err)
 	}
-	if s := q.Get("rtt"); s != "" {
-		if delay, err = ParseDelay(s); err != nil {
-			return 0, 0, err
+	for _, p := range []struct {
+		name string
+		into *time.Duration
+	}{{"rtt", &delay}, {"stallEvery", &stall.Every}, {"stallFor", &stall.For}} {
+		if s := q.Get(p.name); s != "" {
+			if *p.into, err = ParseDelay(s); err != nil {
+				return 0, 0, Stall{}, fmt.Errorf("%s: %v", p.name, err)
+			}
 		}
 	}
 	if s := q.Get("bytes"); s != "" {
 		if size, err = strconv.Atoi(s); err != nil || size < 0 || size > MaxResponseBytes {
-			return 0, 0, fmt.Errorf("bytes must be an integer 0..%d, got %q", MaxResponseBytes, s)
+			return 0, 0, Stall{}, fmt.Errorf("bytes must be an integer 0..%d, got %q", MaxResponseBytes, s)
 		}
 	}
-	return delay, size, nil
+	if err := stall.Check(); err != nil {
+		return 0, 0, Stall{}, fmt.Errorf("stallEvery and stallFor: %v", err)
+	}
+	return delay, size, stall, nil
 }
 
 // ParseDelay reads a Go duration ("250ms"); a bare number is taken as
@@ -131,12 +186,12 @@ func ParseDelay(s string) (time.Duration, error) {
 	if err != nil {
 		secs, ferr := strconv.ParseFloat(s, 64)
 		if ferr != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || secs > math.MaxInt64/float64(time.Second) {
-			return 0, fmt.Errorf("rtt must be a duration such as 250ms, got %q", s)
+			return 0, fmt.Errorf("want a duration such as 250ms, got %q", s)
 		}
 		d = time.Duration(secs * float64(time.Second))
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("rtt must not be negative, got %q", s)
+		return 0, fmt.Errorf("must not be negative, got %q", s)
 	}
 	return d, nil
 }

@@ -38,6 +38,7 @@ type Config struct {
 	RTT           time.Duration
 	ResponseBytes int
 	MetricsPort   int
+	Stall         Stall
 }
 
 // ParseFlags reads cxlab-delay's flags.
@@ -49,6 +50,8 @@ func ParseFlags(args []string, output io.Writer) (Config, error) {
 	fs.DurationVar(&c.RTT, "rtt", 100*time.Millisecond, "delay when the request has no ?rtt=")
 	fs.IntVar(&c.ResponseBytes, "response-bytes", 64, "body size when the request has no ?bytes=")
 	fs.IntVar(&c.MetricsPort, "metrics-port", 0, "serve Prometheus metrics on 0.0.0.0:P/metrics; 0 = none")
+	fs.DurationVar(&c.Stall.Every, "stall-every", 0, "stall every P of Unix time (?stallEvery= overrides); 0 = never")
+	fs.DurationVar(&c.Stall.For, "stall-for", 0, "hold every answer due in the first S of each period until it ends (?stallFor= overrides)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -61,6 +64,9 @@ func ParseFlags(args []string, output io.Writer) (Config, error) {
 		return c, fmt.Errorf("--response-bytes must be 0..%d, got %d", MaxResponseBytes, c.ResponseBytes)
 	case c.MetricsPort < 0 || c.MetricsPort > 65535:
 		return c, fmt.Errorf("--metrics-port must be 0..65535, got %d", c.MetricsPort)
+	}
+	if err := c.Stall.Check(); err != nil {
+		return c, fmt.Errorf("--stall-every and --stall-for: %v", err)
 	}
 	return c, nil
 }
@@ -87,7 +93,7 @@ func Main(args []string, stderr io.Writer) int {
 	}
 
 	reg := prometheus.NewRegistry()
-	h, err := NewHandler(c.RTT, c.ResponseBytes, reg)
+	h, err := NewHandler(c.RTT, c.ResponseBytes, c.Stall, reg)
 	if err != nil {
 		logger.Print(err)
 		return 1
@@ -101,7 +107,7 @@ func Main(args []string, stderr io.Writer) int {
 	servers := []*http.Server{srv}
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
-	logger.Printf("listening on %s, rtt %v, %d response bytes", ln.Addr(), c.RTT, c.ResponseBytes)
+	logger.Printf("listening on %s, rtt %v, %d response bytes, stalling for %v every %v", ln.Addr(), c.RTT, c.ResponseBytes, c.Stall.For, c.Stall.Every)
 
 	if c.MetricsPort != 0 {
 		mln, err := net.Listen("tcp", fmt.Sprintf("0.0.0.0:%d", c.MetricsPort))

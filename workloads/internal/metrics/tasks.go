@@ -13,12 +13,24 @@ import (
 // shared atomics expensive. A power of two.
 const shardCount = 16
 
-// shard holds one slice of the task counters and duration histogram.
+// shard holds one slice of the task counters and the duration and wait histograms.
 type shard struct {
 	started, ok, failed atomic.Int64
-	sumNanos            atomic.Int64
-	buckets             [len(Buckets) + 1]atomic.Uint64 // not cumulative; last is +Inf
-	_                   [64]byte                        // keep the next shard off these cache lines
+	duration, wait      histogramShard
+	_                   [64]byte // keep the next shard off these cache lines
+}
+
+// histogramShard is one shard's part of a histogram on the contract's buckets.
+type histogramShard struct {
+	sumNanos atomic.Int64
+	buckets  [len(Buckets) + 1]atomic.Uint64 // not cumulative; last is +Inf
+}
+
+// observe counts d in the first bucket whose bound is >= d (le semantics).
+func (h *histogramShard) observe(bounds []time.Duration, d time.Duration) {
+	i, _ := slices.BinarySearch(bounds, d)
+	h.buckets[i].Add(1)
+	h.sumNanos.Add(int64(d))
 }
 
 // taskCounters counts tasks and their durations, lock-free and sharded;
@@ -31,12 +43,15 @@ type taskCounters struct {
 	bounds []time.Duration // Buckets in nanoseconds, exact for the contract's bounds
 	ended  atomic.Bool     // the trial's task phase is over
 
-	duration, completed, inFlightDesc, finishedDesc *prometheus.Desc
+	duration, wait, completed, inFlightDesc, finishedDesc *prometheus.Desc
 }
 
 func newTaskCounters() *taskCounters {
 	c := &taskCounters{
-		duration: prometheus.NewDesc("cxlab_task_duration_seconds", "Duration of each successful task.", nil, nil),
+		duration: prometheus.NewDesc("cxlab_task_duration_seconds",
+			"Latency of each successful task, from its scheduled start for arrivals.", nil, nil),
+		wait: prometheus.NewDesc("cxlab_task_queue_wait_seconds",
+			"Each started arrival's wait for a worker since its scheduled start.", nil, nil),
 		completed: prometheus.NewDesc("cxlab_tasks_completed_total", "Tasks finished, by outcome.",
 			[]string{"outcome"}, nil),
 		inFlightDesc: prometheus.NewDesc("cxlab_tasks_in_flight", "Tasks started and not finished.", nil, nil),
@@ -48,7 +63,14 @@ func newTaskCounters() *taskCounters {
 	return c
 }
 
+// started counts a task in flight.
 func (c *taskCounters) started(id int) { c.shards[id&(shardCount-1)].started.Add(1) }
+
+// waited observes an arrival's wait for a worker since its scheduled start (only arrivals
+// have one: the Python runner observes nothing else either).
+func (c *taskCounters) waited(id int, wait time.Duration) {
+	c.shards[id&(shardCount-1)].wait.observe(c.bounds, wait)
+}
 
 // finished counts a task; like the Python runner, only successful tasks are
 // observed in the duration histogram (a refused connection is not a latency).
@@ -58,9 +80,7 @@ func (c *taskCounters) finished(id int, d time.Duration, ok bool) {
 		s.failed.Add(1)
 		return
 	}
-	i, _ := slices.BinarySearch(c.bounds, d) // first bound >= d: le semantics
-	s.buckets[i].Add(1)
-	s.sumNanos.Add(int64(d))
+	s.duration.observe(c.bounds, d)
 	s.ok.Add(1)
 }
 
@@ -83,14 +103,14 @@ func (c *taskCounters) inFlight() int64 {
 
 func (c *taskCounters) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.duration
+	ch <- c.wait
 	ch <- c.completed
 	ch <- c.inFlightDesc
 	ch <- c.finishedDesc
 }
 
 // Collect reports finished first, then the counts: once finished is 1 they
-// are final. The histogram's count is the sum of its buckets, so the two
-// always agree.
+// are final.
 func (c *taskCounters) Collect(ch chan<- prometheus.Metric) {
 	finished := 0.0
 	if c.ended.Load() {
@@ -101,14 +121,21 @@ func (c *taskCounters) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.completed, prometheus.CounterValue, float64(ok), "ok")
 	ch <- prometheus.MustNewConstMetric(c.completed, prometheus.CounterValue, float64(failed), "failed")
 	ch <- prometheus.MustNewConstMetric(c.inFlightDesc, prometheus.GaugeValue, float64(c.inFlight()))
+	ch <- c.histogram(c.duration, func(s *shard) *histogramShard { return &s.duration })
+	ch <- c.histogram(c.wait, func(s *shard) *histogramShard { return &s.wait })
+}
+
+// histogram sums one histogram over the shards. Its count is the sum of its buckets, so the
+// two always agree.
+func (c *taskCounters) histogram(desc *prometheus.Desc, of func(*shard) *histogramShard) prometheus.Metric {
 	counts := make([]uint64, len(Buckets)+1)
 	var sum int64
 	for i := range c.shards {
-		s := &c.shards[i]
+		h := of(&c.shards[i])
 		for j := range counts {
-			counts[j] += s.buckets[j].Load()
+			counts[j] += h.buckets[j].Load()
 		}
-		sum += s.sumNanos.Load()
+		sum += h.sumNanos.Load()
 	}
 	cumulative := make(map[float64]uint64, len(Buckets))
 	var total uint64
@@ -117,5 +144,5 @@ func (c *taskCounters) Collect(ch chan<- prometheus.Metric) {
 		cumulative[b] = total
 	}
 	total += counts[len(Buckets)]
-	ch <- prometheus.MustNewConstHistogram(c.duration, total, time.Duration(sum).Seconds(), cumulative)
+	return prometheus.MustNewConstHistogram(desc, total, time.Duration(sum).Seconds(), cumulative)
 }

@@ -21,14 +21,19 @@ type Info struct {
 	Workers                                 int
 	GOMAXPROCS                              string // "" when not applicable
 	Runtime                                 string
-	Tasks                                   int
+	Tasks                                   int // planned: arrivals scheduled; 0 for a closed loop for a duration
+	// Rate is an arrival run's scheduled rate r(t) at t into the task phase, per second; nil
+	// without arrivals.
+	Rate func(elapsed time.Duration) float64
 }
 
 // Trial is the live state of one trial. Tasks update sharded atomics only;
 // everything else is computed when scraped, so the instrument costs next to
 // nothing per task.
 type Trial struct {
-	tasks *taskCounters // with finished
+	tasks    *taskCounters // with finished
+	arrivals *arrivalCounters
+	rate     func(time.Duration) float64
 
 	mu         sync.Mutex
 	start, end time.Time
@@ -36,7 +41,7 @@ type Trial struct {
 
 // NewTrial registers the trial and process metrics on reg.
 func NewTrial(reg prometheus.Registerer, info Info) (*Trial, error) {
-	t := &Trial{tasks: newTaskCounters()}
+	t := &Trial{tasks: newTaskCounters(), arrivals: newArrivalCounters(), rate: info.Rate}
 	infoGauge := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "cxlab_trial_info",
 		Help: "Labels describing the trial; always 1.",
@@ -54,7 +59,7 @@ func NewTrial(reg prometheus.Registerer, info Info) (*Trial, error) {
 	infoGauge.Set(1)
 	tasks := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "cxlab_trial_tasks",
-		Help: "Tasks planned.",
+		Help: "Tasks planned (arrivals scheduled; 0 for a closed loop for a duration).",
 	})
 	tasks.Set(float64(info.Tasks))
 	collectors := []prometheus.Collector{
@@ -65,6 +70,11 @@ func NewTrial(reg prometheus.Registerer, info Info) (*Trial, error) {
 			Name: "cxlab_trial_elapsed_seconds",
 			Help: "Time since the task phase began, frozen when it ends.",
 		}, func() float64 { return t.Elapsed().Seconds() }),
+		t.arrivals,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cxlab_arrival_rate",
+			Help: "The scheduled arrival rate now, per second (0 without arrivals).",
+		}, t.rateNow),
 		NewProcessCollector(),
 	}
 	for _, c := range collectors {
@@ -104,10 +114,42 @@ func (t *Trial) Elapsed() time.Duration {
 	}
 }
 
-// TaskStarted counts task id in flight.
+// rateNow is the schedule's rate during the task phase, 0 before and after it.
+func (t *Trial) rateNow() float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.rate == nil || t.start.IsZero() || !t.end.IsZero() {
+		return 0
+	}
+	return t.rate(time.Since(t.start))
+}
+
+// TaskStarted counts task id of a closed loop (or burst) in flight.
 func (t *Trial) TaskStarted(id int) { t.tasks.started(id) }
 
-// TaskFinished records that task id ended after d.
+// ArrivalIssued counts an arrival handed on to the workers and returns the arrivals now
+// waiting for one, itself included.
+func (t *Trial) ArrivalIssued() (queued int64) {
+	t.arrivals.issued.Add(1)
+	return t.arrivals.queued.Add(1)
+}
+
+// ArrivalDropped counts an arrival issued with every worker busy and dropped: never run.
+func (t *Trial) ArrivalDropped() {
+	t.arrivals.dropped.Add(1)
+	t.arrivals.issued.Add(1)
+}
+
+// ArrivalStarted counts arrival id in flight, taken from the queue after waiting wait since
+// its scheduled start.
+func (t *Trial) ArrivalStarted(id int, wait time.Duration) {
+	t.arrivals.queued.Add(-1)
+	t.tasks.waited(id, wait)
+	t.tasks.started(id)
+}
+
+// TaskFinished records that task id ended after d, its latency (from the scheduled start for
+// an arrival).
 func (t *Trial) TaskFinished(id int, d time.Duration, ok bool) { t.tasks.finished(id, d, ok) }
 
 // Counts returns the tasks finished so far.

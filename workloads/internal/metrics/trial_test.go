@@ -46,6 +46,11 @@ func TestExactlyTheContractMetrics(t *testing.T) {
 		"cxlab_context_switches_total":   "COUNTER",
 		"cxlab_trial_elapsed_seconds":    "GAUGE",
 		"cxlab_trial_finished":           "GAUGE",
+		"cxlab_arrivals_total":           "COUNTER",
+		"cxlab_arrivals_dropped_total":   "COUNTER",
+		"cxlab_arrival_queue_length":     "GAUGE",
+		"cxlab_arrival_rate":             "GAUGE",
+		"cxlab_task_queue_wait_seconds":  "HISTOGRAM",
 	}
 	if !maps.Equal(types, want) {
 		t.Errorf("got %v\nwant %v", types, want)
@@ -88,13 +93,13 @@ cxlab_tasks_in_flight 0
 # HELP cxlab_trial_finished 1 once every task has ended.
 # TYPE cxlab_trial_finished gauge
 cxlab_trial_finished 0
-# HELP cxlab_trial_tasks Tasks planned.
+# HELP cxlab_trial_tasks Tasks planned (arrivals scheduled; 0 for a closed loop for a duration).
 # TYPE cxlab_trial_tasks gauge
 cxlab_trial_tasks 3
 # HELP cxlab_trial_info Labels describing the trial; always 1.
 # TYPE cxlab_trial_info gauge
 cxlab_trial_info{experiment="exp",gomaxprocs="2",model="goroutines",pod_index="3",runtime="go1.26.0",trial="t1",workers="4",workload="sleep"} 1
-# HELP cxlab_task_duration_seconds Duration of each successful task.
+# HELP cxlab_task_duration_seconds Latency of each successful task, from its scheduled start for arrivals.
 # TYPE cxlab_task_duration_seconds histogram
 cxlab_task_duration_seconds_bucket{le="0.0005"} 1
 cxlab_task_duration_seconds_bucket{le="0.001"} 1
@@ -127,6 +132,13 @@ cxlab_task_duration_seconds_count 2
 		t.Errorf("Counts() = %d, %d", ok, failed)
 	}
 
+	if count, _ := histogram(t, reg, "cxlab_task_queue_wait_seconds"); count != 0 {
+		t.Errorf("queue wait: %d observations, want none: only arrivals wait", count)
+	}
+	if got := gauge(t, reg, "cxlab_arrivals_total") + gauge(t, reg, "cxlab_arrival_rate"); got != 0 {
+		t.Errorf("arrivals %v without any", got)
+	}
+
 	tr.TaskStarted(5)
 	if got := gauge(t, reg, "cxlab_tasks_in_flight"); got != 1 {
 		t.Errorf("in flight %v, want 1", got)
@@ -154,6 +166,69 @@ func TestProcessMetricsAreReal(t *testing.T) {
 	if e := gauge(t, reg, "cxlab_trial_elapsed_seconds"); e != 0 {
 		t.Errorf("elapsed %v before Begin", e)
 	}
+}
+
+// An arrival run's generator and queue: issued, dropped, waiting, each start's wait, and the
+// scheduled rate during the task phase only.
+func TestArrivalMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	tr, err := NewTrial(reg, Info{Model: "goroutines", Workload: "sleep", Workers: 2, Tasks: 5,
+		Rate: func(elapsed time.Duration) float64 { return 100 + elapsed.Seconds() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gauge(t, reg, "cxlab_arrival_rate"); got != 0 {
+		t.Errorf("rate %v before the task phase", got)
+	}
+	start := time.Now()
+	tr.Begin(start)
+	for want := int64(1); want <= 3; want++ {
+		if got := tr.ArrivalIssued(); got != want {
+			t.Errorf("queue %d after issuing %d", got, want)
+		}
+	}
+	tr.ArrivalDropped()
+	tr.ArrivalStarted(0, 30*time.Millisecond)
+	tr.ArrivalStarted(1, 0)
+	tr.TaskFinished(0, 70*time.Millisecond, true)
+	for name, want := range map[string]float64{
+		"cxlab_arrivals_total": 4, "cxlab_arrivals_dropped_total": 1, "cxlab_arrival_queue_length": 1,
+		"cxlab_trial_tasks": 5, "cxlab_tasks_in_flight": 1,
+	} {
+		if got := gauge(t, reg, name); got != want {
+			t.Errorf("%s %v, want %v", name, got, want)
+		}
+	}
+	if rate := gauge(t, reg, "cxlab_arrival_rate"); rate < 100 || rate > 110 {
+		t.Errorf("rate %v, want r(t) = 100 + t for t since Begin", rate)
+	}
+	if count, sum := histogram(t, reg, "cxlab_task_queue_wait_seconds"); count != 2 || sum != 0.03 {
+		t.Errorf("queue wait: %d observations summing to %v, want 2 summing to 0.03", count, sum)
+	}
+	if count, sum := histogram(t, reg, "cxlab_task_duration_seconds"); count != 1 || sum != 0.07 {
+		t.Errorf("duration: %d observations summing to %v, want the latency from the scheduled start", count, sum)
+	}
+	tr.End(start.Add(time.Second))
+	if got := gauge(t, reg, "cxlab_arrival_rate"); got != 0 {
+		t.Errorf("rate %v after the task phase", got)
+	}
+}
+
+// histogram returns the count and sum of a histogram without labels.
+func histogram(t *testing.T, reg *prometheus.Registry, name string) (uint64, float64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			h := mf.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	t.Fatalf("no %s", name)
+	return 0, 0
 }
 
 // gauge returns the value of the only series of a gauge or counter.

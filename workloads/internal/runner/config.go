@@ -16,8 +16,16 @@ import (
 type Config struct {
 	Model          string
 	Workload       string
-	Tasks          int
-	Workers        int // 0 = one worker per task
+	Tasks          int           // 0 with --duration or --stages; an arrival run's scheduled arrivals once drawn (Main)
+	Workers        int           // 0 = one worker per task (per arrival)
+	Duration       time.Duration // > 0: a duration run, a closed loop for D or arrivals over D
+	Arrival        string        // uniform or poisson: an arrival run (open loop)
+	Rate           float64       // arrivals per second, or the rate the first stage ramps from
+	Stages         string        // D1:R1,D2:R2 as given (parsed by profile)
+	OnBusy         string        // queue or drop: an arrival with every worker busy
+	Warmup         time.Duration // duration runs: left out of the latency figures
+	MaxLag         time.Duration // the generator's lag p99 bound
+	Seed           uint64        // poisson: the seed of the gaps
 	RTT            time.Duration
 	Iterations     int
 	Hold           time.Duration
@@ -44,6 +52,16 @@ var (
 	connections  = []string{"fresh", "reuse"}
 	urlSchemes   = []string{"http"} // the delay target speaks plain HTTP, as the Python runner
 	pythonModels = []string{"sequential", "threads", "processes", "gevent", "asyncio", "locust"}
+	processes    = []string{"uniform", "poisson"} // --arrival (arrivalProcesses)
+	onBusyModes  = []string{"queue", "drop"}
+)
+
+// Defaults of the arrival flags that mean something only with --arrival: any other value
+// without it is refused.
+const (
+	defaultOnBusy = "queue"
+	defaultMaxLag = 10 * time.Millisecond
+	defaultSeed   = 1
 )
 
 // Inclusive bounds of the numeric flags: the contract's limits (runner-contract.json), which
@@ -59,6 +77,15 @@ const (
 	maxBarrier    = time.Hour
 	maxFinalRead  = time.Hour
 	maxExpected   = 64
+	minDuration   = time.Second // also the stages' sum
+	maxDuration   = 24 * time.Hour
+	maxStageTime  = 24 * time.Hour
+	maxStages     = 32
+	maxRate       = 1_000_000
+	maxWarmup     = 24 * time.Hour
+	minMaxLag     = time.Millisecond
+	maxMaxLag     = time.Minute
+	maxSeed       = 1<<53 - 1
 )
 
 // UsageError is a bad command line: exit status 2.
@@ -93,8 +120,16 @@ func newFlagSet(c *Config, output io.Writer) *flag.FlagSet {
 	fs.SetOutput(output)
 	fs.StringVar(&c.Model, "model", "", "concurrency model; this runner serves only `goroutines`")
 	fs.StringVar(&c.Workload, "workload", "", "sleep, http, cpu or hold")
-	fs.IntVar(&c.Tasks, "tasks", 0, "number of tasks, at least 1")
-	fs.IntVar(&c.Workers, "workers", 0, "workers pulling tasks; 0 = one per task")
+	fs.IntVar(&c.Tasks, "tasks", 0, "number of tasks, at least 1; required unless --duration or --stages")
+	fs.IntVar(&c.Workers, "workers", 0, "workers pulling tasks; 0 = one per task (per arrival)")
+	fs.DurationVar(&c.Duration, "duration", 0, "run for this long: a closed loop of --workers, or with --arrival the span tasks arrive over")
+	fs.StringVar(&c.Arrival, "arrival", "", "open loop: tasks arrive at --rate, uniform or poisson; needs --duration or --stages")
+	fs.Float64Var(&c.Rate, "rate", 0, "--arrival: arrivals per second (with --stages, the rate the first stage ramps from)")
+	fs.StringVar(&c.Stages, "stages", "", "--arrival: D1:R1,D2:R2 ramps the rate linearly to Ri over Di; the run lasts their sum")
+	fs.StringVar(&c.OnBusy, "on-busy", defaultOnBusy, "--arrival: an arrival finding every worker busy waits (queue) or is dropped (drop)")
+	fs.DurationVar(&c.Warmup, "warmup", 0, "duration runs: tasks arriving (closed loop: starting) in the first D are reported apart")
+	fs.DurationVar(&c.MaxLag, "max-lag", defaultMaxLag, "--arrival: the generator is saturated when its lag p99 exceeds this")
+	fs.Uint64Var(&c.Seed, "seed", defaultSeed, "--arrival poisson: the seed of the random gaps")
 	fs.DurationVar(&c.RTT, "rtt", 0, "round-trip time for sleep and http")
 	fs.IntVar(&c.Iterations, "iterations", 1_000_000, "count-loop iterations per task for cpu")
 	fs.DurationVar(&c.Hold, "hold", 0, "how long each task stays alive for hold")
@@ -128,8 +163,12 @@ func (c *Config) validate() error {
 		return usageErrorf("--workload is required (%v)", workloads)
 	case !slices.Contains(workloads, c.Workload):
 		return usageErrorf("unknown --workload %q (want one of %v)", c.Workload, workloads)
-	case c.Tasks < 1 || c.Tasks > maxTasks:
+	case c.Tasks < 0 || c.Tasks > maxTasks:
 		return usageErrorf("--tasks must be 1..%d, got %d", maxTasks, c.Tasks)
+	case c.Tasks == 0 && !c.timed():
+		return usageErrorf("--tasks is required (1..%d) unless --duration or --stages is given", maxTasks)
+	case c.Tasks != 0 && c.timed():
+		return usageErrorf("--tasks counts a run, --duration and --stages time one: give --tasks or them, not both")
 	case c.Workers < 0 || c.Workers > maxWorkers:
 		return usageErrorf("--workers must be 0..%d, got %d", maxWorkers, c.Workers)
 	case c.RTT < 0 || c.RTT > maxRTT:
@@ -170,14 +209,132 @@ func (c *Config) validate() error {
 			return usageErrorf("--target-url: %v", err)
 		}
 	}
+	return c.validateTimed()
+}
+
+// validateTimed checks the duration-run flags (CONTRACT.md, Duration runs), each error naming
+// its flag.
+func (c *Config) validateTimed() error {
+	switch {
+	case c.Duration != 0 && (c.Duration < minDuration || c.Duration > maxDuration):
+		return usageErrorf("--duration must be %v..%v, got %v", minDuration, maxDuration, c.Duration)
+	case c.Stages != "" && c.Duration != 0:
+		return usageErrorf("--stages last their sum: leave --duration out beside them")
+	case c.Stages != "" && c.Arrival == "":
+		return usageErrorf("--stages ramp an arrival rate: they need --arrival")
+	case c.Arrival != "" && !slices.Contains(processes, c.Arrival):
+		return usageErrorf("unknown --arrival %q (want one of %v)", c.Arrival, processes)
+	case c.Arrival != "" && !c.timed():
+		return usageErrorf("--arrival needs --duration or --stages: the span over which tasks arrive")
+	case !(c.Rate >= 0 && c.Rate <= maxRate): // NaN too
+		return usageErrorf("--rate must be 0..%d, got %v", maxRate, c.Rate)
+	case c.Rate != 0 && c.Arrival == "":
+		return usageErrorf("--rate is an arrival rate: it needs --arrival")
+	case !slices.Contains(onBusyModes, c.OnBusy):
+		return usageErrorf("unknown --on-busy %q (want one of %v)", c.OnBusy, onBusyModes)
+	case c.OnBusy != defaultOnBusy && c.Arrival == "":
+		return usageErrorf("--on-busy applies to arrivals: it needs --arrival")
+	case c.MaxLag < minMaxLag || c.MaxLag > maxMaxLag:
+		return usageErrorf("--max-lag must be %v..%v, got %v", minMaxLag, maxMaxLag, c.MaxLag)
+	case c.MaxLag != defaultMaxLag && c.Arrival == "":
+		return usageErrorf("--max-lag bounds the arrival generator's lag: it needs --arrival")
+	case c.Seed > maxSeed:
+		return usageErrorf("--seed must be 0..%d, got %d", uint64(maxSeed), c.Seed)
+	case c.Seed != defaultSeed && c.Arrival == "":
+		return usageErrorf("--seed draws arrivals: it needs --arrival")
+	case c.Warmup < 0 || c.Warmup > maxWarmup:
+		return usageErrorf("--warmup must be 0s..%v, got %v", maxWarmup, c.Warmup)
+	case c.Warmup != 0 && !c.timed():
+		return usageErrorf("--warmup applies to duration runs (--duration or --stages)")
+	case c.closedLoop() && c.Workers == 0:
+		return usageErrorf("--workers 0 is one worker per task: a closed loop for --duration needs --workers W")
+	}
+	if !c.timed() {
+		return nil
+	}
+	if c.Stages != "" {
+		stages, err := parseStages(c.Stages)
+		if err != nil {
+			return usageErrorf("--stages: %v", err)
+		}
+		if len(stages) > maxStages {
+			return usageErrorf("--stages: %d stages, want 1..%d", len(stages), maxStages)
+		}
+		var sum time.Duration
+		for i, s := range stages {
+			if s.d < 0 || s.d > maxStageTime {
+				return usageErrorf("--stages: stage %d lasts %v, want 0s..%v", i+1, s.d, maxStageTime)
+			}
+			if !(s.target >= 0 && s.target <= maxRate) {
+				return usageErrorf("--stages: stage %d's rate must be 0..%d, got %v", i+1, maxRate, s.target)
+			}
+			sum += s.d
+		}
+		if sum < minDuration || sum > maxDuration {
+			return usageErrorf("--stages last %v in all, want %v..%v", sum, minDuration, maxDuration)
+		}
+	}
+	if run := c.runTime(); c.Warmup >= run {
+		return usageErrorf("--warmup %v must be less than the run (%v)", c.Warmup, run)
+	}
+	if c.Arrival != "" {
+		if n := c.profile().expected(); !(n >= 1 && n <= maxTasks) {
+			return usageErrorf("--rate and --duration (or --stages) give %.6g expected arrivals, want 1..%d", n, maxTasks)
+		}
+	}
 	return nil
 }
 
-// ResolvedWorkers is the number of workers actually run: one per task for 0,
-// and never more workers than tasks.
+// describe says what the trial runs, for the log.
+func (c *Config) describe() string {
+	switch {
+	case c.Arrival != "":
+		return fmt.Sprintf("%d %s arrivals (%s, on busy %s) over %v", c.Tasks, c.Workload, c.Arrival, c.OnBusy, c.runTime())
+	case c.closedLoop():
+		return fmt.Sprintf("a closed loop of %s tasks for %v", c.Workload, c.Duration)
+	}
+	return fmt.Sprintf("%d %s tasks", c.Tasks, c.Workload)
+}
+
+// timed: a duration run (--duration or --stages), not a count of tasks.
+func (c *Config) timed() bool { return c.Duration > 0 || c.Stages != "" }
+
+// closedLoop: a closed loop for a duration, --workers each starting their next task at once.
+func (c *Config) closedLoop() bool { return c.Duration > 0 && c.Arrival == "" }
+
+// runTime is a duration run's length: --duration, or the stages' sum.
+func (c *Config) runTime() time.Duration {
+	run := c.Duration
+	for _, s := range c.stages() {
+		run += s.d
+	}
+	return run
+}
+
+// profile is an arrival run's rate r(t).
+func (c *Config) profile() rateProfile { return newRateProfile(c.Rate, c.stages(), c.Duration) }
+
+// stages are --stages, which validate has parsed already.
+func (c *Config) stages() []stage {
+	if c.Stages == "" {
+		return nil
+	}
+	stages, err := parseStages(c.Stages)
+	if err != nil {
+		panic(fmt.Sprintf("--stages %q passed validation: %v", c.Stages, err))
+	}
+	return stages
+}
+
+// ResolvedWorkers is the number of workers actually run: one per task (arrival) for 0, and
+// never more workers than tasks, but at least one; a closed loop for a duration has its
+// --workers, its tasks being an output.
 func (c *Config) ResolvedWorkers() int {
-	if c.Workers == 0 || c.Workers > c.Tasks {
-		return c.Tasks
+	switch {
+	case c.closedLoop():
+		return c.Workers
+	case c.Workers == 0 || c.Workers > c.Tasks:
+		return max(c.Tasks, 1) // an arrival run may draw no arrival
 	}
 	return c.Workers
 }

@@ -20,7 +20,8 @@ func TestParseFlagsAcceptsBothDashes(t *testing.T) {
 	}
 	want := Config{Model: "goroutines", Workload: "http", Tasks: 5, Workers: 2, RTT: 1500 * time.Millisecond,
 		Iterations: 1_000_000, GOMAXPROCS: 1, TargetURL: "http://h:1/p", Connection: "reuse",
-		MetricsPort: 9, ResultPath: "/tmp/x", Linger: 2 * time.Second, Experiment: "e", Trial: "t"}
+		MetricsPort: 9, ResultPath: "/tmp/x", Linger: 2 * time.Second, Experiment: "e", Trial: "t",
+		OnBusy: "queue", MaxLag: 10 * time.Millisecond, Seed: 1}
 	if c != want {
 		t.Errorf("got %+v\nwant %+v", c, want)
 	}
@@ -51,6 +52,46 @@ func TestParseFlagsRejects(t *testing.T) {
 		"stray argument":   base + "extra",
 		"not a number":     base + "--workers many",
 	}
+	// Duration runs (CONTRACT.md): each refusal names its flag.
+	sleep := "--model goroutines --workload sleep "
+	arrivals := sleep + "--arrival uniform --duration 1s --rate 10 "
+	for name, c := range map[string]struct{ args, flag string }{
+		"tasks beside a duration":    {sleep + "--tasks 5 --workers 1 --duration 2s", "--tasks"},
+		"tasks beside stages":        {sleep + "--tasks 5 --arrival uniform --stages 1s:5", "--tasks"},
+		"duration under a second":    {sleep + "--workers 1 --duration 500ms", "--duration"},
+		"duration over a day":        {sleep + "--workers 1 --duration 25h", "--duration"},
+		"closed loop of workers 0":   {sleep + "--duration 2s", "--workers"},
+		"arrival without a span":     {sleep + "--tasks 5 --arrival uniform --rate 5", "--arrival"},
+		"unknown arrival":            {sleep + "--arrival bursty --duration 1s --rate 5", "--arrival"},
+		"stages and duration":        {sleep + "--arrival uniform --duration 2s --stages 1s:5", "--stages"},
+		"stages without arrival":     {sleep + "--workers 1 --stages 1s:5", "--stages"},
+		"stages not D:R":             {sleep + "--arrival uniform --stages 1s", "--stages"},
+		"stage rate not a number":    {sleep + "--arrival uniform --stages 1s:lots", "--stages"},
+		"stage rate too high":        {sleep + "--arrival uniform --stages 1s:1000001", "--stages"},
+		"stage negative":             {sleep + "--arrival uniform --stages 2s:5,-1s:5", "--stages"},
+		"stages too short":           {sleep + "--arrival uniform --rate 5 --stages 500ms:5", "--stages"},
+		"too many stages":            {sleep + "--arrival uniform --stages " + strings.Repeat("1s:5,", 32) + "1s:5", "--stages"},
+		"rate without arrival":       {sleep + "--workers 1 --duration 2s --rate 5", "--rate"},
+		"rate NaN":                   {arrivals + "--rate NaN", "--rate"},
+		"rate negative":              {arrivals + "--rate -1", "--rate"},
+		"no arrival expected":        {arrivals + "--rate 0.5", "--rate"},
+		"too many arrivals expected": {arrivals + "--rate 1000000 --duration 11s", "--rate"},
+		"on-busy without arrival":    {sleep + "--workers 1 --duration 2s --on-busy drop", "--on-busy"},
+		"unknown on-busy":            {arrivals + "--on-busy wait", "--on-busy"},
+		"max-lag without arrival":    {sleep + "--workers 1 --duration 2s --max-lag 5ms", "--max-lag"},
+		"max-lag too short":          {arrivals + "--max-lag 999us", "--max-lag"},
+		"seed without arrival":       {sleep + "--workers 1 --duration 2s --seed 7", "--seed"},
+		"seed past 2^53-1":           {arrivals + "--arrival poisson --seed 9007199254740992", "--seed"},
+		"warmup of a counted trial":  {base + "--warmup 1s", "--warmup"},
+		"warmup as long as the run":  {sleep + "--workers 1 --duration 2s --warmup 2s", "--warmup"},
+		"warmup as long as stages":   {sleep + "--arrival uniform --stages 1s:5,1s:5 --warmup 2s", "--warmup"},
+	} {
+		_, err := ParseFlags(strings.Fields(c.args), io.Discard)
+		var usage *UsageError
+		if !errors.As(err, &usage) || !strings.Contains(err.Error(), c.flag) {
+			t.Errorf("%s: got %v, want a UsageError naming %s", name, err, c.flag)
+		}
+	}
 	for name, args := range bad {
 		_, err := ParseFlags(strings.Fields(args), io.Discard)
 		var usage *UsageError
@@ -76,13 +117,36 @@ func TestMainExitsTwoOnBadFlags(t *testing.T) {
 	}
 }
 
-func TestResolvedWorkers(t *testing.T) {
-	for _, c := range []struct{ tasks, workers, want int }{
-		{10, 0, 10}, {10, 3, 3}, {10, 10, 10}, {10, 50, 10},
+func TestParseFlagsTakesDurationRuns(t *testing.T) {
+	for _, args := range []string{
+		"--workers 4 --duration 2s --warmup 1s",
+		"--arrival uniform --rate 100 --duration 1m --workers 8 --on-busy drop --max-lag 50ms --warmup 10s",
+		"--arrival poisson --rate 0 --stages 10s:100,0s:50,10s:50,5s:0 --seed 0",
+		"--arrival uniform --rate 1 --duration 1s --workers 0",
 	} {
-		cfg := Config{Tasks: c.tasks, Workers: c.workers}
+		if _, err := ParseFlags(strings.Fields("--model goroutines --workload sleep "+args), io.Discard); err != nil {
+			t.Errorf("%s: %v", args, err)
+		}
+	}
+}
+
+func TestResolvedWorkers(t *testing.T) {
+	for _, c := range []struct {
+		tasks, workers int
+		duration       time.Duration
+		arrival        string
+		want           int
+	}{
+		{10, 0, 0, "", 10}, {10, 3, 0, "", 3}, {10, 10, 0, "", 10}, {10, 50, 0, "", 10},
+		{0, 4, time.Second, "", 4},         // a closed loop for a duration: its tasks are an output
+		{7, 0, time.Second, "uniform", 7},  // one per arrival
+		{0, 0, time.Second, "poisson", 1},  // a draw of no arrival still has a worker
+		{7, 20, time.Second, "uniform", 7}, // never more than arrivals
+		{70, 20, time.Second, "uniform", 20},
+	} {
+		cfg := Config{Tasks: c.tasks, Workers: c.workers, Duration: c.duration, Arrival: c.arrival}
 		if got := cfg.ResolvedWorkers(); got != c.want {
-			t.Errorf("tasks %d workers %d: got %d, want %d", c.tasks, c.workers, got, c.want)
+			t.Errorf("%+v: got %d, want %d", c, got, c.want)
 		}
 	}
 }

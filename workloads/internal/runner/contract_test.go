@@ -37,7 +37,15 @@ type runnerContract struct {
 		MinSchema     int `json:"minSchema"`
 		MaxBuckets    int `json:"maxBuckets"`
 	} `json:"latencyHistogram"`
-	Metrics map[string]string `json:"metrics"`
+	Metrics          map[string]string `json:"metrics"`
+	ArrivalProcesses []string          `json:"arrivalProcesses"`
+	OnBusy           []string          `json:"onBusy"`
+	Timeline         struct {
+		MaxIntervals int `json:"maxIntervals"`
+	} `json:"timeline"`
+	Saturation struct {
+		MinIssuedShare float64 `json:"minIssuedShare"`
+	} `json:"saturation"`
 }
 
 // readJSON decodes one of the contract's shared files (paths from this package).
@@ -83,6 +91,13 @@ func TestTheGoRunnerKeepsTheContract(t *testing.T) {
 	}
 	if !slices.Equal(c.LatencyBuckets, metrics.Buckets[:]) {
 		t.Errorf("buckets: contract %v, Go runner %v", c.LatencyBuckets, metrics.Buckets)
+	}
+	if !slices.Equal(c.ArrivalProcesses, processes) || !slices.Equal(c.OnBusy, onBusyModes) {
+		t.Errorf("--arrival %v / --on-busy %v in the contract, %v / %v here", c.ArrivalProcesses, c.OnBusy, processes, onBusyModes)
+	}
+	if c.Timeline.MaxIntervals != maxIntervals || c.Saturation.MinIssuedShare != minIssuedShare {
+		t.Errorf("timeline of %d intervals, saturated under %v issued in the contract; %d and %v here",
+			c.Timeline.MaxIntervals, c.Saturation.MinIssuedShare, maxIntervals, minIssuedShare)
 	}
 	if h := c.Histogram; h.InitialSchema != initialSchema || h.MinSchema != minSchema || h.MaxBuckets != maxBuckets {
 		t.Errorf("latencyHistogram: contract %+v, Go runner schema %d down to %d, %d buckets",
@@ -144,7 +159,40 @@ func TestTheGoRunnerKeepsTheContractsLimits(t *testing.T) {
 	}
 	readJSON(t, "../../python/cxlab_contract/runner-contract.json", &c)
 	type bounds struct{ Min, Max any }
-	flags := map[string]string{"tasks": "tasks", "workers": "workers", "iterations": "iterations", "gomaxprocs": "gomaxprocs", "rtt": "rtt", "hold": "hold", "pod": "pod", "barrier-timeout": "barrier-timeout", "final-read": "final-read"}
+	counted := func(flag string) func(string) []string {
+		return func(v string) []string { return []string{"--tasks", "1", "--metrics-port", "9", "--" + flag, v} }
+	}
+	arrivals := func(flag string) func(string) []string {
+		return func(v string) []string {
+			return []string{"--arrival", "poisson", "--duration", "1s", "--rate", "10", "--" + flag, v}
+		}
+	}
+	// The command line taking each limit's value: a flag beside what it needs.
+	lines := map[string]func(string) []string{
+		"tasks": counted("tasks"), "workers": counted("workers"), "iterations": counted("iterations"),
+		"gomaxprocs": counted("gomaxprocs"), "rtt": counted("rtt"), "hold": counted("hold"), "pod": counted("pod"),
+		"barrier-timeout": counted("barrier-timeout"), "final-read": counted("final-read"),
+		"duration": func(v string) []string { return []string{"--workers", "1", "--duration", v} },
+		"stage-duration": func(v string) []string {
+			stages := v + ":1"
+			if d, err := time.ParseDuration(v); err == nil && d < time.Second {
+				stages = "1s:1," + stages // alone, it would make a run under a second
+			}
+			return []string{"--arrival", "uniform", "--rate", "1", "--stages", stages}
+		},
+		"stages": func(v string) []string {
+			n, _ := strconv.Atoi(v)
+			stages := strings.Repeat("1s:1,", max(n, 1)-1) + strings.Repeat("1s:1", min(n, 1))
+			return []string{"--arrival", "uniform", "--rate", "1", "--stages", stages}
+		},
+		// From v to 2/s over 2s: at least 2 arrivals, at most a million more.
+		"rate":    func(v string) []string { return []string{"--arrival", "uniform", "--rate", v, "--stages", "2s:2"} },
+		"warmup":  func(v string) []string { return []string{"--workers", "1", "--duration", "24h", "--warmup", v} },
+		"max-lag": arrivals("max-lag"),
+		"seed":    arrivals("seed"),
+	}
+	// The run bounds --warmup too: 24h is within its limit, and less than no run.
+	besides := map[string]string{"warmup": "must be less than the run"}
 	past := func(v any, step int) string {
 		switch v := v.(type) {
 		case float64:
@@ -176,7 +224,7 @@ func TestTheGoRunnerKeepsTheContractsLimits(t *testing.T) {
 			}
 			continue
 		}
-		flagName, ok := flags[name]
+		line, ok := lines[name]
 		if !ok {
 			t.Errorf("limit %s: no runner flag of that name", name)
 			continue
@@ -185,13 +233,13 @@ func TestTheGoRunnerKeepsTheContractsLimits(t *testing.T) {
 			value string
 			ok    bool
 		}{{past(b.Min, 0), true}, {past(b.Max, 0), true}, {past(b.Min, -1), false}, {past(b.Max, 1), false}} {
-			args := []string{"--model", "goroutines", "--workload", "sleep", "--tasks", "1", "--metrics-port", "9", "--" + flagName, tc.value}
+			args := append([]string{"--model", "goroutines", "--workload", "sleep"}, line(tc.value)...)
 			_, err := ParseFlags(args, io.Discard)
-			if tc.ok && err != nil {
-				t.Errorf("--%s %s is within the contract's limits, refused: %v", flagName, tc.value, err)
+			if tc.ok && err != nil && (besides[name] == "" || !strings.Contains(err.Error(), besides[name])) {
+				t.Errorf("%s is within the contract's limits, refused: %v", strings.Join(args, " "), err)
 			}
 			if !tc.ok && err == nil {
-				t.Errorf("--%s %s is past the contract's limits, accepted", flagName, tc.value)
+				t.Errorf("%s is past the contract's limits, accepted", strings.Join(args, " "))
 			}
 		}
 	}

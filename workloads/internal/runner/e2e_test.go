@@ -195,7 +195,7 @@ func TestCPUTrial(t *testing.T) {
 // delayTarget is cxlab-delay's handler on a test server, counting connections.
 func delayTarget(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
-	h, err := delay.NewHandler(time.Second, 64, prometheus.NewRegistry())
+	h, err := delay.NewHandler(time.Second, 64, delay.Stall{}, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

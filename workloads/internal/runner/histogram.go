@@ -2,6 +2,7 @@ package runner
 
 import (
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -63,10 +64,9 @@ func buildHistogram(durations []time.Duration) Histogram {
 		if high-low+1 <= maxBuckets {
 			break
 		}
-		// One schema down: buckets 2j-1 and 2j become j, i.e. i -> ceil(i/2).
 		coarser := map[int]int64{}
 		for i, n := range buckets {
-			coarser[(i+1)>>1] += n
+			coarser[lower(i)] += n
 		}
 		buckets, h.Schema = coarser, h.Schema-1
 	}
@@ -82,6 +82,25 @@ func buildHistogram(durations []time.Duration) Histogram {
 	return h
 }
 
+// lower is bucket i one schema down: buckets 2j-1 and 2j become j, i.e. i -> ceil(i/2).
+func lower(i int) int { return (i + 1) >> 1 }
+
+// lowered is h one schema down, its sum, min and max unchanged: one step of the cut of an
+// oversized Result (Result.Encode).
+func (h Histogram) lowered() Histogram {
+	out := h
+	out.Schema--
+	out.Counts = []int64{}
+	if len(h.Counts) > 0 {
+		out.Offset = lower(h.Offset)
+		out.Counts = make([]int64, lower(h.Offset+len(h.Counts)-1)-out.Offset+1)
+		for k, n := range h.Counts {
+			out.Counts[lower(h.Offset+k)-out.Offset] += n
+		}
+	}
+	return out
+}
+
 func span(buckets map[int]int64) (low, high int) {
 	low, high = math.MaxInt, math.MinInt
 	for i := range buckets {
@@ -90,4 +109,12 @@ func span(buckets map[int]int64) (low, high int) {
 	return low, high
 }
 
-func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
+func round6(v float64) float64 { return roundTo(v, 6) }
+
+// roundTo rounds v to n decimals from its exact decimal value, half to even on a true tie, as
+// Python's round(v, n) does: math.Round(v*1e6)/1e6 would round v*1e6 first, and the two
+// runners could then differ in the last decimal.
+func roundTo(v float64, n int) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', n, 64), 64) // always parses
+	return r
+}

@@ -57,6 +57,17 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 		runtime.GOMAXPROCS(c.GOMAXPROCS)
 	}
 
+	// An arrival run's tasks are its scheduled arrivals, drawn here, before the start barrier
+	// and unmeasured: the metrics plan them and the workers resolve against them.
+	var schedule []time.Duration
+	var rate func(time.Duration) float64
+	if c.Arrival != "" {
+		profile := c.profile()
+		schedule = profile.schedule(c.Arrival, c.Seed)
+		c.Tasks = len(schedule)
+		rate = func(elapsed time.Duration) float64 { return profile.rateAt(elapsed.Seconds()) }
+	}
+
 	reg := prometheus.NewRegistry()
 	trial, err := metrics.NewTrial(reg, metrics.Info{
 		Experiment: c.Experiment,
@@ -68,6 +79,7 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 		GOMAXPROCS: strconv.Itoa(runtime.GOMAXPROCS(0)),
 		Runtime:    runtime.Version(),
 		Tasks:      c.Tasks,
+		Rate:       rate,
 	})
 	if err != nil {
 		logger.Printf("registering metrics: %v", err)
@@ -84,10 +96,9 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 		defer closeGently(srv)
 	}
 
-	logger.Printf("running %d %s tasks with %d workers, GOMAXPROCS %d",
-		c.Tasks, c.Workload, c.ResolvedWorkers(), runtime.GOMAXPROCS(0))
+	logger.Printf("running %s with %d workers, GOMAXPROCS %d", c.describe(), c.ResolvedWorkers(), runtime.GOMAXPROCS(0))
 	stopOnSIGTERM := exitOnSIGTERM(logger)
-	result, err := Run(&c, trial, barrier)
+	result, err := Run(&c, schedule, trial, barrier)
 	// From here a SIGTERM only ends the linger: registered before the task-phase handler is
 	// let go, so no signal between the two meets the default action (death by signal).
 	done, stopDone := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -55,6 +55,10 @@ type Result struct {
 	ThroughputPerSecond float64      `json:"throughputPerSecond"`
 	LatencySeconds      Latency      `json:"latencySeconds"`
 	LatencyHistogram    Histogram    `json:"latencyHistogram"`
+	DurationSeconds     *float64     `json:"durationSeconds"` // duration runs only, as the three below
+	Arrival             *Arrival     `json:"arrival"`         // arrival runs only
+	Timeline            *Timeline    `json:"timeline"`
+	Warmup              *Warmup      `json:"warmup"` // with --warmup
 	RSSTimeline         RSSTimeline  `json:"rssTimeline"`
 	CPUs                []int        `json:"cpus"`
 	Runtime             string       `json:"runtime"`
@@ -75,8 +79,9 @@ type RSSTimeline struct {
 
 // Encode returns the Result as one line of compact JSON, newline included, of
 // at most MaxResultBytes: if it would not fit, it drops errors (least frequent
-// first), then halves the timeline's resolution. The contract's rule, the same
-// in the Python runner.
+// first), then halves the RSS timeline's resolution, then the timeline's, then
+// lowers the schema of the widest histogram. The contract's rule, the same in
+// the Python runner. The caller's Result is left as it was.
 func (r Result) Encode() ([]byte, error) {
 	for {
 		b, err := r.encode()
@@ -88,10 +93,34 @@ func (r Result) Encode() ([]byte, error) {
 			r.Errors = r.Errors[:len(r.Errors)-1]
 		case len(r.RSSTimeline.RSSBytes) > 1:
 			r.RSSTimeline = r.RSSTimeline.halved()
-		default:
-			return b, nil // nothing left to drop; only absurd labels get here
+		case r.Timeline != nil && len(r.Timeline.Completed) > 1:
+			halved := r.Timeline.halved()
+			r.Timeline = &halved
+		case !r.lowerWidestHistogram():
+			return b, nil // nothing left to cut; only absurd labels get here
 		}
 	}
+}
+
+// lowerWidestHistogram lowers by one the schema of whichever of the latency, wait and service
+// histograms has the most buckets (the first of them on a tie), on a copy of the arrival;
+// false when none has two buckets left to merge.
+func (r *Result) lowerWidestHistogram() bool {
+	widest := &r.LatencyHistogram
+	if r.Arrival != nil {
+		arrival := *r.Arrival
+		r.Arrival = &arrival
+		for _, h := range []*Histogram{&arrival.WaitHistogram, &arrival.ServiceHistogram} {
+			if len(h.Counts) > len(widest.Counts) {
+				widest = h
+			}
+		}
+	}
+	if len(widest.Counts) < 2 || widest.Schema <= minSchema {
+		return false
+	}
+	*widest = widest.lowered()
+	return true
 }
 
 func (r Result) encode() ([]byte, error) {

@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"cxlab.dev/workloads/internal/measure"
@@ -15,8 +14,9 @@ import (
 
 // Run runs the task phase of c, reporting progress to trial, and returns
 // the Result. Only the task phase is timed and measured; it begins when the
-// runner leaves the start barrier (at once without one).
-func Run(c *Config, trial *metrics.Trial, barrier *startBarrier) (Result, error) {
+// runner leaves the start barrier (at once without one). An arrival run's
+// schedule is drawn before (Main).
+func Run(c *Config, schedule []time.Duration, trial *metrics.Trial, barrier *startBarrier) (Result, error) {
 	work, err := newTask(c)
 	if err != nil {
 		return Result{}, err
@@ -28,26 +28,8 @@ func Run(c *Config, trial *metrics.Trial, barrier *startBarrier) (Result, error)
 	if _, err := measure.Threads(); err != nil {
 		return Result{}, fmt.Errorf("reading thread count: %w", err)
 	}
-	// Indexed by task id, allocated up front: no locking and no growth while
-	// tasks run, even for a million of them.
-	durations := make([]time.Duration, c.Tasks)
 	var errs errorTally
-	// Offsets from one monotonic epoch: one clock read per timestamp, where
-	// time.Now reads two clocks.
-	epoch := time.Now()
-	one := func(i int) {
-		trial.TaskStarted(i)
-		t0 := time.Since(epoch)
-		err := work()
-		d := time.Since(epoch) - t0
-		trial.TaskFinished(i, d, err == nil)
-		if err != nil {
-			durations[i] = failedTask
-			errs.add(errorMessage(err))
-			return
-		}
-		durations[i] = d
-	}
+	shape := newShape(c, schedule, work, trial, &errs)
 
 	baseline, err := measure.RSS()
 	if err != nil {
@@ -65,7 +47,7 @@ func Run(c *Config, trial *metrics.Trial, barrier *startBarrier) (Result, error)
 	trial.Begin(start)
 	sampler := measure.StartSampler(start, baseline, measure.TimelineInterval, measure.TimelineSamples)
 
-	runTasks(c.Tasks, c.Workers, c.ResolvedWorkers(), one)
+	shape.run(start)
 
 	end := time.Now()
 	after, err := measure.ReadUsage()
@@ -105,9 +87,6 @@ func Run(c *Config, trial *metrics.Trial, barrier *startBarrier) (Result, error)
 		PeakThreads:                seen.PeakThreads,
 		VoluntaryContextSwitches:   used.Voluntary,
 		InvoluntaryContextSwitches: used.Involuntary,
-		ThroughputPerSecond:        ratio(float64(ok), wall),
-		LatencyHistogram:           buildHistogram(durations),
-		LatencySeconds:             latencies(durations),
 		RSSTimeline: RSSTimeline{
 			IntervalSeconds: seen.Timeline.Interval.Seconds(),
 			RSSBytes:        seen.Timeline.Samples,
@@ -120,7 +99,25 @@ func Run(c *Config, trial *metrics.Trial, barrier *startBarrier) (Result, error)
 		r.Syscalls = &Syscalls{Unavailable: "the Go runner does not count system calls: run it under strace -c -f by hand"}
 	}
 	r.setParameters(c, wall)
+	shape.report(&r, end.Sub(start))
 	return r, nil
+}
+
+// shape is how a trial's tasks run: a count of them (runTasks), a closed loop for a duration
+// or arrivals (CONTRACT.md, Duration runs); report fills the Result's figures of its tasks.
+type shape interface {
+	run(start time.Time)
+	report(r *Result, wall time.Duration)
+}
+
+func newShape(c *Config, schedule []time.Duration, work task, trial *metrics.Trial, errs *errorTally) shape {
+	switch {
+	case c.Arrival != "":
+		return newArrivalRun(c, schedule, work, trial, errs)
+	case c.closedLoop():
+		return newClosedLoop(c, work, trial, errs)
+	}
+	return newCounted(c, work, trial, errs)
 }
 
 // setParameters fills the workload's own parameter and, where a floor
@@ -141,6 +138,9 @@ func (r *Result) setParameters(c *Config, wall float64) {
 		r.Iterations = &iterations
 		return // no floor: the work is the CPU itself
 	}
+	if c.timed() {
+		return // a run for a time has no fastest time
+	}
 	efficiency := ratio(floor, wall)
 	r.FloorSeconds = &floor
 	r.Efficiency = &efficiency
@@ -156,39 +156,6 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return a / b
-}
-
-// runTasks runs tasks 0..n-1 through one: with workers == 0 each task gets
-// its own goroutine, otherwise resolved goroutines pull task ids from a
-// shared counter.
-func runTasks(n, workers, resolved int, one func(int)) {
-	var wg sync.WaitGroup
-	if workers == 0 {
-		wg.Add(n)
-		for i := range n {
-			go func() {
-				defer finish(&wg)
-				one(i)
-			}()
-		}
-		wg.Wait()
-		return
-	}
-	var next atomic.Int64
-	wg.Add(resolved)
-	for range resolved {
-		go func() {
-			defer finish(&wg)
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				one(i)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // finish ends a task goroutine. A panic there is a runner bug: it must exit

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -21,14 +23,15 @@ func validateResult(t *testing.T, b []byte) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	errs := schemaErrors(schema, doc, "Result")
+	errs := schemaErrors(schema, schema, doc, "Result")
 	slices.Sort(errs) // map order is random; the report should not be
 	for _, e := range errs {
 		t.Errorf("schema: %s", e)
 	}
 }
 
-func schemaErrors(schema map[string]any, v any, at string) (errs []string) {
+// schemaErrors checks v against schema, a part of root (where a $ref points).
+func schemaErrors(root, schema map[string]any, v any, at string) (errs []string) {
 	bad := func(format string, a ...any) { errs = append(errs, at+": "+fmt.Sprintf(format, a...)) }
 	obj, isObj := v.(map[string]any)
 	arr, isArr := v.([]any)
@@ -36,7 +39,13 @@ func schemaErrors(schema map[string]any, v any, at string) (errs []string) {
 	str, isStr := v.(string)
 	for key, rule := range schema {
 		switch key {
-		case "$schema", "$id", "title", "description":
+		case "$schema", "$id", "title", "description", "$defs": // $defs: checked where a $ref points
+		case "$ref": // a JSON pointer within root, as "#/properties/latencyHistogram"
+			target := any(root)
+			for _, step := range strings.Split(strings.TrimPrefix(rule.(string), "#/"), "/") {
+				target = target.(map[string]any)[step]
+			}
+			errs = append(errs, schemaErrors(root, target.(map[string]any), v, at)...)
 		case "type":
 			types, ok := rule.([]any)
 			if !ok {
@@ -85,12 +94,12 @@ func schemaErrors(schema map[string]any, v any, at string) (errs []string) {
 			}
 		case "items":
 			for i, item := range arr {
-				errs = append(errs, schemaErrors(rule.(map[string]any), item, fmt.Sprintf("%s[%d]", at, i))...)
+				errs = append(errs, schemaErrors(root, rule.(map[string]any), item, fmt.Sprintf("%s[%d]", at, i))...)
 			}
 		case "properties":
 			for name, sub := range rule.(map[string]any) {
 				if value, ok := obj[name]; ok {
-					errs = append(errs, schemaErrors(sub.(map[string]any), value, at+"."+name)...)
+					errs = append(errs, schemaErrors(root, sub.(map[string]any), value, at+"."+name)...)
 				}
 			}
 		case "additionalProperties":
@@ -100,7 +109,7 @@ func schemaErrors(schema map[string]any, v any, at string) (errs []string) {
 					continue
 				}
 				if sub, ok := rule.(map[string]any); ok {
-					errs = append(errs, schemaErrors(sub, value, at+"."+name)...)
+					errs = append(errs, schemaErrors(root, sub, value, at+"."+name)...)
 				} else if rule == false {
 					bad("%s is not in the schema", name)
 				}
@@ -139,17 +148,24 @@ func TestTheSchemaCheckerCatchesViolations(t *testing.T) {
 	r := Result{Schema: Schema, Pods: 1, Model: "goroutines", Workload: "sleep", Workers: 1, Tasks: 1,
 		PeakThreads: 1, CPUs: []int{0}, RSSTimeline: RSSTimeline{IntervalSeconds: 0.05}}
 	r.PodIndex = new(int)
-	valid, err := r.Encode()
+	counted, err := r.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(valid, &doc); err != nil {
+	arrivals, err := os.ReadFile("../../testdata/truncated-arrival-result.json")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if errs := schemaErrors(schema, doc, "Result"); len(errs) != 0 {
-		t.Fatalf("a valid Result refused: %v", errs)
+	for _, valid := range [][]byte{counted, arrivals} {
+		var doc map[string]any
+		if err := json.Unmarshal(valid, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if errs := schemaErrors(schema, schema, doc, "Result"); len(errs) != 0 {
+			t.Fatalf("a valid Result refused: %v", errs)
+		}
 	}
+	arrival := func(d map[string]any) map[string]any { return d["arrival"].(map[string]any) }
 	for name, spoil := range map[string]func(map[string]any){
 		"missing key":         func(d map[string]any) { delete(d, "latencyHistogram") },
 		"extra key":           func(d map[string]any) { d["bogus"] = 1 },
@@ -162,13 +178,26 @@ func TestTheSchemaCheckerCatchesViolations(t *testing.T) {
 		"not in the enum":     func(d map[string]any) { d["model"] = "fibers" },
 		"zero interval":       func(d map[string]any) { d["rssTimeline"].(map[string]any)["intervalSeconds"] = 0.0 },
 		"null where required": func(d map[string]any) { d["startedAtUnixSeconds"] = nil },
+		// An arrival Result's: its histograms are $refs to latencyHistogram.
+		"negative count through a $ref": func(d map[string]any) {
+			arrival(d)["waitHistogram"].(map[string]any)["counts"] = []any{-1.0}
+		},
+		"missing key through a $ref":  func(d map[string]any) { delete(arrival(d)["serviceHistogram"].(map[string]any), "sum") },
+		"a saturation too long":       func(d map[string]any) { arrival(d)["saturation"] = strings.Repeat("x", 201) },
+		"a 65th interval":             func(d map[string]any) { d["timeline"].(map[string]any)["p99"] = make([]any, 65) },
+		"an unknown arrival process":  func(d map[string]any) { arrival(d)["process"] = "bursty" },
+		"a warm-up without its tasks": func(d map[string]any) { delete(d["warmup"].(map[string]any), "tasksOk") },
 	} {
+		valid := counted
+		if strings.Contains(name, "$ref") || strings.HasPrefix(name, "a") {
+			valid = arrivals
+		}
 		var spoilt map[string]any
 		if err := json.Unmarshal(valid, &spoilt); err != nil {
 			t.Fatal(err)
 		}
 		spoil(spoilt)
-		if errs := schemaErrors(schema, spoilt, "Result"); len(errs) == 0 {
+		if errs := schemaErrors(schema, schema, spoilt, "Result"); len(errs) == 0 {
 			t.Errorf("%s: accepted", name)
 		}
 	}

@@ -50,6 +50,10 @@ class RunnerContract:
     latency_histogram: dict[str, int]  # the Result's: initialSchema, minSchema, maxBuckets
     metrics: dict[str, str]  # name: Prometheus type
     limits: dict[str, Limit]  # flag (or spec field) name: inclusive bounds
+    arrival_processes: tuple[str, ...]  # --arrival: uniform, poisson
+    on_busy: tuple[str, ...]  # --on-busy: queue, drop
+    timeline_max_intervals: int  # a duration run's timeline holds at most this many intervals
+    min_issued_share: float  # a generator issuing less of its schedule on time is saturated
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -80,4 +84,8 @@ def runner_contract() -> RunnerContract:
             for name, bounds in document["limits"].items()
             if name != "description"
         },
+        arrival_processes=tuple(document["arrivalProcesses"]),
+        on_busy=tuple(document["onBusy"]),
+        timeline_max_intervals=int(document["timeline"]["maxIntervals"]),
+        min_issued_share=float(document["saturation"]["minIssuedShare"]),
     )

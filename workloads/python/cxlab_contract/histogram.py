@@ -131,3 +131,17 @@ def quantile(histogram: Histogram, fraction: float) -> float:
             middle = 2 * base ** (histogram["offset"] + k) / (base + 1)
             return float(min(max(middle, histogram["min"]), histogram["max"]))
     return float(histogram["max"])
+
+
+def coarser(histogram: Histogram) -> Histogram:
+    """The same histogram one schema lower (bucket pairs merged): a step of an oversized
+    Result's cut."""
+    own = Counter({histogram["offset"] + k: c for k, c in enumerate(histogram["counts"]) if c})
+    return _document(
+        _downscaled(own, 1),
+        histogram["schema"] - 1,
+        histogram["zeroCount"],
+        histogram["sum"],
+        histogram["min"],
+        histogram["max"],
+    )

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TypedDict
+from typing import Any, TypedDict
 
-from cxlab_contract import result_schema, runner_contract
+from cxlab_contract import histogram, result_schema, runner_contract
 from cxlab_contract.histogram import Histogram
+from cxlab_contract.timeline import Timeline, halve
 
 SCHEMA = "cxlab.dev/result/v1"
 MAX_BYTES = runner_contract().result_max_bytes  # a Pod's termination message holds 4096 bytes
@@ -54,6 +55,36 @@ class RssTimeline(TypedDict):
 class Error(TypedDict):
     message: str
     count: int
+
+
+class Lag(TypedDict):
+    p50: float
+    p99: float
+    max: float
+
+
+class Arrival(TypedDict):
+    """An arrival run's schedule, generator and queue (CONTRACT.md, Duration runs)."""
+
+    process: str
+    onBusy: str
+    ratePerSecond: float
+    achievedRatePerSecond: float
+    arrivals: int
+    dropped: int
+    maxQueue: int
+    lagSeconds: Lag
+    maxLagSeconds: float
+    generatorSaturated: bool
+    saturation: str | None
+    waitHistogram: Histogram
+    serviceHistogram: Histogram
+
+
+class Warmup(TypedDict):
+    seconds: float
+    tasksOk: int
+    latencySeconds: Latencies
 
 
 class Result(TypedDict):
@@ -101,6 +132,10 @@ class Result(TypedDict):
     cpus: list[int]
     runtime: str
     errors: list[Error]
+    durationSeconds: float | None
+    arrival: Arrival | None
+    timeline: Timeline | None
+    warmup: Warmup | None
 
 
 def percentile(ordered: list[float], fraction: float) -> float:
@@ -143,8 +178,9 @@ def floor_seconds(workload: str, tasks: int, workers: int, rtt: float, hold: flo
 def encode(result: Result) -> str:
     """Compact JSON whose line, newline included, fits in MAX_BYTES (a termination message).
     The contract's rule, the same in the Go runner: drop errors, least frequent first, then
-    the least frequent system calls (futex last), then halve the RSS timeline's resolution;
-    only absurd labels can still leave it too long."""
+    the least frequent system calls (futex last), then halve the RSS timeline's resolution,
+    then a duration run's timeline's, then lower the widest histogram's schema; only absurd
+    labels can still leave it too long."""
     while True:
         text = json.dumps(result, separators=(",", ":"))
         if len(text.encode()) + 1 <= MAX_BYTES:
@@ -160,5 +196,21 @@ def encode(result: Result) -> str:
                 "intervalSeconds": timeline["intervalSeconds"] * 2,
                 "rssBytes": timeline["rssBytes"][::2],
             }
-        else:
+        elif result["timeline"] is not None and len(result["timeline"]["completed"]) > 1:
+            result["timeline"] = halve(result["timeline"])
+        elif not _narrow_widest_histogram(result):
             return text
+
+
+def _narrow_widest_histogram(result: Result) -> bool:
+    """Lower by one the schema of the histogram with the most buckets (latency, wait, service
+    on a tie); False when none has two buckets left to pair."""
+    arrival = result["arrival"]
+    named: list[tuple[Any, str]] = [(result, "latencyHistogram")]
+    if arrival is not None:
+        named += [(arrival, "waitHistogram"), (arrival, "serviceHistogram")]
+    owner, key = max(named, key=lambda pair: len(pair[0][pair[1]]["counts"]))
+    if len(owner[key]["counts"]) < 2 or owner[key]["schema"] <= histogram.MIN_SCHEMA:
+        return False
+    owner[key] = histogram.coarser(owner[key])
+    return True

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cxlab_contract import runner_contract
+from cxlab_contract.arrivals import RateProfile, Stage, parse_stages
 from cxlab_contract.durations import parse_duration
 from cxlab_contract.result import resolve_workers
 
@@ -40,10 +41,23 @@ class RunnerConfig:
     final_read: float = 0.0  # after the Result, wait this long for GET /metrics?final=1
     locust_master: str | None = None  # locust: the master's host:port (or its own, with:)
     expect_workers: int = 0  # locust: > 0 = the master of this many workers
+    # A duration run (CONTRACT.md, Duration runs): > 0 = run for this long, not for `tasks`.
+    duration: float = 0.0
+    arrival: str | None = None  # uniform or poisson: an arrival run; None: a closed loop
+    on_busy: str = "queue"
+    warmup: float = 0.0
+    max_lag: float = 0.01
+    profile: RateProfile | None = None  # an arrival run's rate
+    schedule: tuple[float, ...] = ()  # an arrival run's scheduled offsets; tasks = its length
 
     @property
     def one_per_task(self) -> bool:
-        return self.workers == self.tasks
+        """One worker for each task (for each arrival); never in a closed loop for a time."""
+        return self.workers == self.tasks and not self.closed_for_duration
+
+    @property
+    def closed_for_duration(self) -> bool:
+        return self.duration > 0 and self.arrival is None
 
 
 class UsageError(Exception):
@@ -98,6 +112,37 @@ def _within(flag: str) -> Callable[[str], Any]:
     return check
 
 
+def _rate(text: str) -> float:
+    limit = runner_contract().limits["rate"]
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a rate (arrivals per second)") from None
+    if not limit.min <= value <= limit.max:  # NaN fails both
+        raise argparse.ArgumentTypeError(
+            f"{text} is out of range: rate must be {limit.min}..{limit.max}"
+        )
+    return value
+
+
+def _stages(text: str) -> tuple[Stage, ...]:
+    limits = runner_contract().limits
+    count, each = limits["stages"], limits["stage-duration"]
+    try:
+        stages = parse_stages(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if not count.min <= len(stages) <= count.max:
+        raise argparse.ArgumentTypeError(f"{len(stages)} stages: want {count.min}..{count.max}")
+    rate = limits["rate"]
+    for stage in stages:
+        if not parse_duration(each.min) <= stage.seconds <= parse_duration(each.max):
+            raise argparse.ArgumentTypeError(f"a stage lasts {each.min}..{each.max}")
+        if not rate.min <= stage.target <= rate.max:
+            raise argparse.ArgumentTypeError(f"a stage's rate must be {rate.min}..{rate.max}")
+    return stages
+
+
 def _non_negative(text: str) -> int:
     try:
         value = int(text)
@@ -121,8 +166,16 @@ def build_parser() -> argparse.ArgumentParser:
     add = parser.add_argument
     add("--model", required=True, choices=PYTHON_MODELS)
     add("--workload", required=True, choices=WORKLOADS)
-    add("--tasks", required=True, type=_within("tasks"))
+    add("--tasks", type=_within("tasks"), default=0, help="required unless --duration/--stages")
     add("--workers", type=_within("workers"), default=0, help="0 = one worker per task")
+    add("--duration", type=_within("duration"), default=0.0, help="run for this long instead")
+    add("--arrival", choices=runner_contract().arrival_processes, default=None, help="open loop")
+    add("--rate", type=_rate, default="0", help="--arrival: arrivals per second")
+    add("--stages", type=_stages, default=None, help="--arrival: D1:R1,D2:R2 ramps of the rate")
+    add("--on-busy", choices=runner_contract().on_busy, default="queue", help="--arrival: all busy")
+    add("--warmup", type=_within("warmup"), default=0.0, help="left out of the latency figures")
+    add("--max-lag", type=_within("max-lag"), default=0.01, help="--arrival: lag p99 bound")
+    add("--seed", type=_within("seed"), default="1", help="--arrival poisson: the gaps' seed")
     add("--rtt", type=_within("rtt"), default=0.0, help="sleep/http round-trip time, e.g. 100ms")
     add("--iterations", type=_within("iterations"), default=1_000_000, help="cpu: loop length")
     add("--hold", type=_within("hold"), default=0.0, help="hold: how long each task stays alive")
@@ -193,11 +246,17 @@ def parse_config(argv: list[str]) -> RunnerConfig:
         )
     if args.final_read and not args.metrics_port:
         raise UsageError("--final-read needs --metrics-port: the final read is a GET /metrics")
+    duration, profile, schedule = _duration_run(args)
+    tasks = len(schedule) if profile else args.tasks
+    if duration and profile is None:  # a closed loop for a time: its workers are the workers
+        workers = 1 if args.model == "sequential" else args.workers
+    else:
+        workers = resolve_workers(args.model, args.workers, tasks)
     return RunnerConfig(
         model=args.model,
         workload=args.workload,
-        tasks=args.tasks,
-        workers=resolve_workers(args.model, args.workers, args.tasks),
+        tasks=tasks,
+        workers=workers,
         rtt=args.rtt,
         iterations=args.iterations,
         hold=args.hold,
@@ -215,4 +274,75 @@ def parse_config(argv: list[str]) -> RunnerConfig:
         final_read=args.final_read,
         locust_master=args.locust_master,
         expect_workers=args.expect_workers,
+        duration=duration,
+        arrival=args.arrival,
+        on_busy=args.on_busy,
+        warmup=args.warmup,
+        max_lag=args.max_lag,
+        profile=profile,
+        schedule=schedule,
     )
+
+
+def _duration_run(args: argparse.Namespace) -> tuple[float, RateProfile | None, tuple[float, ...]]:
+    """The run's duration, an arrival run's rate profile and schedule; UsageError naming the
+    flag for every combination CONTRACT.md refuses."""
+    limits = runner_contract().limits
+    timed = bool(args.duration or args.stages)
+    if args.tasks and timed:
+        raise UsageError("--tasks counts a run; --duration and --stages time one: give one")
+    if not args.tasks and not timed:
+        raise UsageError("--tasks is required (or --duration, or --arrival with --stages)")
+    if args.stages and args.duration:
+        raise UsageError("--stages last their sum: leave --duration out beside them")
+    if args.stages and not args.arrival:
+        raise UsageError("--stages ramp an arrival rate: they need --arrival")
+    if args.arrival is None:
+        given = {"rate": args.rate != 0, "on-busy": args.on_busy != "queue",
+                 "max-lag": args.max_lag != 0.01, "seed": args.seed != 1}  # fmt: skip
+        for flag in (flag for flag, set_ in given.items() if set_):
+            raise UsageError(f"--{flag} applies to arrival runs: it needs --arrival")
+    elif not timed:
+        raise UsageError("--arrival needs --duration or --stages: how long tasks arrive")
+    if args.arrival and args.model == "locust":
+        raise UsageError(
+            "--arrival: locust's users are closed loops (each waits for its answer before its "
+            "next request), so they cannot keep an arrival rate"
+        )
+    if args.duration and args.model == "locust":
+        raise UsageError(
+            "--duration: cxlab's locust model runs a task count (its distributed master ends "
+            "on the aggregated count); give --tasks"
+        )
+    if args.arrival and args.model == "processes" and args.workers == 0:
+        raise UsageError(
+            "--workers 0 with --arrival: processes would fork one process per arrival, which "
+            "measures fork, not the model; give --workers"
+        )
+    if args.duration and not args.arrival and args.workers == 0 and args.model != "sequential":
+        raise UsageError("--workers 0 means one per task: a closed loop for --duration needs W")
+    if args.warmup and not timed:
+        raise UsageError("--warmup applies to duration runs (--duration or --stages)")
+    if not timed:
+        return 0.0, None, ()
+    profile = None
+    if args.arrival:
+        profile = RateProfile(args.rate, args.stages or (), args.duration)
+    duration = profile.duration if profile else args.duration
+    total = parse_duration(limits["duration"].max)
+    if not parse_duration(limits["duration"].min) <= duration <= total:
+        raise UsageError(
+            f"the stages last {duration:g}s: "
+            f"want {limits['duration'].min}..{limits['duration'].max}"
+        )
+    if args.warmup >= duration:
+        raise UsageError(f"--warmup {args.warmup:g}s must be shorter than the run ({duration:g}s)")
+    if profile is None:
+        return duration, None, ()
+    expected, tasks = profile.expected_arrivals(), limits["tasks"]
+    if not tasks.min <= expected <= tasks.max:
+        raise UsageError(
+            f"--rate over the run gives {expected:.6g} arrivals: want {tasks.min}..{tasks.max} "
+            "(raise or lower the rate or the duration)"
+        )
+    return duration, profile, tuple(profile.schedule(args.arrival, args.seed))

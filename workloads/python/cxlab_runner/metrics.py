@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -63,12 +63,15 @@ class TrialCollector(Collector):
         tasks: int,
         recorder: TaskRecorder,
         phase: TaskPhase,
+        rate_at: Callable[[float], float] | None = None,
     ) -> None:
         self._info = info
         self._tasks = tasks
         self._recorder = recorder
         self._phase = phase
         self._histogram = _Histogram()
+        self._waits = _Histogram()
+        self._rate_at = rate_at  # an arrival run's scheduled rate at a time into the phase
 
     def collect(self) -> Iterator[Metric]:
         # Finished is read first: a scrape that says 1 has every task's count, however the last
@@ -89,9 +92,35 @@ class TrialCollector(Collector):
         self._histogram.update(self._recorder.latencies)
         yield HistogramMetricFamily(
             "cxlab_task_duration_seconds",
-            "Duration of each successful task.",
+            "Latency of each successful task, from its scheduled start for arrivals.",
             buckets=self._histogram.buckets(),
             sum_value=self._histogram.total,
+        )
+        yield CounterMetricFamily(
+            "cxlab_arrivals", "Arrivals issued.", value=recorder.issued_count()
+        )
+        yield CounterMetricFamily(
+            "cxlab_arrivals_dropped",
+            "Arrivals dropped with every worker busy.",
+            value=recorder.dropped_count(),
+        )
+        yield GaugeMetricFamily(
+            "cxlab_arrival_queue_length",
+            "Arrivals issued and waiting for a worker.",
+            value=recorder.queue_length(),
+        )
+        rate = 0.0
+        if self._rate_at is not None and self._phase.started is not None and not finished:
+            rate = self._rate_at(self._phase.elapsed())
+        yield GaugeMetricFamily(
+            "cxlab_arrival_rate", "The scheduled arrival rate now, per second.", value=rate
+        )
+        self._waits.update(self._recorder.waits)
+        yield HistogramMetricFamily(
+            "cxlab_task_queue_wait_seconds",
+            "Each started task's wait for a worker.",
+            buckets=self._waits.buckets(),
+            sum_value=self._waits.total,
         )
         used = sampler.cpu_usage()
         yield CounterMetricFamily(

@@ -10,6 +10,7 @@ import time
 
 from cxlab_runner import measure
 from cxlab_runner.barrier import StartBarrier
+from cxlab_runner.duration import TaskTimes
 
 
 class TaskPhase:
@@ -31,6 +32,7 @@ class TaskPhase:
         self._main_used = measure.Switches()
         self.children_peak_vm = 0  # VmPeak of child processes, summed (processes)
         self.locust_workers: int | None = None  # a distributed Locust master's workers
+        self.times: TaskTimes | None = None  # a duration run's tasks (openloop.py), for the Result
 
     def begin(self) -> None:
         """Wait at the start barrier (if any): everything before it is set-up, not measured."""

@@ -26,9 +26,20 @@ class TaskRecorder:
         # How many of `latencies` are failed tasks': a distributed Locust master's view,
         # where Locust logs a response time for every request, failed or not.
         self.failed_latencies = 0
+        # Arrival runs: arrivals issued and dropped, and each started arrival's wait.
+        self._issued = itertools.count()
+        self._dropped = itertools.count()
+        self.waits: list[float] = []
+        self.max_queue = 0
 
     def started(self) -> None:
         next(self._started)
+
+    def issued(self) -> None:
+        next(self._issued)
+
+    def dropped(self) -> None:
+        next(self._dropped)
 
     def ok(self, seconds: float) -> None:
         self.latencies.append(seconds)
@@ -56,10 +67,17 @@ class TaskRecorder:
 
     # What a scrape or the Result reads. Subclasses may count elsewhere (shared memory).
     def started_count(self) -> int:
-        # itertools.count exposes its next value only through __reduce__; reading it this way
-        # does not advance it.
-        state: tuple[int] = self._started.__reduce__()[1]  # type: ignore[assignment]
-        return state[0]
+        return _value(self._started)
+
+    def issued_count(self) -> int:
+        return _value(self._issued)
+
+    def dropped_count(self) -> int:
+        return _value(self._dropped)
+
+    def queue_length(self) -> int:
+        """Arrivals issued and waiting for a worker."""
+        return max(0, self.issued_count() - self.dropped_count() - self.started_count())
 
     def ok_count(self) -> int:
         return len(self.latencies) - self.failed_latencies
@@ -69,3 +87,10 @@ class TaskRecorder:
 
     def in_flight(self) -> int:
         return max(0, self.started_count() - self.ok_count() - self.failed_count())
+
+
+def _value(counter: itertools.count[int]) -> int:
+    # itertools.count exposes its next value only through __reduce__; reading it this way does
+    # not advance it.
+    state: tuple[int] = counter.__reduce__()[1]  # type: ignore[assignment]
+    return state[0]

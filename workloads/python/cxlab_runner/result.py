@@ -14,7 +14,7 @@ from cxlab_contract.result import (
     floor_seconds,
     latency_seconds,
 )
-from cxlab_runner import measure
+from cxlab_runner import duration, measure
 from cxlab_runner.config import RunnerConfig
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
@@ -45,7 +45,7 @@ def build_result(
     ok = recorder.ok_count()
     task = phase.task_switches()
     waited = phase.barrier.waited
-    return {
+    result: Result = {
         "schema": SCHEMA,
         "experiment": config.experiment,
         "trial": config.trial,
@@ -91,7 +91,29 @@ def build_result(
             {"message": message, "count": count}
             for message, count in recorder.errors.most_common(MAX_ERRORS)
         ],
+        "durationSeconds": None,
+        "arrival": None,
+        "timeline": None,
+        "warmup": None,
     }
+    if phase.times is not None:  # a duration run: its own tasks, latencies and figures
+        arrival = None
+        if config.arrival is not None:
+            arrival = {
+                "process": config.arrival,
+                "onBusy": config.on_busy,
+                "maxQueue": recorder.max_queue,
+                "maxLagSeconds": config.max_lag,
+            }
+        parts = duration.result_parts(
+            phase.times,
+            duration=config.duration,
+            warmup=config.warmup,
+            wall=round(wall, 6),
+            arrival=arrival,
+        )
+        result.update(parts)  # type: ignore[typeddict-item]
+    return result
 
 
 def write(text: str, path: str | None) -> None:

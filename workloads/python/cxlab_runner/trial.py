@@ -34,7 +34,8 @@ def run_trial(config: RunnerConfig, syscalls: Syscalls | None = None) -> None:
         "gomaxprocs": "",
         "runtime": runtime_version(config.model),
     }
-    collector = TrialCollector(info, config.tasks, recorder, phase)
+    rate_at = config.profile.rate_at if config.profile else None
+    collector = TrialCollector(info, config.tasks, recorder, phase, rate_at)
     end = EndOfTasks()
     server = MetricsServer(config.metrics_port, collector, barrier, end)
     try:

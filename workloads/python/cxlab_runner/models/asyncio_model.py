@@ -7,12 +7,18 @@ import asyncio
 import time
 
 from cxlab_runner.config import RunnerConfig
+from cxlab_runner.openloop import run_async
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
 from cxlab_runner.workloads import AsyncTask, async_task
 
 
 def run(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
+    if config.duration:
+        workers, phase.times = asyncio.run(
+            run_async(config, recorder, phase, lambda: async_task(config))
+        )
+        return workers
     asyncio.run(_run(config, recorder, phase))
     return config.workers
 

@@ -8,12 +8,18 @@ import gevent
 
 from cxlab_runner.config import RunnerConfig
 from cxlab_runner.models import timed
+from cxlab_runner.openloop import run_blocking
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
 from cxlab_runner.workloads import blocking_task
 
 
 def run(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
+    if config.duration:
+        workers, phase.times = run_blocking(
+            config, recorder, phase, lambda: blocking_task(config), gevent.spawn, gevent.joinall
+        )
+        return workers
     remaining = iter(range(config.tasks))  # greenlets never switch inside next()
 
     def worker() -> None:

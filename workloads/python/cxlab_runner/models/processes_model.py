@@ -18,6 +18,8 @@ from typing import Any
 
 from cxlab_runner import measure
 from cxlab_runner.config import RunnerConfig
+from cxlab_runner.duration import FAILED, OK, TaskTimes
+from cxlab_runner.openloop import MAX_TASKS, Arrivals, clock
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import MAX_ERROR_LENGTH, TaskRecorder
 from cxlab_runner.workloads import blocking_task
@@ -52,6 +54,89 @@ class ProcessRecorder(TaskRecorder):
     def failed_count(self) -> int:
         return int(sum(self.counts.failed)) + self.parent.failed_count()
 
+    def issued_count(self) -> int:
+        return self.parent.issued_count()
+
+    def dropped_count(self) -> int:
+        return self.parent.dropped_count()
+
+
+class SharedTimes:
+    """An arrival run's started and ended offsets and outcomes, written by the children (one
+    writer per arrival) and read by the parent once they have ended."""
+
+    def __init__(self, n: int) -> None:
+        self.started: Any = _CONTEXT.Array("d", n, lock=False)
+        self.ended: Any = _CONTEXT.Array("d", n, lock=False)
+        self.outcome: Any = _CONTEXT.Array("b", n, lock=False)
+
+
+def _arrival_worker(
+    slot: int,
+    config: RunnerConfig,
+    start: float,
+    waiting: Any,
+    free: Any,
+    shared: SharedTimes,
+    counts: SharedCounts,
+    results: Connection,
+) -> None:
+    task, clock = blocking_task(config), time.perf_counter  # CLOCK_MONOTONIC: the parent's too
+    before = measure.thread_switches()
+    errors: Counter[str] = Counter()
+    while (k := waiting.get()) is not None:
+        counts.started[slot] += 1
+        shared.started[k] = clock() - start
+        try:
+            task()
+        except Exception as error:
+            shared.ended[k] = clock() - start
+            shared.outcome[k] = FAILED
+            errors[f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH]] += 1
+            counts.failed[slot] += 1
+        else:
+            shared.ended[k] = clock() - start
+            shared.outcome[k] = OK
+            counts.ok[slot] += 1
+        if free is not None:
+            free.release()
+    results.send(([], errors, measure.thread_switches() - before, measure.peak_vm_bytes()))
+    results.close()
+
+
+def _loop_worker(
+    slot: int,
+    config: RunnerConfig,
+    start: float,
+    budget: Any,
+    counts: SharedCounts,
+    results: Connection,
+) -> None:
+    """A closed loop for a time: tasks back to back until the run's duration has passed (or
+    MAX_TASKS have started, `budget` counting them over the workers)."""
+    task, clock = blocking_task(config), time.perf_counter
+    before = measure.thread_switches()
+    done: list[tuple[float, float, bool]] = []
+    errors: Counter[str] = Counter()
+    deadline = start + config.duration
+    while (begin := clock()) < deadline:
+        with budget.get_lock():
+            if budget.value >= MAX_TASKS:
+                break
+            budget.value += 1
+        counts.started[slot] += 1
+        try:
+            task()
+        except Exception as error:
+            errors[f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH]] += 1
+            counts.failed[slot] += 1
+            done.append((begin - start, clock() - start, False))
+            continue
+        done.append((begin - start, clock() - start, True))
+        counts.ok[slot] += 1
+    results.send((done, errors, measure.thread_switches() - before, measure.peak_vm_bytes()))
+    results.close()
+
 
 def _worker(
     slot: int, config: RunnerConfig, next_task: Any, counts: SharedCounts, results: Connection
@@ -82,6 +167,8 @@ def _worker(
 
 
 def run(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
+    if config.duration:
+        return _run_for_duration(config, recorder, phase)
     counts = SharedCounts(config.workers)
     next_task = _CONTEXT.Value("q", 0)
     live = ProcessRecorder(counts, recorder)
@@ -117,4 +204,83 @@ def run(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
     lost = config.tasks - recorder.ok_count() - recorder.failed_count()
     for _ in range(max(0, lost)):
         recorder.failed("task lost with its worker process")
+    return len(workers)
+
+
+def _run_for_duration(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
+    """Arrivals issued by the parent into a queue the forked workers share, or closed loops for
+    a time in each worker; the tasks' times come back through shared memory or the pipe."""
+    counts = SharedCounts(config.workers)
+    live = ProcessRecorder(counts, recorder)
+    recorder.live_view = live
+    workers: list[tuple[Any, Connection]] = []
+    phase.sampler.child_pids = lambda: [p.pid for p, _ in workers if p.pid is not None]
+    phase.tasks_off_main_thread = True
+    arrivals = None if config.closed_for_duration else Arrivals(config, recorder)
+    shared = SharedTimes(config.tasks) if arrivals else None
+    waiting = _CONTEXT.SimpleQueue()
+    budget = _CONTEXT.Value("q", 0)  # a closed loop's tasks started, over the workers
+    drop = arrivals is not None and arrivals.drop
+    free = _CONTEXT.Semaphore(config.workers) if drop else None
+    phase.begin()
+    start = clock()
+    for slot in range(config.workers):
+        receive, send = _CONTEXT.Pipe(duplex=False)
+        if arrivals is None:
+            args: tuple[Any, ...] = (slot, config, start, budget, counts, send)
+            target: Any = _loop_worker
+        else:
+            args = (slot, config, start, waiting, free, shared, counts, send)
+            target = _arrival_worker
+        process = _CONTEXT.Process(target=target, args=args, daemon=True)
+        try:
+            process.start()
+        except OSError as error:
+            missing = config.workers - slot
+            recorder.note(f"{missing} of {config.workers} worker processes not started: {error}")
+            break
+        send.close()
+        workers.append((process, receive))
+    if arrivals is not None:
+        arrivals.start = start
+
+        def issue(k: int) -> None:
+            if free is not None and not free.acquire(block=False):
+                recorder.dropped()
+                return
+            waiting.put(k)
+            arrivals.note_queue()
+
+        arrivals.generate(issue, time.sleep)
+        for _ in workers:
+            waiting.put(None)
+    done: list[tuple[float, float, bool]] = []
+    for process, receive in workers:
+        try:
+            tasks, errors, switches, peak_vm = receive.recv()
+            done.extend(tasks)
+            recorder.merge([], errors)
+            phase.add_task_switches(switches)
+            phase.children_peak_vm += peak_vm
+        except EOFError:
+            recorder.note(f"worker process {process.pid} died (exit {process.exitcode})")
+        process.join()
+    phase.end()
+    recorder.live_view = None
+    if arrivals is None:
+        phase.times = TaskTimes.closed(done)
+    else:
+        assert shared is not None
+        times = arrivals.times
+        times.started[:] = shared.started[:]
+        times.ended[:] = shared.ended[:]
+        times.outcome[:] = bytes(b & 0xFF for b in shared.outcome[:])
+        phase.times = times
+    times = phase.times
+    for k, outcome in enumerate(times.outcome):  # the live figures the children could not keep
+        if outcome:
+            recorder.started()
+        if outcome == OK:
+            recorder.latencies.append(times.ended[k] - times.scheduled[k])
+            recorder.waits.append(max(0.0, times.started[k] - times.scheduled[k]))
     return len(workers)

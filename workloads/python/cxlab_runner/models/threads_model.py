@@ -15,12 +15,14 @@ import itertools
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from cxlab_runner import measure
 from cxlab_runner.config import RunnerConfig
 from cxlab_runner.models import timed
+from cxlab_runner.openloop import Arrivals, clock, run_blocking
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
 from cxlab_runner.workloads import blocking_task
@@ -28,6 +30,23 @@ from cxlab_runner.workloads import blocking_task
 
 def run(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
     phase.tasks_off_main_thread = True
+    if config.duration and config.pool == "onDemand":
+        return _duration_on_demand(config, recorder, phase)
+    if config.duration:
+
+        def spawn(work: Callable[[], None]) -> threading.Thread:
+            thread = threading.Thread(target=_counted(work, phase), daemon=True)
+            thread.start()
+            return thread
+
+        def join(threads: list[threading.Thread]) -> None:
+            for thread in threads:
+                thread.join()
+
+        workers, phase.times = run_blocking(
+            config, recorder, phase, lambda: blocking_task(config), spawn, join
+        )
+        return workers
     if config.pool == "onDemand":
         return _on_demand(config, recorder, phase)
     return _prestarted(config, recorder, phase)
@@ -88,6 +107,64 @@ def _on_demand(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -
     lost = config.tasks - recorder.ok_count() - recorder.failed_count()
     for _ in range(lost):  # queued with no thread to run them: not one could start
         recorder.failed(refused or RuntimeError("no thread ran the task"))
+    return len(first)
+
+
+def _duration_on_demand(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
+    """A duration run through ThreadPoolExecutor as its users submit work: each arrival
+    submitted when it is due (the executor's queue is the queue; it starts a thread only when
+    none is idle), or for a closed loop W looping jobs."""
+    task = blocking_task(config)
+    first: dict[int, measure.Switches] = {}
+    latest: dict[int, measure.Switches] = {}
+
+    def start() -> None:
+        first[threading.get_ident()] = measure.thread_switches()
+
+    def counted(work: Callable[[], None]) -> Callable[[], None]:
+        def job() -> None:
+            work()
+            latest[threading.get_ident()] = measure.thread_switches()
+
+        return job
+
+    pool = ThreadPoolExecutor(config.workers, initializer=start)
+    futures: list[Future[None]] = []
+    if config.closed_for_duration:
+
+        def submit(work: Callable[[], None]) -> Future[None]:
+            return pool.submit(counted(work))
+
+        def join(submitted: list[Future[None]]) -> None:
+            for future in submitted:
+                future.result()
+
+        _, phase.times = run_blocking(config, recorder, phase, lambda: task, submit, join)
+    else:
+        arrivals = Arrivals(config, recorder)
+        free = threading.Semaphore(config.workers)
+
+        def job(k: int) -> None:
+            arrivals.run(task, k)
+            free.release()
+
+        def issue(k: int) -> None:
+            if arrivals.drop and not free.acquire(blocking=False):
+                recorder.dropped()
+                return
+            futures.append(pool.submit(counted(lambda: job(k))))
+            arrivals.note_queue()
+
+        phase.begin()
+        arrivals.start = clock()
+        arrivals.generate(issue, time.sleep)
+        for future in futures:
+            future.result()
+        phase.end()
+        phase.times = arrivals.times
+    pool.shutdown(wait=True)
+    for ident, switches in latest.items():
+        phase.add_task_switches(switches - first[ident])
     return len(first)
 
 

@@ -1,0 +1,175 @@
+"""The Result of a duration run (CONTRACT.md, Duration runs): from every task's scheduled,
+issued, started and ended offsets, its latency figures after the warm-up, the arrival figures
+and the generator's verdict, the timeline and the warm-up apart. Computed once, after the task
+phase, so a task pays only for four stores."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from cxlab_contract import histogram, runner_contract
+from cxlab_contract.result import latency_seconds, percentile
+from cxlab_contract.timeline import Timeline, interval_for
+
+OK, FAILED = 1, 2  # a task's outcome; 0: dropped, never run
+
+
+@dataclass
+class TaskTimes:
+    """Offsets in seconds from the task phase's start, one slot per task (per arrival: a
+    dropped one keeps outcome 0). A closed loop's tasks are scheduled and issued when they
+    start."""
+
+    scheduled: list[float]
+    issued: list[float] = field(default_factory=list)
+    started: list[float] = field(default_factory=list)
+    ended: list[float] = field(default_factory=list)
+    outcome: bytearray = field(default_factory=bytearray)
+
+    @classmethod
+    def for_schedule(cls, schedule: list[float]) -> TaskTimes:
+        n = len(schedule)
+        return cls(schedule, [0.0] * n, [0.0] * n, [0.0] * n, bytearray(n))
+
+    @classmethod
+    def closed(cls, tasks: list[tuple[float, float, bool]]) -> TaskTimes:
+        """A closed loop's (started, ended, ok) tasks, in the order they started."""
+        tasks.sort()
+        started = [s for s, _, _ in tasks]
+        return cls(
+            started,
+            started,
+            started,
+            [e for _, e, _ in tasks],
+            bytearray(OK if ok else FAILED for _, _, ok in tasks),
+        )
+
+
+def timeline(times: TaskTimes) -> Timeline:
+    """Per interval: tasks ended, mean tasks in flight (each task's overlap with the interval,
+    summed, over its length), p99 of the successful tasks' latencies that ended in it."""
+    ran = [k for k, outcome in enumerate(times.outcome) if outcome]
+    span = max((times.ended[k] for k in ran), default=0.0)
+    interval = interval_for(span)
+    n = math.floor(span / interval) + 1
+    completed = [0] * n
+    busy = [0.0] * n  # task-seconds in flight within each interval
+    full = [0.0] * (n + 1)  # difference array of intervals a task covers whole
+    latencies: list[list[float]] = [[] for _ in range(n)]
+    for k in ran:
+        start, end = times.started[k], times.ended[k]
+        first, last = int(start // interval), int(end // interval)
+        completed[last] += 1
+        if times.outcome[k] == OK:
+            latencies[last].append(end - times.scheduled[k])
+        if first == last:
+            busy[first] += end - start
+            continue
+        busy[first] += (first + 1) * interval - start
+        busy[last] += end - last * interval
+        full[first + 1] += interval
+        full[last] -= interval
+    covered = 0.0
+    for i in range(n):
+        covered += full[i]
+        busy[i] += covered
+    return {
+        "intervalSeconds": interval,
+        "completed": completed,
+        "inFlight": [round(b / interval, 3) for b in busy],
+        "p99": [round(percentile(sorted(values), 0.99), 6) for values in latencies],
+    }
+
+
+def generator_verdict(
+    times: TaskTimes, duration: float, max_lag: float, warmup: float
+) -> dict[str, Any]:
+    """The schedule kept or not: the rate scheduled and achieved within the duration, the lag."""
+    scheduled = sum(1 for t in times.scheduled if t < duration)
+    issued = sum(1 for t in times.issued if t <= duration)
+    lags = sorted(i - s for s, i in zip(times.scheduled, times.issued, strict=True) if s >= warmup)
+    rate, achieved = scheduled / duration, issued / duration
+    lag = {
+        "p50": round(max(0.0, percentile(lags, 0.50)), 6),
+        "p99": round(max(0.0, percentile(lags, 0.99)), 6),
+        "max": round(max(0.0, lags[-1] if lags else 0.0), 6),
+    }
+    reasons = []
+    if lag["p99"] > max_lag:
+        reasons.append(f"lag p99 {lag['p99'] * 1e3:.3g} ms over the bound {max_lag * 1e3:.3g} ms")
+    if achieved < runner_contract().min_issued_share * rate:
+        reasons.append(f"issued {achieved:.6g}/s of {rate:.6g}/s by the duration's end")
+    return {
+        "ratePerSecond": round(rate, 6),
+        "achievedRatePerSecond": round(achieved, 6),
+        "lagSeconds": lag,
+        "maxLagSeconds": max_lag,
+        "generatorSaturated": bool(reasons),
+        "saturation": "; ".join(reasons)[:200] or None,
+    }
+
+
+def result_parts(
+    times: TaskTimes,
+    *,
+    duration: float,
+    warmup: float,
+    wall: float,
+    arrival: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The Result's keys a duration run fills. `arrival`: process, onBusy, maxQueue and
+    maxLagSeconds of an arrival run (None for a closed loop)."""
+    after: list[float] = []
+    warm: list[float] = []
+    waits: list[float] = []
+    services: list[float] = []
+    for k, outcome in enumerate(times.outcome):
+        if outcome != OK:
+            continue
+        latency = times.ended[k] - times.scheduled[k]
+        if times.scheduled[k] < warmup:
+            warm.append(latency)
+            continue
+        after.append(latency)
+        waits.append(times.started[k] - times.scheduled[k])
+        services.append(times.ended[k] - times.started[k])
+    after.sort()
+    parts: dict[str, Any] = {
+        "tasks": len(times.scheduled),
+        "durationSeconds": duration,
+        "floorSeconds": None,
+        "efficiency": None,
+        "throughputPerSecond": round(len(after) / (wall - warmup), 3) if wall > warmup else 0.0,
+        "latencySeconds": latency_seconds(after),
+        "latencyHistogram": histogram.build(after),
+        "timeline": timeline(times),
+        "warmup": None,
+        "arrival": None,
+    }
+    if warmup > 0:
+        warm.sort()
+        parts["warmup"] = {
+            "seconds": warmup,
+            "tasksOk": len(warm),
+            "latencySeconds": latency_seconds(warm),
+        }
+    if arrival is not None:
+        verdict = generator_verdict(times, duration, arrival["maxLagSeconds"], warmup)
+        parts["arrival"] = {
+            "process": arrival["process"],
+            "onBusy": arrival["onBusy"],
+            "ratePerSecond": verdict["ratePerSecond"],
+            "achievedRatePerSecond": verdict["achievedRatePerSecond"],
+            "arrivals": len(times.scheduled),
+            "dropped": times.outcome.count(0),
+            "maxQueue": arrival["maxQueue"],
+            "lagSeconds": verdict["lagSeconds"],
+            "maxLagSeconds": verdict["maxLagSeconds"],
+            "generatorSaturated": verdict["generatorSaturated"],
+            "saturation": verdict["saturation"],
+            "waitHistogram": histogram.build(sorted(max(0.0, w) for w in waits)),
+            "serviceHistogram": histogram.build(sorted(services)),
+        }
+    return parts

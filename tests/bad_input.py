@@ -58,6 +58,32 @@ CONTEXT: dict[str, dict[str, Any]] = {
     "spec.workload.connection": {
         "workload": {"type": "http", "tasks": 10, "rtt": "10ms", "connection": "reuse"}
     },
+    # duration runs: their fields with nothing beside them that another rule would refuse
+    "spec.workload.arrival.stages": {
+        "workload": {
+            "type": "sleep",
+            "rtt": "10ms",
+            "arrival": {"stages": [{"duration": "2s", "target": 10}]},
+        }
+    },
+    "spec.workload.arrival.ratesPerSecond": {
+        "workload": {
+            "type": "sleep",
+            "rtt": "10ms",
+            "arrival": {"ratesPerSecond": [10], "duration": "1s"},
+        }
+    },
+    "spec.workload.arrival": {
+        "workload": {
+            "type": "sleep",
+            "rtt": "10ms",
+            "arrival": {"ratePerSecond": 10, "duration": "1s"},
+        }
+    },
+    "spec.workload.duration": {"workload": {"type": "sleep", "rtt": "10ms", "duration": "2s"}},
+    "spec.workload.warmup": {
+        "workload": {"type": "sleep", "rtt": "10ms", "duration": "24h", "warmup": "1s"}
+    },
     "spec.workload.rtts": {"workload": {"type": "sleep", "tasks": 10, "rtts": ["10ms"]}},
     "spec.workload.rtt": {"workload": {"type": "sleep", "tasks": 10, "rtt": "10ms"}},
     "spec.models[].gomaxprocs": {"models": [{"model": "goroutines", "gomaxprocs": [1]}]},
@@ -282,6 +308,36 @@ def semantics() -> Iterator[BadInput]:
         "semantics", "matrix-past-the-trial-limit",
         as_yaml(manifest(models=[{"model": "threads", "workers": list(range(1, 33))}],
                          repetitions=MAX_TRIALS // 32 + 1)), "spec",
+    )  # fmt: skip
+    arrival = {"type": "sleep", "rtt": "10ms", "arrival": {"ratePerSecond": 10, "duration": "1s"}}
+    yield BadInput(
+        "semantics", "rates-past-the-trial-limit",
+        as_yaml(manifest(workload={**arrival, "arrival": {
+            "ratesPerSecond": list(range(1, 33)), "duration": "1s"}},
+            models=[{"model": "asyncio", "workers": list(range(1, 33))}])), "spec",
+    )  # fmt: skip
+    # What only `cxlab plan` and the operator check (a status condition on a cluster): the
+    # expected arrivals of each Pod, and the sum of the stages.
+    yield BadInput(
+        "semantics", "under-one-arrival-per-pod",
+        as_yaml(manifest(workload={**arrival, "arrival": {"ratePerSecond": 3, "duration": "1s"}},
+                         models=[{"model": "asyncio", "pods": [4]}])), "spec", cluster=False,
+    )  # fmt: skip
+    yield BadInput(
+        "semantics", "arrivals-past-the-task-limit",
+        as_yaml(manifest(workload={**arrival, "arrival": {
+            "ratePerSecond": 1_000_000, "duration": "24h"}})), "spec", cluster=False,
+    )  # fmt: skip
+    yield BadInput(
+        "semantics", "stages-shorter-than-a-second",
+        as_yaml(manifest(workload={**arrival, "arrival": {
+            "stages": [{"duration": "500ms", "target": 10}]}})), "spec.workload.arrival",
+        cluster=False,
+    )  # fmt: skip
+    yield BadInput(
+        "semantics", "warmup-as-long-as-the-stages",
+        as_yaml(manifest(workload={**arrival, "warmup": "2s", "arrival": {
+            "stages": [{"duration": "2s", "target": 10}]}})), "spec.workload", cluster=False,
     )  # fmt: skip
     yield BadInput(
         "semantics", "cpu-workload-with-rtt",

@@ -46,6 +46,19 @@ def workload(**fields: Any) -> dict[str, Any]:
     return {"type": "sleep", "tasks": 10, **fields}
 
 
+ARRIVAL = {"ratePerSecond": 10, "duration": "1s"}
+
+
+def arriving(**arrival: Any) -> dict[str, Any]:
+    """A workload of tasks arriving at a rate (no tasks: they are an output)."""
+    return {"type": "sleep", "rtt": "10ms", "arrival": {**ARRIVAL, **arrival}}
+
+
+def looping(**fields: Any) -> dict[str, Any]:
+    """A closed loop for a time."""
+    return {"type": "sleep", "rtt": "10ms", "duration": "2s", **fields}
+
+
 @dataclass(frozen=True)
 class Case:
     path: str
@@ -152,8 +165,8 @@ CASES = [
     ),
     Case(
         "spec",
-        "the matrix (models x workers x gomaxprocs x pods x rtts x repetitions) may hold "
-        "at most 1000 trials: split the experiment",
+        "the matrix (models x workers x gomaxprocs x pods x rtts x rates x repetitions) may "
+        "hold at most 1000 trials: split the experiment",
         valid=manifest(**SEVEN_MODELS_MAX_TRIALS),
         invalid=manifest(**ONE_TRIAL_MORE),
         field="spec",
@@ -339,6 +352,149 @@ CASES = [
         valid=manifest(models=[{"model": "threads", "workers": [2], "pods": [1, 2]}]),
         invalid=manifest(models=[{"model": "threads", "workers": [2], "pods": [2, 2]}]),
         field="spec.models[0].pods",
+    ),
+    Case(
+        "spec",
+        "duration runs (workload.arrival, workload.duration): locust's users are closed loops "
+        "that run a task count; drop locust from models or use tasks",
+        valid=manifest(workload={**arriving(), "type": "http"}, models=[{"model": "asyncio"}]),
+        invalid=manifest(workload={**arriving(), "type": "http"}, models=[{"model": "locust"}]),
+        field="spec",
+    ),
+    Case(
+        "spec",
+        "workload.duration: a closed loop for a time needs its workers; workers 0 (one per task) "
+        "has no count of tasks to go by",
+        valid=manifest(workload=looping(), models=[{"model": "sequential"}]),
+        invalid=manifest(workload=looping(), models=[{"model": "asyncio", "workers": [4, 0]}]),
+        field="spec",
+    ),
+    Case(
+        "spec",
+        "workload.arrival: processes with workers 0 would fork one process per arrival: give "
+        "processes' workers",
+        valid=manifest(workload=arriving(), models=[{"model": "processes", "workers": [4]}]),
+        invalid=manifest(workload=arriving(), models=[{"model": "processes", "workers": [0]}]),
+        field="spec",
+    ),
+    Case(
+        "spec.workload",
+        "workload needs exactly one of tasks (a closed burst), duration (a closed loop for a "
+        "time) or arrival (tasks arriving at a rate)",
+        valid=manifest(workload=looping()),
+        invalid=manifest(workload=looping(tasks=10)),
+        field="spec.workload",
+    ),
+    Case(
+        "spec.workload",
+        "warmup applies to duration runs: workload.duration or arrival",
+        valid=manifest(workload=looping(warmup="1s")),
+        invalid=manifest(workload=workload(rtt="10ms", warmup="1s")),
+        field="spec.workload",
+    ),
+    Case(
+        "spec.workload",
+        "warmup must be shorter than the run",
+        valid=manifest(workload=looping(warmup="1999ms")),
+        invalid=manifest(workload=looping(warmup="2s")),
+        field="spec.workload",
+    ),
+    Case(
+        "spec.workload.arrival",
+        "arrival needs a duration (how long tasks arrive) or stages (which last their sum), "
+        "not both",
+        valid=manifest(workload=arriving(duration="1s")),
+        invalid=manifest(workload=arriving(stages=[{"duration": "1s", "target": 10}])),
+        field="spec.workload.arrival",
+    ),
+    Case(
+        "spec.workload.arrival",
+        "arrival: stages set the rate over time; ratesPerSecond cannot sweep it",
+        valid=manifest(
+            workload={**arriving(), "arrival": {"stages": [{"duration": "2s", "target": 10}]}}
+        ),
+        invalid=manifest(
+            workload={
+                **arriving(),
+                "arrival": {"ratesPerSecond": [5], "stages": [{"duration": "2s", "target": 10}]},
+            }
+        ),
+        field="spec.workload.arrival",
+    ),
+    Case(
+        "spec.workload.arrival",
+        "arrival needs exactly one of ratePerSecond or ratesPerSecond",
+        valid=manifest(
+            workload={**arriving(), "arrival": {"ratesPerSecond": [5, 10], "duration": "1s"}}
+        ),
+        invalid=manifest(workload=arriving(ratesPerSecond=[5, 10])),
+        field="spec.workload.arrival",
+    ),
+    Case(
+        "spec.workload.arrival.ratesPerSecond",
+        "a rate is listed twice",
+        valid=manifest(
+            workload={**arriving(), "arrival": {"ratesPerSecond": [5, 10], "duration": "1s"}}
+        ),
+        invalid=manifest(
+            workload={**arriving(), "arrival": {"ratesPerSecond": [10, 10], "duration": "1s"}}
+        ),
+        field="spec.workload.arrival.ratesPerSecond",
+    ),
+    Case(
+        "spec.workload.arrival.duration",
+        "must be a duration between 1s and 24h",
+        valid=manifest(workload=arriving(duration="24h", ratePerSecond=100)),
+        invalid=manifest(workload=arriving(duration="999ms", ratePerSecond=100)),
+        field="spec.workload.arrival.duration",
+    ),
+    Case(
+        "spec.workload.arrival.maxLag",
+        "must be a duration between 1ms and 1m",
+        valid=manifest(workload=arriving(maxLag="1ms")),
+        invalid=manifest(workload=arriving(maxLag="61s")),
+        field="spec.workload.arrival.maxLag",
+    ),
+    Case(
+        "spec.workload.arrival.stages[].duration",
+        "must be a duration between 0s and 24h",
+        valid=manifest(
+            workload={
+                **arriving(),
+                "arrival": {
+                    "stages": [{"duration": "0s", "target": 10}, {"duration": "2s", "target": 10}]
+                },
+            }
+        ),
+        invalid=manifest(
+            workload={
+                **arriving(),
+                "arrival": {
+                    "stages": [{"duration": "25h", "target": 10}, {"duration": "2s", "target": 10}]
+                },
+            }
+        ),
+        field="spec.workload.arrival.stages[0].duration",
+    ),
+    Case(
+        "spec.workload.duration",
+        "must be a duration between 1s and 24h",
+        valid=manifest(workload=looping(duration="1s")),
+        invalid=manifest(workload=looping(duration="24h1s")),
+        field="spec.workload.duration",
+    ),
+    Case(
+        "spec.workload.warmup",
+        "must be a duration between 0s and 24h",
+        valid=manifest(workload=looping(duration="24h", warmup="0s")),
+        invalid=manifest(  # stages: no CEL compares the warm-up with their sum, only this
+            workload={
+                **arriving(),
+                "warmup": "24h1s",
+                "arrival": {"stages": [{"duration": "24h", "target": 10}]},
+            }
+        ),
+        field="spec.workload.warmup",
     ),
 ]
 

@@ -237,3 +237,51 @@ def test_a_distributed_locust_trial_runs_a_master_and_its_workers(tmp_path: Path
     assert entry["result"]["locustWorkers"] == master["locustWorkers"] == 2
     assert entry["result"]["tasksOk"] == sum(w["tasksOk"] for w in workers) == 60
     assert [w["workersStarted"] for w in workers] == [3, 3]  # the master's 6 users, spread
+
+
+def test_closed_loop_and_arrival_experiments_of_two_processes_each(tmp_path: Path) -> None:
+    # A closed loop for a time and tasks arriving at two rates, each trial of 2 Pods: the
+    # merged Result's rate is the Pods' sum, its histograms their merge (docs/open-loop.md).
+    rates = {"ratesPerSecond": [100, 200], "duration": "2s", "process": "uniform"}
+    arrival = {"type": "sleep", "rtt": "20ms", "warmup": "500ms", "arrival": rates}
+    closed = {"type": "sleep", "rtt": "20ms", "duration": "2s"}
+    models = [
+        {"model": "asyncio", "workers": [0], "pods": [2]},
+        {"model": "goroutines", "pods": [2]},
+    ]
+    path = tmp_path / "both.yaml"
+    write_experiment(path, {"workload": arrival, "models": models}, "arrivals")
+    looped = write_experiment(tmp_path / "closed.yaml", {
+        "workload": closed, "models": [{"model": "threads", "workers": [4], "pods": [2]}]},
+        "closed")  # fmt: skip
+    path.write_text(path.read_text() + "---\n" + looped.read_text())
+    completed = cxlab("run", str(path), cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    assert "holds" in completed.stdout  # the knees in the rate, on the terminal
+
+    document = json.loads((tmp_path / "out" / "arrivals" / "result.json").read_text())
+    status = document["status"]
+    assert status["phase"] == "Succeeded" and len(status["trials"]) == 4
+    for entry in status["trials"]:
+        merged, pods = entry["result"], entry["podResults"]
+        arrival_figures = [p["arrival"] for p in pods]
+        assert merged["pods"] == 2 and entry["ratePerSecond"] in (100, 200)
+        assert merged["arrival"]["ratePerSecond"] == pytest.approx(entry["ratePerSecond"])
+        assert merged["arrival"]["ratePerSecond"] == pytest.approx(
+            sum(a["ratePerSecond"] for a in arrival_figures)
+        )
+        for key in ("waitHistogram", "serviceHistogram"):
+            assert merged["arrival"][key] == histogram.merge([a[key] for a in arrival_figures])
+        assert merged["latencyHistogram"] == histogram.merge([p["latencyHistogram"] for p in pods])
+        assert merged["warmup"]["tasksOk"] == sum(p["warmup"]["tasksOk"] for p in pods)
+        assert sum(merged["timeline"]["completed"]) == merged["tasksOk"]
+    knees = status["summary"]["knees"]
+    assert {k["variant"] for k in knees} == {"asyncio", "goroutines (GOMAXPROCS default)"}
+    report = (tmp_path / "out" / "arrivals" / "report.html").read_text()
+    assert "p99 latency vs offered rate" in report and "Tasks ended per second over time" in report
+
+    loop = json.loads((tmp_path / "out" / "closed" / "result.json").read_text())["status"]
+    [entry] = loop["trials"]
+    assert entry["result"]["durationSeconds"] == 2 and entry["result"]["arrival"] is None
+    assert entry["result"]["tasks"] == sum(p["tasks"] for p in entry["podResults"])
+    assert entry["result"]["tasks"] > 2 * 4 * 2 / 0.02 * 0.7  # 2 Pods x 4 workers x 2 s / 20 ms

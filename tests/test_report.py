@@ -132,6 +132,10 @@ def fake_result(spec: ExperimentSpec, trial: Trial) -> dict[str, Any]:
         "barrierWaitSeconds": None,
         "startSkewSeconds": None,
         "locustWorkers": None,
+        "durationSeconds": None,
+        "arrival": None,
+        "timeline": None,
+        "warmup": None,
         "latencyHistogram": histogram.build([wall / 2, wall * 0.9, wall]),
     }
     return parse_result(json.dumps(result))  # the real schema check: the fake stays honest

@@ -40,6 +40,7 @@ def pod_result(index: int, spread: float) -> dict[str, Any]:
         "latencyHistogram": histogram.build(latencies),
         "rssTimeline": {"intervalSeconds": 0.05, "rssBytes": [40 << 20] * 40},
         "cpus": [1], "runtime": "CPython 3.11", "errors": [], "locustWorkers": None,
+        "durationSeconds": None, "arrival": None, "timeline": None, "warmup": None,
     }  # fmt: skip
 
 

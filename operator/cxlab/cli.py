@@ -64,6 +64,7 @@ def plan_command(args: argparse.Namespace) -> int:
 def plan_text(experiment: ConcurrencyExperiment) -> str:
     spec = experiment.spec
     trials = plan_trials(spec)
+    arrivals = spec.workload.arrival is not None
     rows, total, unknown = [], 0.0, 0
     for trial in trials:
         floor = floor_seconds(spec, trial)
@@ -71,24 +72,38 @@ def plan_text(experiment: ConcurrencyExperiment) -> str:
             unknown += 1
         else:
             total += floor
-        rows.append(
-            [
-                trial.name,
-                trial.variant,
-                workers_label(trial.model, trial.workers, trial.pods),
-                rtt_cell(trial.rtt_seconds),
-                str(trial.repetition),
-                "?" if floor is None else format_duration(floor),
-            ]
+        row = [
+            trial.name,
+            trial.variant,
+            workers_label(trial.model, trial.workers, trial.pods),
+            rtt_cell(trial.rtt_seconds),
+        ]
+        if arrivals:
+            row.append(f"{trial.rate:g}/s")
+        rows.append([*row, str(trial.repetition), "?" if floor is None else format_duration(floor)])
+    headers = ["trial", "model", "workers", "rtt", *(["rate"] if arrivals else []), "rep", "floor"]
+    estimate = _estimate(experiment, total, unknown)
+    return f"{render_table(headers, rows)}\n{estimate}\n\n{commands_text(experiment)}"
+
+
+def _estimate(experiment: ConcurrencyExperiment, floor: float, unknown: int) -> str:
+    """How long the trials take at least: their floors, or a duration run's own time."""
+    spec, count = experiment.spec, len(plan_trials(experiment.spec))
+    run = spec.workload.run_seconds()
+    if run is not None:
+        arrival = spec.workload.arrival
+        shape = "tasks arriving at a rate" if arrival else "a closed loop"
+        return (
+            f"{experiment.name}: {count} trials, each {shape} for {format_duration(run)}; "
+            f"at least {format_duration(count * run)} in all"
         )
     estimate = (
-        f"{experiment.name}: {len(trials)} trials, {spec.workload.tasks} tasks each; "
-        f"floor time at least {format_duration(total)}"
+        f"{experiment.name}: {count} trials, {spec.workload.tasks} tasks each; "
+        f"floor time at least {format_duration(floor)}"
     )
     if unknown:
         estimate += f" plus {unknown} cpu trials whose time depends on the machine"
-    headers = ["trial", "model", "workers", "rtt", "rep", "floor"]
-    return f"{render_table(headers, rows)}\n{estimate}\n\n{commands_text(experiment)}"
+    return estimate
 
 
 # Where a pasted http trial finds its delay target (cxlab run picks a free port itself).

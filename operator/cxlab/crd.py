@@ -49,7 +49,15 @@ def _trial_count_rule() -> str:
         for i in range(MAX_MODELS)
     )
     rtts = "(has(self.workload.rtts) ? size(self.workload.rtts) : 1)"
-    return f"({per_model}) * {rtts} * self.repetitions <= {MAX_TRIALS}"
+    rates = (
+        "(has(self.workload.arrival) && has(self.workload.arrival.ratesPerSecond) ? "
+        "size(self.workload.arrival.ratesPerSecond) : 1)"
+    )
+    return f"({per_model}) * {rtts} * {rates} * self.repetitions <= {MAX_TRIALS}"
+
+
+# A count of tasks where the workload has one (0 for duration runs, whose tasks are an output).
+_TASKS = "(has(self.workload.tasks) ? self.workload.tasks : 0)"
 
 
 # CEL rules per schema path; each says what to change, like the pydantic validators.
@@ -65,25 +73,44 @@ RULES: dict[str, list[dict[str, str]]] = {
         ),
         _rule(
             f"self.models.all(m, m.model != 'processes' || m.workers.all(w, "
-            f"(w == 0 ? self.workload.tasks : w) <= {MAX_PROCESS_WORKERS}))",
+            f"(w == 0 ? {_TASKS} : w) <= {MAX_PROCESS_WORKERS}))",
             f"processes may start at most {MAX_PROCESS_WORKERS} worker processes "
             f"(0 workers means one per task)",
         ),
         _rule(
             f"self.models.all(m, m.model != 'threads' || m.workers.all(w, "
-            f"(w == 0 ? self.workload.tasks : w) <= {MAX_THREAD_WORKERS}))",
+            f"(w == 0 ? {_TASKS} : w) <= {MAX_THREAD_WORKERS}))",
             f"threads may start at most {MAX_THREAD_WORKERS} threads in one process "
             f"(0 workers means one per task)",
         ),
         _rule(
             _trial_count_rule(),
-            f"the matrix (models x workers x gomaxprocs x pods x rtts x repetitions) may hold "
-            f"at most {MAX_TRIALS} trials: split the experiment",
+            f"the matrix (models x workers x gomaxprocs x pods x rtts x rates x repetitions) may "
+            f"hold at most {MAX_TRIALS} trials: split the experiment",
         ),
         _rule(
+            "!has(self.workload.tasks) || "
             "self.models.all(m, !has(m.pods) || m.pods.all(p, p <= self.workload.tasks))",
             "a trial of N Pods needs at least N tasks (one each): raise workload.tasks or "
             "lower models[].pods",
+        ),
+        _rule(
+            "!(has(self.workload.arrival) || has(self.workload.duration)) || "
+            "!self.models.exists(m, m.model == 'locust')",
+            "duration runs (workload.arrival, workload.duration): locust's users are closed "
+            "loops that run a task count; drop locust from models or use tasks",
+        ),
+        _rule(
+            "!has(self.workload.duration) || self.models.all(m, m.model == 'sequential' || "
+            "!has(m.workers) || !m.workers.exists(w, w == 0))",
+            "workload.duration: a closed loop for a time needs its workers; workers 0 (one per "
+            "task) has no count of tasks to go by",
+        ),
+        _rule(
+            "!has(self.workload.arrival) || self.models.all(m, m.model != 'processes' || "
+            "!has(m.workers) || !m.workers.exists(w, w == 0))",
+            "workload.arrival: processes with workers 0 would fork one process per arrival: "
+            "give processes' workers",
         ),
         _rule(
             "!has(self.resources) || !has(self.resources.cpu) || "
@@ -100,6 +127,21 @@ RULES: dict[str, list[dict[str, str]]] = {
         ),
     ],
     "spec.workload": [
+        _rule(
+            "(has(self.tasks) ? 1 : 0) + (has(self.duration) ? 1 : 0) + "
+            "(has(self.arrival) ? 1 : 0) == 1",
+            "workload needs exactly one of tasks (a closed burst), duration (a closed loop for "
+            "a time) or arrival (tasks arriving at a rate)",
+        ),
+        _rule(
+            "!has(self.warmup) || has(self.duration) || has(self.arrival)",
+            "warmup applies to duration runs: workload.duration or arrival",
+        ),
+        _rule(
+            "!has(self.warmup) || !has(self.duration) || "
+            "duration(self.warmup) < duration(self.duration)",
+            "warmup must be shorter than the run",
+        ),
         _rule(
             "!(self.type in ['sleep', 'http']) || (has(self.rtt) != has(self.rtts))",
             "workloads sleep and http need exactly one of rtt or rtts",
@@ -120,6 +162,24 @@ RULES: dict[str, list[dict[str, str]]] = {
             "self.type == 'http' || !(has(self.connection) || has(self.responseBytes))",
             "connection and responseBytes apply to the http workload only",
         ),
+    ],
+    "spec.workload.arrival": [
+        _rule(
+            "has(self.stages) != has(self.duration)",
+            "arrival needs a duration (how long tasks arrive) or stages (which last their "
+            "sum), not both",
+        ),
+        _rule(
+            "!has(self.stages) || !has(self.ratesPerSecond)",
+            "arrival: stages set the rate over time; ratesPerSecond cannot sweep it",
+        ),
+        _rule(
+            "has(self.stages) || has(self.ratePerSecond) != has(self.ratesPerSecond)",
+            "arrival needs exactly one of ratePerSecond or ratesPerSecond",
+        ),
+    ],
+    "spec.workload.arrival.ratesPerSecond": [
+        _rule("self.all(r, self.exists_one(v, v == r))", "a rate is listed twice"),
     ],
     "spec.models[]": [
         _rule(
@@ -279,7 +339,7 @@ def schedule_status_schema() -> Schema:
 
 def result_schema() -> Schema:
     source = cxlab_contract.result_schema()
-    schema = structural(source, {})
+    schema = structural(source, source.get("$defs", {}))
     schema["description"] = source["description"]
     return schema
 

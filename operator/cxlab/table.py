@@ -131,6 +131,55 @@ def points_table(summary: Summary) -> str:
     return render_table(headers, rows)
 
 
+def rates_table(summary: Summary) -> str:
+    """An arrival run's points: the rate asked and achieved, the latency from the schedule
+    (queueing in it), the wait for a worker, what was dropped, CPU and memory."""
+    headers = [
+        "model", "workers", "rtt", "rate/s", "reps", "achieved/s", "p50", "p99", "wait p99",
+        "max queue", "dropped", "cpu %", "peak MiB", "failed", "noisy",
+    ]  # fmt: skip
+    rows = []
+    for p in summary["points"]:
+        label = [p["variant"], _workers_cell(p), rtt_cell(p["rttSeconds"])]
+        label += [f"{p['ratePerSecond']:g}", str(p["repetitions"])]
+        if not p["repetitions"] or "p99Seconds" not in p:
+            why = "saturated" if p.get("saturatedTrials") else "failed"
+            rows.append([*label, why, *[""] * (len(headers) - len(label) - 3),
+                         str(p["failedTrials"]), ""])  # fmt: skip
+            continue
+        rows.append([
+            *label,
+            f"{center(p['achievedRatePerSecond']):,.1f}",
+            unit_cell(center(p["p50Seconds"]), "s"),
+            unit_cell(center(p["p99Seconds"]), "s"),
+            unit_cell(center(p["waitP99Seconds"]), "s"),
+            str(p["maxQueue"]),
+            str(p["dropped"]),
+            f"{center(p['cpuPercent']):.0f}",
+            _mib(center(p["peakRssBytes"])),
+            str(p["failedTrials"] + p["tasksFailed"]),
+            _noisy_cell(p),
+        ])  # fmt: skip
+    return render_table(headers, rows)
+
+
+def rate_knees_table(summary: Summary) -> str:
+    rows = [
+        [
+            k["variant"],
+            rtt_cell(k["rttSeconds"]),
+            workers_label(k["model"], k["workers"], k.get("pods", 1)),
+            "none"
+            if k["ratePerSecond"] is None
+            else f"{k['ratePerSecond']:g}" + ("+" if k["highestMeasured"] else ""),
+            unit_cell(k["latencyP99Seconds"], "s"),
+            k["criterion"],
+        ]
+        for k in summary["knees"]
+    ]
+    return render_table(["model", "rtt", "workers", "holds /s", "p99", "criterion"], rows)
+
+
 def knees_table(summary: Summary) -> str:
     rows = [
         [
@@ -198,8 +247,14 @@ def render_summary(document: Mapping[str, Any]) -> str:
         f"Medians of each point's repetitions; 95% CI: {_interval_legend(summary)}; "
         f"noisy: CV over the {tolerance} tolerance."
     )
+    rates = any("ratePerSecond" in p for p in summary.get("points") or [])
+    if rates:
+        legend = (
+            "Medians of each point's repetitions; latency from each task's scheduled arrival "
+            f"(queueing in it); noisy: CV over the {tolerance} tolerance."
+        )
     if "points" in summary:
-        parts = [head, "", points_table(summary), legend, ""]
+        parts = [head, "", rates_table(summary) if rates else points_table(summary), legend, ""]
     else:  # a cluster's compact summary: read from kubectl (stdin), or its ConfigMap is gone
         parts = [
             head,
@@ -208,7 +263,14 @@ def render_summary(document: Mapping[str, Any]) -> str:
             f"this document (cxlab summary cx/{document['metadata']['name']} reads them) or gone.",
             "",
         ]
-    if summary.get("knees"):
+    if summary.get("knees") and rates:
+        parts += [
+            "Knees (the largest rate at and below which every rate held; + : the highest "
+            "measured, so perhaps more):",
+            rate_knees_table(summary),
+            "",
+        ]
+    elif summary.get("knees"):
         parts += [
             f"Knees (fewest workers within {tolerance} of each model's best):",
             knees_table(summary),

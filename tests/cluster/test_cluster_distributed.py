@@ -60,6 +60,41 @@ def test_a_three_pod_trial_starts_together_and_merges_exactly(lab: Lab) -> None:
     assert entry["pinned"] is False and "fraction of a CPU" in entry["message"]
 
 
+@ALONE
+def test_arrival_and_closed_loop_trials_of_two_pods_merge_rates_and_histograms(lab: Lab) -> None:
+    # Open-loop and closed-loop load (docs/open-loop.md), two experiments of one workload
+    # each, every trial of 2 Pods: the trial's rate is its Pods' sum, its histograms their merge.
+    models = [{"model": "goroutines", "pods": [2]}]
+    rate = {"ratePerSecond": 200, "duration": "1s", "process": "uniform"}
+    arrival = {"type": "sleep", "rtt": "20ms", "warmup": "200ms", "arrival": rate}
+    lab.apply("arrive", experiment_spec(models, arrival, **SHARED))
+    closed = {"type": "sleep", "rtt": "20ms", "duration": "1s"}
+    lab.apply("loop", experiment_spec([{"model": "asyncio", "workers": [4], "pods": [2]}],
+                                      closed, **SHARED))  # fmt: skip
+    experiment = lab.wait_finished("arrive", timeout=180)
+    assert experiment["status"]["phase"] == "Succeeded", why(experiment)
+    [entry] = experiment["status"]["trials"]
+    assert entry["name"] == "000-goroutines-n2-w0-rtt20ms-a200-r1"
+    assert entry["ratePerSecond"] == 200
+    pods, merged = entry["podResults"], entry["result"]
+    assert [p["arrival"]["ratePerSecond"] for p in pods] == [100, 100]
+    assert merged["arrival"]["ratePerSecond"] == 200 and merged["tasks"] == 200
+    for key in ("waitHistogram", "serviceHistogram"):
+        assert merged["arrival"][key] == histogram.merge([p["arrival"][key] for p in pods])
+    assert merged["latencyHistogram"] == histogram.merge([p["latencyHistogram"] for p in pods])
+    [knee] = experiment["status"]["summary"]["knees"]
+    assert knee["ratePerSecond"] in (200, None)  # one rate: it held, or the runner was slow
+
+    loop = lab.wait_finished("loop", timeout=180)
+    assert loop["status"]["phase"] == "Succeeded", why(loop)
+    [entry] = loop["status"]["trials"]
+    pods, merged = entry["podResults"], entry["result"]
+    assert merged["durationSeconds"] == 1 and merged["tasks"] == sum(p["tasks"] for p in pods)
+    assert merged["throughputPerSecond"] == pytest.approx(
+        sum(p["throughputPerSecond"] for p in pods), abs=0.01
+    )
+
+
 def test_a_pod_deleted_before_the_barrier_retries_the_trial_then_fails_with_the_reason(
     lab: Lab,
 ) -> None:

@@ -28,7 +28,12 @@ class LiveReads:
         self.final_reads = parse_duration(config.final_read) > 0
 
     def running(
-        self, experiment: str, decision: Decision, tasks: int, memory: Memory, moment: datetime
+        self,
+        experiment: str,
+        decision: Decision,
+        tasks: int | None,
+        memory: Memory,
+        moment: datetime,
     ) -> list[RunningTrial]:
         """One entry per running trial: its tasks done summed over its Pods (None until every
         Pod answers), from its first Pod's creation. Read once the trial has run a progress

@@ -69,10 +69,14 @@ LABEL_KEY_PATTERN = (
 Model = Literal["sequential", "threads", "processes", "gevent", "asyncio", "locust", "goroutines"]
 WorkloadType = Literal["sleep", "http", "cpu", "hold"]
 Connection = Literal["fresh", "reuse"]
+ArrivalProcess = Literal["uniform", "poisson"]
+OnBusy = Literal["queue", "drop"]
 for _literal, _contract in (
     (Model, runner_contract().models),
     (WorkloadType, runner_contract().workloads),
     (Connection, runner_contract().connections),
+    (ArrivalProcess, runner_contract().arrival_processes),
+    (OnBusy, runner_contract().on_busy),
 ):
     if get_args(_literal) != _contract:
         raise ImportError(
@@ -208,6 +212,26 @@ Cpu = Annotated[
     WithJsonSchema({"type": "number", "minimum": MIN_CPU, "maximum": MAX_CPU}),
 ]
 Pods = Annotated[int, _limit("pods")]
+
+
+def _limited_duration(flag: str) -> Any:
+    low, high = LIMITS[flag].min, LIMITS[flag].max
+    return Annotated[str, _duration_field(low, high), _duration_check(low, high)]
+
+
+# Duration runs (workloads/CONTRACT.md, Duration runs): the runner contract's bounds.
+RunDuration = _limited_duration("duration")
+StageDuration = _limited_duration("stage-duration")
+Warmup = _limited_duration("warmup")
+MaxLag = _limited_duration("max-lag")
+ArrivalRate = Annotated[
+    StrictInt | StrictFloat,
+    Field(ge=LIMITS["rate"].min, le=LIMITS["rate"].max),
+    WithJsonSchema(
+        {"type": "number", "minimum": LIMITS["rate"].min, "maximum": LIMITS["rate"].max}
+    ),
+]
+Seed = Annotated[int, _limit("seed")]
 Count = Annotated[int, between(1, MAX_LIST_ITEMS)]  # repetitions, parallelism
 TtlSeconds = Annotated[int, between(0, MAX_TTL_SECONDS)]
 # A latency objective: a millisecond is below any RTT worth planning for, an hour past any.

@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from cxlab_contract import histogram
 from cxlab_contract.result import MAX_ERRORS, MAX_SYSCALL_COUNTS, MAX_TIMELINE_SAMPLES, Result
+from cxlab_contract.timeline import halve
 
 # The Results as plain mappings: merging goes over their keys by name.
 Json = Mapping[str, Any]
@@ -22,7 +23,7 @@ Json = Mapping[str, Any]
 # Copied from the first Pod: the trial's labels and settings, the same in every Pod.
 SHARED = (
     "schema", "experiment", "trial", "model", "workload", "gomaxprocs", "rttSeconds",
-    "iterations", "holdSeconds", "pool", "runtime", "locustWorkers",
+    "iterations", "holdSeconds", "pool", "runtime", "locustWorkers", "durationSeconds",
 )  # fmt: skip
 # Summed: each Pod's share. Peaks too: the trial's memory is its Pods' together (each Pod's
 # own peak stays in its own Result, which the caller keeps).
@@ -71,7 +72,14 @@ def merge_results(pods: Sequence[Result]) -> Result:
             "cpuUserSeconds": round(user, 4),
             "cpuSystemSeconds": round(system, 4),
             "cpuPercent": round(100 * (user + system) / wall, 2) if wall else 0.0,
-            "throughputPerSecond": round(ok / wall, 3) if wall else 0.0,
+            # A duration run's: the Pods' steady rates (after any warm-up) together.
+            "throughputPerSecond": (
+                round(sum(r["throughputPerSecond"] for r in results), 3)
+                if first["durationSeconds"] is not None
+                else round(ok / wall, 3)
+                if wall
+                else 0.0
+            ),
             "taskContextSwitches": _task_switches(results),
             "syscalls": _syscalls(results),
             "latencySeconds": {
@@ -84,9 +92,80 @@ def merge_results(pods: Sequence[Result]) -> Result:
             "rssTimeline": _timeline([r["rssTimeline"] for r in results]),
             "cpus": sorted({cpu for r in results for cpu in r["cpus"]}),
             "errors": _errors(results),
+            "arrival": _arrival(results),
+            "timeline": _task_timeline(results),
+            "warmup": _warmup(results),
         }
     )
     return cast(Result, merged)
+
+
+def _arrival(results: Sequence[Json]) -> dict[str, Any] | None:
+    """The trial's arrivals: the Pods' rates and counts summed (each ran its share of the
+    rate), their waits and service times merged exactly; the queue and the lag are the
+    largest Pod's (its own percentiles: no Pod's lag is worse), saturated if any Pod was."""
+    arrivals = [r["arrival"] for r in results]
+    if arrivals[0] is None:
+        return None
+    first = arrivals[0]
+    saturated = [(i, a) for i, a in enumerate(arrivals) if a["generatorSaturated"]]
+    return {
+        "process": first["process"],
+        "onBusy": first["onBusy"],
+        "ratePerSecond": round(sum(a["ratePerSecond"] for a in arrivals), 6),
+        "achievedRatePerSecond": round(sum(a["achievedRatePerSecond"] for a in arrivals), 6),
+        "arrivals": sum(a["arrivals"] for a in arrivals),
+        "dropped": sum(a["dropped"] for a in arrivals),
+        "maxQueue": max(a["maxQueue"] for a in arrivals),
+        "lagSeconds": {k: max(a["lagSeconds"][k] for a in arrivals) for k in ("p50", "p99", "max")},
+        "maxLagSeconds": first["maxLagSeconds"],
+        "generatorSaturated": bool(saturated),
+        "saturation": (
+            f"Pod {saturated[0][0]}: {saturated[0][1]['saturation']}"[:200] if saturated else None
+        ),
+        "waitHistogram": histogram.merge([a["waitHistogram"] for a in arrivals]),
+        "serviceHistogram": histogram.merge([a["serviceHistogram"] for a in arrivals]),
+    }
+
+
+def _task_timeline(results: Sequence[Json]) -> dict[str, Any] | None:
+    """The Pods' timelines side by side, aligned by index (they start together, within the
+    start skew), each first halved to the coarsest interval among them: tasks ended and in
+    flight summed, p99 the largest Pod's (an upper bound of the trial's)."""
+    timelines = [r["timeline"] for r in results]
+    if timelines[0] is None:
+        return None
+    interval = max(t["intervalSeconds"] for t in timelines)
+    even = []
+    for timeline in timelines:
+        while timeline["intervalSeconds"] < interval:
+            timeline = halve(timeline)
+        even.append(timeline)
+    length = max(len(t["completed"]) for t in even)
+
+    def column(key: str, i: int) -> list[Any]:
+        return [t[key][i] for t in even if i < len(t[key])]
+
+    return {
+        "intervalSeconds": interval,
+        "completed": [sum(column("completed", i)) for i in range(length)],
+        "inFlight": [round(sum(column("inFlight", i)), 3) for i in range(length)],
+        "p99": [max(column("p99", i)) for i in range(length)],
+    }
+
+
+def _warmup(results: Sequence[Json]) -> dict[str, Any] | None:
+    """The warm-up's tasks summed; its percentiles the largest Pod's (an upper bound: the
+    warm-up is reported apart, without a histogram to merge)."""
+    warmups = [r["warmup"] for r in results]
+    if warmups[0] is None:
+        return None
+    keys = ("p50", "p90", "p99", "max")
+    return {
+        "seconds": warmups[0]["seconds"],
+        "tasksOk": sum(w["tasksOk"] for w in warmups),
+        "latencySeconds": {k: max(w["latencySeconds"][k] for w in warmups) for k in keys},
+    }
 
 
 def skew_seconds(results: Sequence[Json]) -> float:

@@ -30,9 +30,21 @@ class TrialOutcome:
     def succeeded(self) -> bool:
         return self.result is not None and self.error is None
 
+    @property
+    def saturated(self) -> str | None:
+        """Why an arrival run's generator could not keep its rate (CONTRACT.md), if it could not:
+        the trial measured the runner, not the model."""
+        # .get: a Result recorded before duration runs existed has no such key
+        arrival = self.result.get("arrival") if self.result is not None else None
+        if arrival is None or not arrival["generatorSaturated"]:
+            return None
+        return arrival["saturation"] or "the generator could not keep the rate"
+
     def counts(self, pinning: str) -> bool:
-        """Whether the trial's Result enters the summary under the experiment's pinning."""
-        return self.succeeded and (self.unpinned is None or pinning == "preferred")
+        """Whether the trial's Result enters the summary under the experiment's pinning: not
+        unpinned (under "required"), nor measured by a saturated generator."""
+        pinned = self.unpinned is None or pinning == "preferred"
+        return self.succeeded and pinned and self.saturated is None
 
 
 class ResultError(Exception):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cxlab.experiments.spec import GO_MODELS, ExperimentSpec
+from cxlab_contract.arrivals import format_stages
 from cxlab_contract.durations import format_duration, parse_duration
 from cxlab_contract.result import floor_seconds as runner_floor_seconds
 from cxlab_contract.result import resolve_workers
@@ -25,11 +26,13 @@ class Trial:
     rtt_seconds: float | None  # sleep and http only
     repetition: int  # 1-based
     pods: int = 1  # runner Pods (processes), started together at the barrier
+    rate: float | None = None  # arrival runs: the whole trial's arrivals per second
 
     @property
     def name(self) -> str:
         """Stable, DNS-label-safe id, e.g. 007-threads-w100-rtt100ms-r2, with the Pods when
-        there are several: 008-threads-n3-w100-rtt100ms-r2 (3 Pods of 100 workers)."""
+        there are several: 008-threads-n3-w100-rtt100ms-r2 (3 Pods of 100 workers), and an
+        arrival run's rate: 009-asyncio-w0-rtt50ms-a2000-r1 (2,000 a second)."""
         parts = [f"{self.index:03d}", self.model]
         if self.pods > 1:
             parts.append(f"n{self.pods}")
@@ -38,6 +41,8 @@ class Trial:
             parts.append(f"p{self.gomaxprocs}")
         if self.rtt_seconds is not None:
             parts.append("rtt" + format_duration(self.rtt_seconds).replace(".", "p"))
+        if self.rate is not None:
+            parts.append(f"a{self.rate:g}".replace(".", "p").replace("+", ""))
         parts.append(f"r{self.repetition}")
         return "-".join(parts).replace("µ", "u")
 
@@ -58,16 +63,17 @@ def plan_trials(spec: ExperimentSpec) -> list[Trial]:
     trials: list[Trial] = []
     for repetition in range(1, spec.repetitions + 1):
         for rtt in spec.workload.rtt_seconds():
-            for entry in spec.models:
-                for gomaxprocs in entry.gomaxprocs_axis():
-                    for pods in entry.pods:
-                        for workers in entry.workers:
-                            trials.append(
-                                Trial(
-                                    len(trials), entry.model, workers, gomaxprocs, rtt,
-                                    repetition, pods,
-                                )
-                            )  # fmt: skip
+            for rate in spec.workload.rate_axis():
+                for entry in spec.models:
+                    for gomaxprocs in entry.gomaxprocs_axis():
+                        for pods in entry.pods:
+                            for workers in entry.workers:
+                                trials.append(
+                                    Trial(
+                                        len(trials), entry.model, workers, gomaxprocs, rtt,
+                                        repetition, pods, rate,
+                                    )
+                                )  # fmt: skip
     return trials
 
 
@@ -94,9 +100,12 @@ def pod_tasks(tasks: int, pods: int, pod: int) -> int:
 
 
 def floor_seconds(spec: ExperimentSpec, trial: Trial) -> float | None:
-    """The physical lower bound of the trial's wall time, None where there is none (cpu):
-    its largest Pod's (Pod 0's share) when it has several."""
+    """The physical lower bound of the trial's wall time, None where there is none (cpu, and
+    a duration run, which lasts its time): its largest Pod's (Pod 0's share) when it has
+    several."""
     workload = spec.workload
+    if workload.tasks is None:
+        return None
     tasks = pod_tasks(workload.tasks, trial.pods, 0)
     return runner_floor_seconds(
         workload.type,
@@ -131,6 +140,32 @@ def _model_flags(spec: ExperimentSpec, trial: Trial, target_url: str | None) -> 
     return flags
 
 
+def _run_flags(spec: ExperimentSpec, trial: Trial, pod: int, master: int | None) -> list[str]:
+    """How long the Pod runs: its share of the tasks, the duration of a closed loop, or its
+    share of an arrival rate (rates and stage targets divided by the Pods) with its own seed."""
+    workload = spec.workload
+    if workload.tasks is not None:
+        tasks = workload.tasks if pod == master else pod_tasks(workload.tasks, trial.pods, pod)
+        return ["--tasks", str(tasks)]
+    flags = ["--warmup", workload.warmup] if workload.warmup is not None else []
+    arrival = workload.arrival
+    if arrival is None:
+        return ["--duration", workload.duration or "0s", *flags]
+    profile = arrival.profile(trial.rate or 0.0, trial.pods)
+    flags += [
+        "--arrival", arrival.process,
+        "--rate", f"{profile.pieces[0].a:.9g}",
+        "--on-busy", arrival.on_busy,
+        "--max-lag", arrival.max_lag,
+        "--seed", str(arrival.seed + 65 * (trial.repetition - 1) + pod),
+    ]  # fmt: skip
+    if arrival.stages is not None:
+        flags += ["--stages", format_stages(profile.stages)]
+    else:
+        flags += ["--duration", arrival.duration or "0s"]
+    return flags
+
+
 def runner_command(
     spec: ExperimentSpec,
     trial: Trial,
@@ -153,12 +188,11 @@ def runner_command(
     workload = spec.workload
     runner = GO_RUNNER if trial.model in GO_MODELS else PYTHON_RUNNER
     master = locust_master(trial)
-    tasks = workload.tasks if pod == master else pod_tasks(workload.tasks, trial.pods, pod)
     argv = [
         *runner,
         "--model", trial.model,
         "--workload", workload.type,
-        "--tasks", str(tasks),
+        *_run_flags(spec, trial, pod, master),
         "--workers", str(trial.workers),
         "--metrics-port", str(metrics_port),
         "--linger", linger,

@@ -6,6 +6,7 @@ does not move them."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from cxlab.experiments.labels import (
@@ -17,6 +18,7 @@ from cxlab.experiments.labels import (
     workers_text,
 )
 from cxlab.stats import Spread, center, separable
+from cxlab_contract.durations import format_duration
 
 Point = dict[str, Any]
 
@@ -185,6 +187,17 @@ def recommend(points: list[Point], tolerance: float) -> list[dict[str, Any]]:
 
 def best_line(recommendation: Mapping[str, Any]) -> str:
     """status.best: the first recommendation, short, saying when it is noisy or tied."""
+    if "ratePerSecond" in recommendation:  # an arrival run's: the rate it holds
+        if recommendation["ratePerSecond"] is None:
+            return "no configuration held its lowest rate"
+        workers = workers_label(
+            recommendation["model"], recommendation["workers"], recommendation.get("pods", 1)
+        )
+        return (
+            f"{variant_text(recommendation)}, {workers} "
+            f"({recommendation['ratePerSecond']:g}/s at p99 "
+            f"{_ms(recommendation['latencyP99Seconds'])})"
+        )
     wall = f"{recommendation['wallSeconds']:.3g} s"
     if recommendation.get("noisy"):
         wall += ", noisy"
@@ -194,3 +207,129 @@ def best_line(recommendation: Mapping[str, Any]) -> str:
         recommendation["model"], recommendation["workers"], recommendation.get("pods", 1)
     )
     return f"{variant_text(recommendation)}, {workers} ({wall})"
+
+
+# Arrival runs (workloads/CONTRACT.md, Duration runs): the knee is in the rate, not in the
+# workers. A rate "holds" when no task failed or was dropped and the latency meets the
+# objective — or, without one, when p99 is still on its flat part: within the tolerance of its
+# value at the lowest rate measured, before queueing lifts it.
+
+
+@dataclass(frozen=True)
+class LatencyObjective:
+    """The latency a rate must keep (spec.capacity.target.latency)."""
+
+    percentile: str  # p50, p90 or p99
+    seconds: float
+
+    @property
+    def text(self) -> str:
+        return f"{self.percentile} ≤ {format_duration(self.seconds)}"
+
+
+def _latency(point: Point, percentile: str) -> float:
+    return center(point[f"{percentile}Seconds"])
+
+
+def _rate_holds(point: Point, objective: LatencyObjective | None, flat: float) -> bool:
+    if not _valid(point) or point.get("dropped"):
+        return False
+    if objective is not None:
+        return _latency(point, objective.percentile) <= objective.seconds
+    return _latency(point, "p99") <= flat
+
+
+def find_rate_knees(
+    points: list[Point], tolerance: float, objective: LatencyObjective | None = None
+) -> list[dict[str, Any]]:
+    """Per configuration (variant, Pods, workers, RTT): the largest rate at and below which
+    every measured rate holds (see above); None when not even the lowest does."""
+    groups: dict[tuple[str, int, int, float | None], list[Point]] = {}
+    for point in points:
+        if point["repetitions"] and "p99Seconds" in point:
+            key = (point["variant"], point["pods"], point["workers"], point["rttSeconds"])
+            groups.setdefault(key, []).append(point)
+    knees = []
+    for members in groups.values():
+        members.sort(key=lambda p: p["ratePerSecond"])
+        lowest = members[0]
+        flat = _latency(lowest, "p99") * (1 + tolerance)
+        held = None
+        for point in members:
+            if not _rate_holds(point, objective, flat):
+                break
+            held = point
+        criterion = (
+            objective.text
+            if objective is not None
+            else f"p99 within {tolerance:.0%} of its {_ms(_latency(lowest, 'p99'))} at "
+            f"{lowest['ratePerSecond']:g}/s"
+        )
+        shown = held or lowest
+        knees.append(
+            {
+                "variant": shown["variant"],
+                "model": shown["model"],
+                "gomaxprocs": shown["gomaxprocs"],
+                "rttSeconds": shown["rttSeconds"],
+                "pods": shown["pods"],
+                "workers": shown["workers"],
+                "effectiveWorkers": shown["effectiveWorkers"],
+                "workersStarted": shown["workersStarted"],
+                "pool": shown["pool"],
+                "ratePerSecond": None if held is None else held["ratePerSecond"],
+                "highestMeasured": held is not None and held is members[-1],
+                "criterion": criterion,
+                "latencyP99Seconds": _latency(shown, "p99"),
+                "cpuPercent": center(shown["cpuPercent"]),
+                "peakRssBytes": center(shown["peakRssBytes"]),
+                "noisy": shown.get("noisy", False),
+            }
+        )
+    return knees
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def recommend_rates(
+    knees: list[dict[str, Any]], tolerance: float, objective: LatencyObjective | None = None
+) -> list[dict[str, Any]]:
+    """Per RTT: the configuration that holds the largest rate, of those within `tolerance`
+    of it the one using the least CPU at its knee, then the fewest workers in all."""
+    by_rtt: dict[float | None, list[dict[str, Any]]] = {}
+    for knee in knees:
+        by_rtt.setdefault(knee["rttSeconds"], []).append(knee)
+    recommendations = []
+    for rtt, members in by_rtt.items():
+        where = "Overall" if rtt is None else rtt_label(rtt)
+        held = [k for k in members if k["ratePerSecond"] is not None]
+        if not held:
+            recommendations.append(
+                {
+                    "rttSeconds": rtt,
+                    "ratePerSecond": None,
+                    "text": (
+                        f"{where}: no configuration held even its lowest rate "
+                        f"({members[0]['criterion']})"
+                    ),
+                }
+            )
+            continue
+        top = max(k["ratePerSecond"] for k in held)
+        close = [k for k in held if k["ratePerSecond"] >= top * (1 - tolerance)]
+        pick = min(close, key=lambda k: (k["cpuPercent"], concurrency(k), k["pods"]))
+        more = " or more (the highest rate measured)" if pick["highestMeasured"] else ""
+        text = (
+            f"{where}: {variant_text(pick)} with {workers_text(pick)} holds "
+            f"{pick['ratePerSecond']:g}/s{more} at p99 {_ms(pick['latencyP99Seconds'])} "
+            f"({pick['criterion']}), {pick['cpuPercent']:.0f}% CPU; the cheapest of "
+            f"{len(close)} within {tolerance:.0%} of the largest rate held"
+        )
+        recommendations.append(
+            {"rttSeconds": rtt}
+            | {k: v for k, v in pick.items() if k != "criterion"}
+            | {"text": text, "tiedWith": []}
+        )
+    return recommendations

@@ -12,7 +12,7 @@ from cxlab.conditions import Condition, condition_of, is_true, set_condition
 from cxlab.experiments.capacity_plan import capacity_plan
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
-from cxlab.experiments.recommend import best_line
+from cxlab.experiments.recommend import LatencyObjective, best_line
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import (
     ExperimentStatus,
@@ -24,6 +24,7 @@ from cxlab.experiments.status import (
 )
 from cxlab.experiments.summary import summarize
 from cxlab.times import whole_seconds
+from cxlab_contract.durations import parse_duration
 
 
 def trial_entry(outcome: TrialOutcome) -> TrialEntry:
@@ -35,12 +36,20 @@ def trial_entry(outcome: TrialOutcome) -> TrialEntry:
     return TrialEntry(
         name=trial.name, model=trial.model, variant=trial.variant, workers=trial.workers,
         gomaxprocs=trial.gomaxprocs, rtt_seconds=trial.rtt_seconds,
-        repetition=trial.repetition,
+        rate_per_second=trial.rate, repetition=trial.repetition,
         phase=Phase.SUCCEEDED if outcome.succeeded else Phase.FAILED,
         pods=trial.pods if trial.pods > 1 else None, message=message,
         pinned=None if result is None else outcome.unpinned is None,
         result=result, pod_results=outcome.pod_results or None,
     )  # fmt: skip
+
+
+def latency_objective(spec: ExperimentSpec) -> LatencyObjective | None:
+    """The latency an arrival run's rates must keep: the capacity target's, if any."""
+    if spec.capacity is None:
+        return None
+    latency = spec.capacity.target.latency
+    return LatencyObjective(latency.percentile, parse_duration(latency.max))
 
 
 def outcome_of(trial: Trial, entry: TrialEntry) -> TrialOutcome:
@@ -176,7 +185,9 @@ def _finish(
 ) -> list[Condition]:
     """Every trial has ended: the summary, the plan, the completion time and the verdict."""
     outcomes = outcomes_of(made.trials, made.entries)
-    summary = summarize(outcomes, made.spec.tolerance, made.spec.pinning)
+    summary = summarize(
+        outcomes, made.spec.tolerance, made.spec.pinning, latency_objective(made.spec)
+    )
     status.summary = summary
     status.capacity_plan = capacity_plan(made.spec, outcomes)
     status.completion_time = old.completion_time or whole_seconds(made.now)

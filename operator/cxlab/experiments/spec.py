@@ -14,9 +14,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from cxlab.experiments.fields import (
+    LIMITS,
     MAX_LIST_ITEMS,
     MAX_TARGET_RATE,
     Affinity,
+    ArrivalProcess,
+    ArrivalRate,
     Connection,
     Count,
     Cpu,
@@ -27,7 +30,9 @@ from cxlab.experiments.fields import (
     LabelKey,
     LabelValue,
     LatencyObjective,
+    MaxLag,
     Model,
+    OnBusy,
     Pods,
     Priority,
     Quantity,
@@ -35,16 +40,21 @@ from cxlab.experiments.fields import (
     QueueTimeout,
     ResponseBytes,
     Rtt,
+    RunDuration,
+    Seed,
+    StageDuration,
     Strict,
     Tasks,
     Tolerations,
     TrialTimeout,
     TtlSeconds,
+    Warmup,
     Workers,
     WorkloadType,
     no_repeats,
     unique,
 )
+from cxlab_contract.arrivals import RateProfile, Stage
 from cxlab_contract.durations import parse_duration
 
 API_VERSION = "cxlab.dev/v1alpha1"
@@ -70,14 +80,113 @@ MAX_PROCESS_WORKERS = 512
 MAX_THREAD_WORKERS = 30_000
 
 
+class StageSpec(Strict):
+    """One stage of a ramping arrival rate (k6's ramping-arrival-rate)."""
+
+    duration: StageDuration
+    """How long the rate takes to ramp from the previous stage's target (the first stage's
+    from ratePerSecond) to this one's; 0s jumps."""
+    target: ArrivalRate
+    """Arrivals per second at the stage's end, for the whole trial."""
+
+
+class ArrivalSpec(Strict):
+    """Open-loop load: tasks arrive at a rate for a duration whether or not earlier ones have
+    ended, and each task's latency runs from the moment it was due (workloads/CONTRACT.md,
+    Duration runs). A trial of N Pods splits the rate: each Pod gets rate / N."""
+
+    rate_per_second: ArrivalRate | None = None
+    """Arrivals per second for the whole trial (with stages: the rate the first stage ramps
+    from, default 0). Or ratesPerSecond."""
+    rates_per_second: (
+        Annotated[
+            list[ArrivalRate],
+            Field(min_length=1, max_length=MAX_LIST_ITEMS),
+            no_repeats("rate"),
+        ]
+        | None
+    ) = None
+    """Several rates: a matrix axis, to find the largest rate the latency holds at. Or
+    ratePerSecond."""
+    duration: RunDuration | None = None
+    """How long tasks arrive. Or stages."""
+    stages: (
+        Annotated[list[StageSpec], Field(min_length=1, max_length=LIMITS["stages"].max)] | None
+    ) = None
+    """A rate that ramps, stage by stage; the trial lasts their sum. Or duration."""
+    process: ArrivalProcess = "poisson"
+    """poisson (random arrivals: exponential gaps, the arrivals of many independent users and
+    the queueing models' assumption) or uniform (evenly spaced, as k6's and wrk2's)."""
+    on_busy: OnBusy = "queue"
+    """A task that arrives while every worker is busy waits for one (queue) or is dropped and
+    counted (drop, k6's dropped iterations)."""
+    max_lag: MaxLag = "10ms"
+    """The generator is saturated (and the trial left out of knees and recommendations) when
+    the p99 of how late it issued arrivals is over this."""
+    seed: Seed = 1
+    """The seed of poisson's gaps; Pod p of repetition r draws from seed + 65 (r - 1) + p, so
+    Pods and repetitions differ and a rerun repeats them."""
+
+    @model_validator(mode="after")
+    def _one_of_each(self) -> ArrivalSpec:
+        if self.stages is not None:
+            if self.duration is not None:
+                raise ValueError("arrival: stages last their sum; leave duration out beside them")
+            if self.rates_per_second is not None:
+                raise ValueError(
+                    "arrival: stages set the rate over time; ratesPerSecond cannot sweep it "
+                    "(give ratePerSecond, the rate they ramp from, or leave it out)"
+                )
+            if not 1 <= self.run_seconds() <= parse_duration(LIMITS["duration"].max):
+                raise ValueError(
+                    f"arrival: the stages last {self.run_seconds():g}s; they must last "
+                    f"{LIMITS['duration'].min} to {LIMITS['duration'].max} in all"
+                )
+            return self
+        if (self.rate_per_second is None) == (self.rates_per_second is None):
+            raise ValueError("arrival needs exactly one of ratePerSecond or ratesPerSecond")
+        if self.duration is None:
+            raise ValueError("arrival needs a duration (how long tasks arrive) or stages")
+        return self
+
+    def run_seconds(self) -> float:
+        if self.stages is not None:
+            return sum(parse_duration(s.duration) for s in self.stages)
+        return parse_duration(self.duration or "0s")
+
+    def rate_axis(self) -> list[float]:
+        """The rates of the matrix: the whole trial's, before it is split across Pods."""
+        if self.rates_per_second is not None:
+            return [float(r) for r in self.rates_per_second]
+        return [float(self.rate_per_second or 0)]
+
+    def profile(self, rate: float, pods: int = 1) -> RateProfile:
+        """One Pod's share of a trial at `rate`: every rate divided by the Pods."""
+        stages = tuple(
+            Stage(parse_duration(s.duration), s.target / pods) for s in self.stages or ()
+        )
+        return RateProfile(rate / pods, stages, parse_duration(self.duration or "0s"))
+
+
 class WorkloadSpec(Strict):
-    """What each task does, and how many tasks a trial runs."""
+    """What each task does, and how many tasks a trial runs (or for how long they run, or
+    at what rate they arrive)."""
 
     type: WorkloadType
     """sleep (one RTT per task), http (one GET to the delay target), cpu (a count loop),
     hold (tasks that stay alive: memory per task)."""
-    tasks: Tasks
-    """Tasks in every trial."""
+    tasks: Tasks | None = None
+    """Tasks in every trial: a closed burst, done when the last one ends. Or duration, or
+    arrival."""
+    duration: RunDuration | None = None
+    """A closed loop for a time (k6's constant-VUs): the workers start their next task as
+    soon as the last one ends, for this long; the tasks run are then an output. Or tasks, or
+    arrival."""
+    arrival: ArrivalSpec | None = None
+    """Open-loop load at a rate (k6's arrival-rate executors). Or tasks, or duration."""
+    warmup: Warmup | None = None
+    """Duration runs: the tasks due (a closed loop's: started) in the first this-long are
+    left out of the latency figures and the throughput, and reported apart."""
     rtt: Rtt | None = None
     """Round-trip time of each task (sleep, http), e.g. 100ms. Or rtts."""
     rtts: Annotated[list[Rtt], Field(min_length=1, max_length=MAX_LIST_ITEMS)] | None = None
@@ -93,6 +202,18 @@ class WorkloadSpec(Strict):
 
     @model_validator(mode="after")
     def _parameters_match_type(self) -> WorkloadSpec:
+        shapes = [self.tasks is not None, self.duration is not None, self.arrival is not None]
+        if sum(shapes) != 1:
+            raise ValueError(
+                "workload needs exactly one of tasks (a closed burst), duration (a closed loop "
+                "for a time) or arrival (tasks arriving at a rate)"
+            )
+        if self.warmup is not None:
+            run = self.run_seconds()
+            if run is None:
+                raise ValueError("warmup applies to duration runs: workload.duration or arrival")
+            if parse_duration(self.warmup) >= run:
+                raise ValueError(f"warmup {self.warmup} must be shorter than the run ({run:g}s)")
         timed = self.type in ("sleep", "http")
         if timed and (self.rtt is None) == (self.rtts is None):
             raise ValueError(f"workload {self.type} needs exactly one of rtt or rtts")
@@ -110,6 +231,16 @@ class WorkloadSpec(Strict):
                 if seconds.count(parse_duration(rtt)) > 1:
                     raise ValueError(f"rtts lists {rtt} twice (or the same time written twice)")
         return self
+
+    def run_seconds(self) -> float | None:
+        """How long a duration run lasts; None for a counted one."""
+        if self.arrival is not None:
+            return self.arrival.run_seconds()
+        return parse_duration(self.duration) if self.duration is not None else None
+
+    def rate_axis(self) -> list[float | None]:
+        """The arrival-rate axis of the matrix: one None without arrivals."""
+        return list(self.arrival.rate_axis()) if self.arrival is not None else [None]
 
     def rtt_seconds(self) -> list[float | None]:
         """The RTT axis of the matrix: one None for workloads without an RTT."""
@@ -289,8 +420,12 @@ class ExperimentSpec(Strict):
                 f"model locust drives HTTP users and needs workload type http, "
                 f"not {self.workload.type}"
             )
+        self._duration_rules()
         for entry in self.models:
-            most = max(self.workload.tasks if w == 0 else w for w in entry.workers)
+            # One worker per task (0) is a bound only for a counted run; with arrivals it is
+            # as many as are in flight at once.
+            tasks = self.workload.tasks or 0
+            most = max(tasks if w == 0 else w for w in entry.workers)
             if entry.model == "processes" and most > MAX_PROCESS_WORKERS:
                 raise ValueError(
                     f"processes would start {most} worker processes; "
@@ -309,7 +444,7 @@ class ExperimentSpec(Strict):
                 f"name one of them or leave it out"
             )
         most_pods = max(p for m in self.models for p in m.pods)
-        if most_pods > self.workload.tasks:
+        if self.workload.tasks is not None and most_pods > self.workload.tasks:
             raise ValueError(
                 f"a trial of {most_pods} Pods needs at least {most_pods} tasks (one each): "
                 f"raise workload.tasks or lower models[].pods"
@@ -341,11 +476,52 @@ class ExperimentSpec(Strict):
             )
         return self
 
+    def _duration_rules(self) -> None:
+        """What each model can do with a duration run, and each Pod's share of the arrivals."""
+        workload, names = self.workload, [m.model for m in self.models]
+        if workload.arrival is not None and "locust" in names:
+            raise ValueError(
+                "workload.arrival: locust's users are closed loops (each waits for its answer "
+                "before its next request), so they cannot keep an arrival rate: drop locust "
+                "from models or use tasks"
+            )
+        if workload.duration is not None and "locust" in names:
+            raise ValueError(
+                "workload.duration: cxlab's locust model runs a task count (its distributed "
+                "master ends on the aggregated count): use tasks with locust"
+            )
+        for entry in self.models:
+            if 0 not in entry.workers or entry.model == "sequential":
+                continue
+            if workload.duration is not None:
+                raise ValueError(
+                    f"workload.duration: a closed loop for a time needs its workers; "
+                    f"{entry.model}'s workers list 0 (one per task, and the tasks are an output)"
+                )
+            if workload.arrival is not None and entry.model == "processes":
+                raise ValueError(
+                    "workload.arrival: processes with workers 0 would fork one process per "
+                    "arrival, which measures fork, not the model: give processes' workers"
+                )
+        if workload.arrival is None:
+            return
+        bounds = LIMITS["tasks"]
+        for rate in workload.arrival.rate_axis():
+            for pods in sorted({p for m in self.models for p in m.pods}):
+                expected = workload.arrival.profile(rate, pods).expected_arrivals()
+                if not bounds.min <= expected <= bounds.max:
+                    raise ValueError(
+                        f"workload.arrival: at {rate:g}/s a trial of {pods} Pod(s) gives each "
+                        f"{expected:.6g} arrivals; each must get {bounds.min} to "
+                        f"{bounds.max:,}: change the rate, the duration or the Pods"
+                    )
+
     def trial_count(self) -> int:
         per_repetition = sum(
             len(m.workers) * len(m.gomaxprocs_axis()) * len(m.pods) for m in self.models
         )
-        return per_repetition * len(self.workload.rtt_seconds()) * self.repetitions
+        axes = len(self.workload.rtt_seconds()) * len(self.workload.rate_axis())
+        return per_repetition * axes * self.repetitions
 
     def result_count(self) -> int:
         """Results the trials keep in status: one per trial of one Pod, N + 1 for N Pods
@@ -356,7 +532,8 @@ class ExperimentSpec(Strict):
             * sum(1 if p == 1 else p + 1 + (m.model == "locust") for p in m.pods)
             for m in self.models
         )
-        return per_repetition * len(self.workload.rtt_seconds()) * self.repetitions
+        axes = len(self.workload.rtt_seconds()) * len(self.workload.rate_axis())
+        return per_repetition * axes * self.repetitions
 
 
 def spec_json(spec: Any) -> str:

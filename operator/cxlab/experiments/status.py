@@ -87,6 +87,8 @@ class TrialEntry(Shape):
     workers: int
     gomaxprocs: int | None = nullable()
     rtt_seconds: float | None = nullable()
+    rate_per_second: Maybe[float] = None
+    """An arrival run's offered rate, the whole trial's (absent for other runs)."""
     repetition: int
     phase: Literal[Phase.SUCCEEDED, Phase.FAILED]
     message: Maybe[str] = None
@@ -184,7 +186,7 @@ class ExperimentStatus(Shape):
 
 
 def running_entry(
-    trial: str, pod: str, tasks: int, tasks_done: int | None, elapsed_seconds: float | None
+    trial: str, pod: str, tasks: int | None, tasks_done: int | None, elapsed_seconds: float | None
 ) -> RunningTrial:
     """progress.running's entry for a trial whose Pod runs."""
     elapsed = None if elapsed_seconds is None else round(elapsed_seconds, 1)

@@ -14,8 +14,15 @@ from typing import Any, TypedDict
 from cxlab.experiments.labels import NOISE_CHECKED
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
-from cxlab.experiments.recommend import find_knees, recommend
+from cxlab.experiments.recommend import (
+    LatencyObjective,
+    find_knees,
+    find_rate_knees,
+    recommend,
+    recommend_rates,
+)
 from cxlab.stats import present_stats, stats
+from cxlab_contract import histogram
 from cxlab_contract.result import Result
 
 Point = dict[str, Any]
@@ -103,6 +110,24 @@ def _measures(results: list[Result]) -> dict[str, Any]:
         "latencyP99Seconds": round(
             statistics.fmean(r["latencySeconds"]["p99"] for r in results), 6
         ),
+    } | _arrival_measures(results)
+
+
+def _arrival_measures(results: list[Result]) -> dict[str, Any]:
+    """An arrival point's: the rate achieved, the p99 latency (from the schedule: queueing
+    in it) and the wait for a worker over its repetitions, the arrivals dropped."""
+    arrivals = [a for r in results if (a := r.get("arrival")) is not None]
+    if len(arrivals) != len(results):
+        return {}
+    return {
+        "achievedRatePerSecond": stats([a["achievedRatePerSecond"] for a in arrivals]),
+        "completedPerSecond": stats([r["throughputPerSecond"] for r in results]),
+        "p50Seconds": stats([r["latencySeconds"]["p50"] for r in results]),
+        "p90Seconds": stats([r["latencySeconds"]["p90"] for r in results]),
+        "p99Seconds": stats([r["latencySeconds"]["p99"] for r in results]),
+        "waitP99Seconds": stats([histogram.quantile(a["waitHistogram"], 0.99) for a in arrivals]),
+        "dropped": sum(a["dropped"] for a in arrivals),
+        "maxQueue": max(a["maxQueue"] for a in arrivals),
     }
 
 
@@ -111,30 +136,34 @@ class PointRuns:
     """One point of the matrix (variant, Pods, workers, RTT) and its trials: the Results that count
     under the experiment's pinning, and how many did not."""
 
-    trial: Trial  # the first repetition's: the point's model, variant, Pods, workers, RTT
+    trial: Trial  # the first repetition's: the point's model, variant, Pods, workers, RTT, rate
     members: list[TrialOutcome]
     results: list[Result]
     unpinned: int  # measured, but not on the cores asked for (left out under "required")
+    saturated: int = 0  # measured by a generator that could not keep its rate (left out)
 
     @property
     def failed(self) -> int:
-        return len(self.members) - len(self.results) - self.unpinned
+        return len(self.members) - len(self.results) - self.unpinned - self.saturated
 
 
 def group_points(outcomes: Iterable[TrialOutcome], pinning: str) -> list[PointRuns]:
     """The outcomes by point, in the order the points first appear; shared by the summary,
     the capacity plan and a schedule's history, so all three see the same repetitions."""
-    groups: dict[tuple[str, int, int, float | None], list[TrialOutcome]] = {}
+    groups: dict[tuple[str, int, int, float | None, float | None], list[TrialOutcome]] = {}
     for outcome in outcomes:
         trial = outcome.trial
-        key = (trial.variant, trial.pods, trial.workers, trial.rtt_seconds)
+        key = (trial.variant, trial.pods, trial.workers, trial.rtt_seconds, trial.rate)
         groups.setdefault(key, []).append(outcome)
     return [
         PointRuns(
             trial=members[0].trial,
             members=members,
             results=[o.result for o in members if o.counts(pinning) and o.result is not None],
-            unpinned=sum(o.succeeded and not o.counts(pinning) for o in members),
+            unpinned=sum(
+                o.succeeded and o.saturated is None and not o.counts(pinning) for o in members
+            ),
+            saturated=sum(o.succeeded and o.saturated is not None for o in members),
         )
         for members in groups.values()
     ]
@@ -156,8 +185,14 @@ def _points(
             "repetitions": len(results),
             "failedTrials": group.failed,
         }
+        if trial.rate is not None:
+            point["ratePerSecond"] = trial.rate
         if group.unpinned:
             point["unpinnedTrials"] = group.unpinned  # measured, but not on its own cores
+        if group.saturated:  # the generator could not keep the rate: the runner was measured
+            point["saturatedTrials"] = group.saturated
+            why = next(o.saturated for o in group.members if o.saturated is not None)
+            point["saturation"] = why
         if results:
             point |= _measures(results)
             noisy = _noisy(point, tolerance)
@@ -171,13 +206,25 @@ def _mean_or_none(values: list[float | None]) -> float | None:
     return round(statistics.fmean(present), 4) if present else None
 
 
-def summarize(outcomes: list[TrialOutcome], tolerance: float, pinning: str = "required") -> Summary:
+def summarize(
+    outcomes: list[TrialOutcome],
+    tolerance: float,
+    pinning: str = "required",
+    objective: LatencyObjective | None = None,
+) -> Summary:
     """The `status.summary` of an experiment; under pinning "required" an unpinned trial's
-    Result stays in its entry but not in the points, knees and recommendations."""
+    Result stays in its entry but not in the points, knees and recommendations, nor does a
+    trial whose generator could not keep its rate. Arrival runs have knees in the rate: the
+    largest rate whose latency holds (`objective`, or else p99's flat part)."""
     points = _points(outcomes, pinning, tolerance)
+    if any("ratePerSecond" in p for p in points):
+        knees = find_rate_knees(points, tolerance, objective)
+        recommendations = recommend_rates(knees, tolerance, objective)
+    else:
+        knees, recommendations = find_knees(points, tolerance), recommend(points, tolerance)
     return {
         "tolerance": tolerance,
         "points": points,
-        "knees": find_knees(points, tolerance),
-        "recommendations": recommend(points, tolerance),
+        "knees": knees,
+        "recommendations": recommendations,
     }

@@ -20,10 +20,15 @@ class Progress:
     def _prefix(self, trial: Trial) -> str:
         return f"[{trial.index + 1:>{self._width}}/{self.total}] {trial.name}"
 
-    def running(self, trial: Trial, tasks_done: int | None, tasks: int, elapsed: float) -> None:
+    def running(
+        self, trial: Trial, tasks_done: int | None, tasks: int | None, elapsed: float
+    ) -> None:
+        """tasks: None for a duration run, whose tasks are an output."""
         if not self.live:
             return
         done = "…" if tasks_done is None else f"{tasks_done}/{tasks} tasks"
+        if tasks is None and tasks_done is not None:
+            done = f"{tasks_done} tasks"
         self.stream.write(f"\r\x1b[2K{self._prefix(trial)}  {done}  {elapsed:.1f} s")
         self.stream.flush()
 

@@ -1,5 +1,5 @@
 """Experiment overview: one experiment's trials while they run — progress, throughput,
-in-flight tasks, latency, CPU and memory by model and trial."""
+in-flight tasks, latency, arrivals and their queue, CPU and memory by model and trial."""
 
 from __future__ import annotations
 
@@ -65,7 +65,8 @@ def dashboard() -> Any:
         ),
         graph(
             "Task latency p50 / p99",
-            "Task duration quantiles from the runners' histograms, by model.",
+            "Task latency quantiles from the runners' histograms, by model: from each task's "
+            "start, or for arrival runs from its scheduled arrival (queueing in it).",
             "s",
             *(
                 query(
@@ -74,6 +75,39 @@ def dashboard() -> Any:
                     f"{{{{model}}}} p{int(q * 100)}",
                 )
                 for q in (0.5, 0.99)
+            ),
+        ),
+        # Arrival runs (spec.workload.arrival): what was offered, what was carried, the queue.
+        graph(
+            "Arrivals: offered vs issued",
+            "Arrival runs: the scheduled rate now (cxlab_arrival_rate) beside the arrivals the "
+            "generator issued per second and those dropped with every worker busy, by trial "
+            "(summed over its Pods). Issued below offered: the generator cannot keep the rate.",
+            "ops",
+            query(f"sum by (model, trial) (cxlab_arrival_rate{{{RUNNER}}})", "{{trial}} offered"),
+            query(f"sum by (model, trial) ({_rate('cxlab_arrivals_total')})", "{{trial}} issued"),
+            query(
+                f"sum by (model, trial) ({_rate('cxlab_arrivals_dropped_total')})",
+                "{{trial}} dropped",
+            ),
+        ),
+        graph(
+            "Arrivals waiting for a worker",
+            "Arrival runs: arrivals issued and not yet started (every worker busy), by trial "
+            "(summed over its Pods). A queue that only grows: too few workers for the rate.",
+            "short",
+            query(f"sum by (model, trial) (cxlab_arrival_queue_length{{{RUNNER}}})", BY_TRIAL),
+        ),
+        graph(
+            "Queue wait p99",
+            "Arrival runs: the 99th percentile of how long started arrivals waited for a "
+            "worker, by model. It is part of the latency above, which runs from each arrival's "
+            "scheduled time.",
+            "s",
+            query(
+                f"histogram_quantile(0.99, sum by (model, le) "
+                f"({_rate('cxlab_task_queue_wait_seconds_bucket')}))",
+                "{{model}} wait p99",
             ),
         ),
         graph(

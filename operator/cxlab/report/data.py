@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cxlab.experiments.plan import plan_trials
-from cxlab.experiments.record import outcomes_of
+from cxlab.experiments.record import latency_objective, outcomes_of
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import TrialEntry
 from cxlab.experiments.summary import summarize
@@ -46,7 +46,9 @@ def report_points(
     outcomes = outcomes_of(plan_trials(spec), trials)
     if not outcomes:
         return []
-    return list(summarize(outcomes, spec.tolerance, spec.pinning)["points"])
+    return list(
+        summarize(outcomes, spec.tolerance, spec.pinning, latency_objective(spec))["points"]
+    )
 
 
 def measured(point: Json) -> bool:

@@ -12,9 +12,24 @@ from cxlab.report.data import Json
 from cxlab.times import timestamp
 
 
+def _how_many(workload: Json) -> str:
+    """The tasks of a closed burst, or how a duration run's tasks come."""
+    arrival = workload.get("arrival")
+    if arrival:
+        rates = arrival.get("ratesPerSecond") or [arrival.get("ratePerSecond", 0)]
+        shown = ", ".join(f"{r:,g}" for r in rates)
+        span = f"for {arrival['duration']}" if arrival.get("duration") else "in stages"
+        if arrival.get("stages"):
+            shown = f"from {arrival.get('ratePerSecond', 0):,g}"
+        return f"tasks arriving at {shown}/s ({arrival.get('process', 'poisson')}) {span}"
+    if workload.get("duration"):
+        return f"a closed loop of tasks for {workload['duration']}"
+    return f"{int(workload.get('tasks', 0)):,} tasks"
+
+
 def _describe_workload(workload: Json) -> str:
     kind = str(workload.get("type", "?"))
-    tasks = f"{int(workload.get('tasks', 0)):,} tasks"
+    tasks = _how_many(workload)
     rtts = workload.get("rtts") or ([workload["rtt"]] if workload.get("rtt") else [])
     rtt_text = ", ".join(str(r) for r in rtts)
     if kind == "sleep":
@@ -113,9 +128,10 @@ def answer_section(summary: Json | None, status: ExperimentStatus) -> str:
         note = "No configuration finished without failed tasks, so there is nothing to recommend."
         return f'<section><h2>Recommendation</h2><p class="note">{escape(note)}</p></section>'
     items = "".join(f"<li>{escape(text)}</li>" for text in texts)
+    rates = any("ratePerSecond" in r for r in summary.get("recommendations") or [])
     return (
         f'<section><h2>Recommendation</h2><ul class="recommendations">{items}</ul>'
-        f'<p class="note">{escape(_RANKING)}</p></section>'
+        f'<p class="note">{escape(_RATE_RANKING if rates else _RANKING)}</p></section>'
     )
 
 
@@ -126,4 +142,12 @@ _RANKING = (
     "measurements cannot separate go on to the next criterion and are named as tied: with 3 "
     "or more repetitions, when their 95% intervals overlap; with fewer, when their medians "
     "are within the tolerance of each other."
+)
+
+# An arrival run's (cxlab.experiments.recommend.recommend_rates).
+_RATE_RANKING = (
+    "Of the configurations holding the largest offered rate (within the tolerance): the one "
+    "using the least CPU at its knee, then the fewest workers. A rate holds when no task failed "
+    "or was dropped and the latency, measured from each task's scheduled arrival, met the "
+    "objective, or without one stayed within the tolerance of its value at the lowest rate."
 )

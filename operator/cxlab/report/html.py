@@ -12,6 +12,7 @@ from cxlab.report.charts import rtt_section
 from cxlab.report.data import Context, Json, by_rtt, report_points, variant_styles
 from cxlab.report.header import answer_section, header_section
 from cxlab.report.page import page_html
+from cxlab.report.rates import rate_sections
 from cxlab.report.tables import failed_table, knees_table, points_table
 
 
@@ -29,13 +30,19 @@ def render_report(document: Json) -> str:
         knees=list((summary or {}).get("knees") or []),
         styles=variant_styles(points),
     )
+    if typed.workload.arrival is not None:  # knees in the rate: charts against it
+        body = rate_sections(points, context, trials, by_rtt)
+    else:
+        body = [
+            knees_table(context.knees),
+            *(rtt_section(rtt, members, context) for rtt, members in by_rtt(points)),
+            points_table(points, summary),
+            failed_table(trials),
+        ]
     sections = [
         header_section(document, typed, status, trials),
         answer_section(summary, status),
-        knees_table(context.knees),
-        *(rtt_section(rtt, members, context) for rtt, members in by_rtt(points)),
-        points_table(points, summary),
-        failed_table(trials),
+        *body,
     ]
     name = str((document.get("metadata") or {}).get("name", "experiment"))
     return page_html(f"cxlab · {name}", "".join(sections), document)

@@ -57,6 +57,11 @@ lint: deps ## ruff, mypy, gofmt and go vet
 bench: deps ## Runners vs bare programs: wall-time and peak-RSS ratios side by side
 	python workloads/bench/bench_runners.py
 
+.PHONY: bench-arrival
+bench-arrival: deps ## Each model's arrival generator at 100, 1,000, 10,000/s beside Vegeta's (built once, hack/vegeta.sh)
+	hack/vegeta.sh
+	python workloads/bench/bench_arrival.py
+
 .PHONY: bench-merge
 bench-merge: deps ## What merging a trial's Pods' Results costs (3, 8, 64 Pods)
 	python operator/bench/bench_merge.py

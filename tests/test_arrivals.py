@@ -30,16 +30,19 @@ def _arrivals(model: str, rate: float, seconds: int, *flags: str) -> dict[str, A
 
 @pytest.mark.parametrize("model", ["asyncio", "gevent", "threads", "goroutines"])
 def test_an_arrival_run_keeps_its_rate_and_times_tasks_from_their_schedule(model: str) -> None:
-    result = _arrivals(model, 400, 2)
+    # --max-lag 1s: on a busy machine the default 10 ms bound can call the generator
+    # saturated; that verdict has a test of its own
+    result = _arrivals(model, 400, 2, "--max-lag", "1s")
     arrival = result["arrival"]
     assert result["tasks"] == arrival["arrivals"] == 800 == result["tasksOk"]
     assert arrival["ratePerSecond"] == 400
     assert arrival["achievedRatePerSecond"] >= 0.99 * 400
     assert not arrival["generatorSaturated"], arrival["saturation"]
     assert arrival["dropped"] == 0
-    # One worker per arrival: nothing waits, so the latency is the sleep plus the lag.
-    assert RTT <= result["latencySeconds"]["p50"] < RTT + 0.01
-    assert result["latencySeconds"]["p99"] < RTT + 0.03
+    # One worker per arrival: nothing waits, so the latency is the sleep plus the lag (loose
+    # bounds: the machine is shared; docs/benchmarks.md has the figures on a quiet one).
+    assert RTT <= result["latencySeconds"]["p50"] < RTT + 0.02
+    assert result["latencySeconds"]["p99"] < RTT + 0.1
     assert histogram.count(arrival["serviceHistogram"]) == 800
     # Little's law: 400/s for 50 ms keeps about 20 in flight.
     steady = result["timeline"]["inFlight"][0]
@@ -55,7 +58,7 @@ def test_too_few_workers_queue_and_the_latency_shows_it(model: str) -> None:
     assert arrival["maxQueue"] > 100
     service_p99 = histogram.quantile(arrival["serviceHistogram"], 0.99)
     wait_p99 = histogram.quantile(arrival["waitHistogram"], 0.99)
-    assert service_p99 < RTT + 0.03
+    assert service_p99 < 0.3  # a sleep of 50 ms, woken late on a busy machine at worst
     assert wait_p99 > 1.0
     # Latency is wait plus service: a closed loop would have reported ~50 ms.
     assert result["latencySeconds"]["p99"] > 1.0
@@ -70,7 +73,8 @@ def test_drop_counts_the_arrivals_that_find_every_worker_busy(model: str) -> Non
     assert arrival["dropped"] + result["tasksOk"] == 200
     assert 90 <= arrival["dropped"] <= 140, arrival
     assert arrival["maxQueue"] <= 2
-    assert result["latencySeconds"]["max"] < RTT + 0.03
+    assert histogram.quantile(arrival["waitHistogram"], 0.99) < 0.05  # nothing waits
+    assert result["latencySeconds"]["p50"] < RTT + 0.02
 
 
 @pytest.mark.parametrize("model", ["sequential", "threads", "asyncio", "processes", "goroutines"])
@@ -198,14 +202,16 @@ def test_a_stall_reaches_every_arrival_but_only_one_task_per_closed_loop_worker(
     opened = run_runner(model, *http, "--arrival", "uniform", "--rate", "200", "--duration", "4s")
     tasks = opened["tasksOk"]
     share = _above(opened["latencyHistogram"], SLOW) / tasks
-    assert tasks == 800 and 0.1 <= share <= 0.3, share
-    assert STALL_FOR * 0.75 < opened["latencySeconds"]["max"] < STALL_FOR + 0.1
+    assert tasks == 800 and 0.12 <= share <= 0.35, share  # S/P = 0.2
+    assert STALL_FOR * 0.75 < opened["latencySeconds"]["max"] < STALL_FOR + 0.25
 
     workers, seconds = 10, 4
     closed = run_runner(model, *http, "--duration", f"{seconds}s", "--workers", str(workers))
-    slow = _above(closed["latencyHistogram"], SLOW)
+    # Each worker's request caught by a stall waits for its end: ~190 ms, past what a busy
+    # machine adds to a 10 ms request.
+    slow = _above(closed["latencyHistogram"], 0.15)
     stalls = seconds / STALL_EVERY
-    assert workers * (stalls - 1) <= slow <= workers * (stalls + 1) + 5, slow
+    assert workers * (stalls - 1) <= slow <= workers * (stalls + 1), slow
     assert slow / closed["tasksOk"] < share / 3  # the stall all but vanishes from its share
     # and its p90 does not show it at all, where the open loop's p99 is the stall itself
     assert closed["latencySeconds"]["p90"] < SLOW < opened["latencySeconds"]["p99"]

@@ -242,7 +242,8 @@ def test_a_distributed_locust_trial_runs_a_master_and_its_workers(tmp_path: Path
 def test_closed_loop_and_arrival_experiments_of_two_processes_each(tmp_path: Path) -> None:
     # A closed loop for a time and tasks arriving at two rates, each trial of 2 Pods: the
     # merged Result's rate is the Pods' sum, its histograms their merge (docs/open-loop.md).
-    rates = {"ratesPerSecond": [100, 200], "duration": "2s", "process": "uniform"}
+    # maxLag 1s: a busy machine's lag must not leave the knees empty (saturation has its test)
+    rates = {"ratesPerSecond": [100, 200], "duration": "2s", "process": "uniform", "maxLag": "1s"}
     arrival = {"type": "sleep", "rtt": "20ms", "warmup": "500ms", "arrival": rates}
     closed = {"type": "sleep", "rtt": "20ms", "duration": "2s"}
     models = [

@@ -65,7 +65,7 @@ def test_arrival_and_closed_loop_trials_of_two_pods_merge_rates_and_histograms(l
     # Open-loop and closed-loop load (docs/open-loop.md), two experiments of one workload
     # each, every trial of 2 Pods: the trial's rate is its Pods' sum, its histograms their merge.
     models = [{"model": "goroutines", "pods": [2]}]
-    rate = {"ratePerSecond": 200, "duration": "1s", "process": "uniform"}
+    rate = {"ratePerSecond": 200, "duration": "1s", "process": "uniform", "maxLag": "1s"}
     arrival = {"type": "sleep", "rtt": "20ms", "warmup": "200ms", "arrival": rate}
     lab.apply("arrive", experiment_spec(models, arrival, **SHARED))
     closed = {"type": "sleep", "rtt": "20ms", "duration": "1s"}
@@ -83,7 +83,7 @@ def test_arrival_and_closed_loop_trials_of_two_pods_merge_rates_and_histograms(l
         assert merged["arrival"][key] == histogram.merge([p["arrival"][key] for p in pods])
     assert merged["latencyHistogram"] == histogram.merge([p["latencyHistogram"] for p in pods])
     [knee] = experiment["status"]["summary"]["knees"]
-    assert knee["ratePerSecond"] in (200, None)  # one rate: it held, or the runner was slow
+    assert knee["ratePerSecond"] in (200, None)  # one rate: it held, or the node was slow
 
     loop = lab.wait_finished("loop", timeout=180)
     assert loop["status"]["phase"] == "Succeeded", why(loop)

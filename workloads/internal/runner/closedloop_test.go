@@ -15,7 +15,7 @@ func TestClosedLoopForADuration(t *testing.T) {
 	if r.Tasks < 120 || r.Tasks > 204 || r.TasksOK != int64(r.Tasks) || r.Workers != 4 || r.WorkersStarted != 4 {
 		t.Errorf("%d tasks (%d ok) on %d workers (%d started), want about 200 on 4", r.Tasks, r.TasksOK, r.Workers, r.WorkersStarted)
 	}
-	if r.WallSeconds < 1 || r.WallSeconds > 1.5 || r.LatencySeconds.P50 < 0.02 || r.LatencySeconds.Max > 0.2 {
+	if r.WallSeconds < 1 || r.WallSeconds > 2 || r.LatencySeconds.P50 < 0.02 || r.LatencySeconds.Max > 0.5 {
 		t.Errorf("wall %v, latency %+v: the tasks running at 1s finish, no more start", r.WallSeconds, r.LatencySeconds)
 	}
 	if r.Arrival != nil || r.Warmup != nil || r.FloorSeconds != nil || r.Efficiency != nil || *r.DurationSeconds != 1 {

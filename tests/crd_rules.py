@@ -355,10 +355,22 @@ CASES = [
     ),
     Case(
         "spec",
-        "duration runs (workload.arrival, workload.duration): locust's users are closed loops "
-        "that run a task count; drop locust from models or use tasks",
+        "workload.arrival: locust's users are closed loops (each waits for its answer before "
+        "its next request), so they cannot keep an arrival rate: drop locust from models, or "
+        "use tasks or duration",
         valid=manifest(workload={**arriving(), "type": "http"}, models=[{"model": "asyncio"}]),
         invalid=manifest(workload={**arriving(), "type": "http"}, models=[{"model": "locust"}]),
+        field="spec",
+    ),
+    Case(
+        "spec",
+        "workload.duration: a distributed Locust trial (pods above 1) ends on its master's "
+        "aggregated task count: run locust for a duration in one Pod, or use tasks",
+        valid=manifest(workload=looping(type="http"), models=[{"model": "locust", "workers": [2]}]),
+        invalid=manifest(
+            workload=looping(type="http"),
+            models=[{"model": "locust", "workers": [2], "pods": [1, 2]}],
+        ),
         field="spec",
     ),
     Case(

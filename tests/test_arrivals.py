@@ -215,3 +215,23 @@ def test_a_stall_reaches_every_arrival_but_only_one_task_per_closed_loop_worker(
     assert slow / closed["tasksOk"] < share / 3  # the stall all but vanishes from its share
     # and its p90 does not show it at all, where the open loop's p99 is the stall itself
     assert closed["latencySeconds"]["p90"] < SLOW < opened["latencySeconds"]["p99"]
+
+
+def test_locust_users_loop_for_a_duration(target_url: str) -> None:
+    # Locust's users are closed loops already: for a time, each sends its next request as soon
+    # as its last one is answered, until the time is up (Locust's own --run-time).
+    result = run_runner(
+        "locust", "--workload", "http", "--target-url", target_url, "--rtt", "20ms",
+        "--duration", "2s", "--workers", "4", "--warmup", "500ms",
+    )  # fmt: skip
+    expected = 4 * 2 / 0.02
+    assert 0.6 * expected <= result["tasks"] <= expected + 4
+    assert result["tasks"] == result["tasksOk"] and result["durationSeconds"] == 2
+    assert sum(result["timeline"]["completed"]) == result["tasks"]
+    assert 2 <= result["wallSeconds"] < 2.5 and result["warmup"]["tasksOk"] > 0
+    refused = subprocess.run(
+        runner_argv("locust", "--workload", "http", "--target-url", target_url,
+                    "--duration", "2s", "--workers", "4", "--locust-master", "127.0.0.1:5557"),
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "distributed Locust" in refused.stderr

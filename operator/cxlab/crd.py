@@ -95,10 +95,16 @@ RULES: dict[str, list[dict[str, str]]] = {
             "lower models[].pods",
         ),
         _rule(
-            "!(has(self.workload.arrival) || has(self.workload.duration)) || "
-            "!self.models.exists(m, m.model == 'locust')",
-            "duration runs (workload.arrival, workload.duration): locust's users are closed "
-            "loops that run a task count; drop locust from models or use tasks",
+            "!has(self.workload.arrival) || !self.models.exists(m, m.model == 'locust')",
+            "workload.arrival: locust's users are closed loops (each waits for its answer "
+            "before its next request), so they cannot keep an arrival rate: drop locust from "
+            "models, or use tasks or duration",
+        ),
+        _rule(
+            "!has(self.workload.duration) || self.models.all(m, m.model != 'locust' || "
+            "!has(m.pods) || m.pods.all(p, p == 1))",
+            "workload.duration: a distributed Locust trial (pods above 1) ends on its master's "
+            "aggregated task count: run locust for a duration in one Pod, or use tasks",
         ),
         _rule(
             "!has(self.workload.duration) || self.models.all(m, m.model == 'sequential' || "

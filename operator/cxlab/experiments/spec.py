@@ -483,12 +483,14 @@ class ExperimentSpec(Strict):
             raise ValueError(
                 "workload.arrival: locust's users are closed loops (each waits for its answer "
                 "before its next request), so they cannot keep an arrival rate: drop locust "
-                "from models or use tasks"
+                "from models, or use tasks or duration"
             )
-        if workload.duration is not None and "locust" in names:
+        locust = next((m for m in self.models if m.model == "locust"), None)
+        if workload.duration is not None and locust is not None and max(locust.pods) > 1:
             raise ValueError(
-                "workload.duration: cxlab's locust model runs a task count (its distributed "
-                "master ends on the aggregated count): use tasks with locust"
+                "workload.duration: a distributed Locust trial (pods above 1) ends on its "
+                "master's aggregated task count: run locust for a duration in one Pod, or use "
+                "tasks"
             )
         for entry in self.models:
             if 0 not in entry.workers or entry.model == "sequential":

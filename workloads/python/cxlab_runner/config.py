@@ -309,10 +309,10 @@ def _duration_run(args: argparse.Namespace) -> tuple[float, RateProfile | None, 
             "--arrival: locust's users are closed loops (each waits for its answer before its "
             "next request), so they cannot keep an arrival rate"
         )
-    if args.duration and args.model == "locust":
+    if args.duration and (args.locust_master or args.expect_workers):
         raise UsageError(
-            "--duration: cxlab's locust model runs a task count (its distributed master ends "
-            "on the aggregated count); give --tasks"
+            "--duration: a distributed Locust trial ends on its master's aggregated task "
+            "count; run a closed loop for a time in one Locust runner, or give --tasks"
         )
     if args.arrival and args.model == "processes" and args.workers == 0:
         raise UsageError(

@@ -14,6 +14,9 @@ from cxlab_contract.result import latency_seconds, percentile
 from cxlab_contract.timeline import Timeline, interval_for
 
 OK, FAILED = 1, 2  # a task's outcome; 0: dropped, never run
+# A closed loop stops starting tasks here (the contract's limits.tasks): each task's times are
+# kept, and must fit in memory however fast the tasks are.
+MAX_TASKS: int = runner_contract().limits["tasks"].max
 
 
 @dataclass

@@ -16,17 +16,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cxlab_contract import runner_contract
 from cxlab_runner.config import RunnerConfig
-from cxlab_runner.duration import FAILED, OK, TaskTimes
+from cxlab_runner.duration import FAILED, MAX_TASKS, OK, TaskTimes
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
 from cxlab_runner.workloads import AsyncTask, BlockingTask
 
 clock = time.perf_counter  # CLOCK_MONOTONIC: the same clock in every process (processes)
-# A closed loop stops starting tasks here (the contract's limits.tasks): each task's times are
-# kept, and must fit in memory however fast the tasks are.
-MAX_TASKS: int = runner_contract().limits["tasks"].max
 
 
 class Arrivals:
@@ -114,7 +110,8 @@ def run_blocking(
         task = make_task()
         while (k := waiting.get()) is not None:
             arrivals.run(task, k)
-            free.release()
+            if arrivals.drop:
+                free.release()
 
     def issue(k: int) -> None:
         if arrivals.drop and not free.acquire(blocking=False):

@@ -9,8 +9,12 @@ run the users and time their own requests as a local Locust does."""
 
 from __future__ import annotations
 
+import itertools
+import math
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import gevent
@@ -23,6 +27,7 @@ from locust.exception import StopUser
 from cxlab_contract.durations import format_duration
 from cxlab_runner.barrier import NOT_RELEASED
 from cxlab_runner.config import RunnerConfig
+from cxlab_runner.duration import MAX_TASKS, TaskTimes
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
 from cxlab_runner.workloads import HTTP_TIMEOUT_SECONDS, HttpStatusError, request_target
@@ -33,39 +38,67 @@ REPORT_SECONDS = 0.05
 POLL_SECONDS = 0.01
 
 
+@dataclass
+class _Loop:
+    """A closed loop for a time (--duration): when the task phase began and ends, and each
+    request's (started, ended, ok) from its beginning, for the Result's timeline."""
+
+    origin: float = 0.0
+    until: float = math.inf
+    done: list[tuple[float, float, bool]] = field(default_factory=list)
+    budget: Iterator[int] = field(default_factory=itertools.count)
+
+    def begin(self, duration: float) -> None:
+        self.origin = time.perf_counter()
+        self.until = self.origin + duration
+
+
 def run(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
     if config.expect_workers:
         return _master(config, recorder, phase)
     all_done = Event()
-    environment, users_started = _environment(config, recorder, all_done)
+    loop = _Loop() if config.closed_for_duration else None
+    environment, users_started = _environment(config, recorder, all_done, loop)
     if config.locust_master:
         _worker(config, environment, phase, all_done)
         return len(users_started)
     runner = environment.create_local_runner()
     phase.begin()
+    if loop is not None:
+        loop.begin(config.duration)
     # Spawn every user at once: a ramp-up would be Locust's pacing, not the model's cost.
     runner.start(config.workers, spawn_rate=config.workers * 1000)
     all_done.wait()
     phase.end()
     runner.quit()
     gevent.sleep(0)
+    if loop is not None:
+        phase.times = TaskTimes.closed(loop.done)
     return config.workers
 
 
 def _environment(
-    config: RunnerConfig, recorder: TaskRecorder, all_done: Event
+    config: RunnerConfig, recorder: TaskRecorder, all_done: Event, loop: _Loop | None = None
 ) -> tuple[Environment, list[int]]:
-    """Users that take this runner's tasks (its share, on a worker) until none is left, and
-    a list that grows by one as each user starts."""
+    """Users that take this runner's tasks (its share, on a worker) until none is left — or,
+    for a closed loop (`loop`), that send requests back to back until its time is up — and a
+    list that grows by one as each user starts."""
     host, port, path = request_target(config)
     headers = {"Connection": "keep-alive" if config.connection == "reuse" else "close"}
     remaining = iter(range(config.tasks))
     users_started: list[int] = []
+    users_stopped: list[int] = []
     started, ok, failed, clock = recorder.started, recorder.ok, recorder.failed, time.perf_counter
 
     def finish_if_last() -> None:
-        if recorder.ok_count() + recorder.failed_count() >= config.tasks:
+        if loop is None and recorder.ok_count() + recorder.failed_count() >= config.tasks:
             all_done.set()
+
+    def another() -> bool:
+        """Whether this user sends another request."""
+        if loop is None:
+            return next(remaining, None) is not None
+        return clock() < loop.until and next(loop.budget) < MAX_TASKS
 
     class DeviceUser(FastHttpUser):
         wait_time = constant(0)
@@ -75,12 +108,19 @@ def _environment(
         def on_start(self) -> None:
             users_started.append(1)  # a worker's users: the master decides how many
 
+        def on_stop(self) -> None:
+            # A closed loop's phase ends when its last user has stopped (after the time).
+            users_stopped.append(1)
+            if loop is not None and len(users_stopped) >= len(users_started):
+                all_done.set()
+
         @task
         def one_request(self) -> None:
-            if next(remaining, None) is None:
+            if not another():
                 raise StopUser()
             started()
             begin = clock()
+            success = False
             try:
                 response: Any = self.client.get(path, headers=headers)
                 if not 200 <= (response.status_code or 0) < 300:
@@ -91,6 +131,9 @@ def _environment(
                 failed(error)
             else:
                 ok(clock() - begin)
+                success = True
+            if loop is not None:
+                loop.done.append((begin - loop.origin, clock() - loop.origin, success))
             finish_if_last()
 
     environment = Environment(user_classes=[DeviceUser], host=f"http://{host}:{port}")

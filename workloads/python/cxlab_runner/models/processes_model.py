@@ -18,8 +18,8 @@ from typing import Any
 
 from cxlab_runner import measure
 from cxlab_runner.config import RunnerConfig
-from cxlab_runner.duration import FAILED, OK, TaskTimes
-from cxlab_runner.openloop import MAX_TASKS, Arrivals, clock
+from cxlab_runner.duration import FAILED, MAX_TASKS, OK, TaskTimes
+from cxlab_runner.openloop import Arrivals, clock
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import MAX_ERROR_LENGTH, TaskRecorder
 from cxlab_runner.workloads import blocking_task

@@ -74,7 +74,7 @@ def test_arrival_and_closed_loop_trials_of_two_pods_merge_rates_and_histograms(l
     experiment = lab.wait_finished("arrive", timeout=180)
     assert experiment["status"]["phase"] == "Succeeded", why(experiment)
     [entry] = experiment["status"]["trials"]
-    assert entry["name"] == "000-goroutines-n2-w0-rtt20ms-a200-r1"
+    assert entry["name"] == "000-goroutines-n2-w0-p0-rtt20ms-a200-r1"
     assert entry["ratePerSecond"] == 200
     pods, merged = entry["podResults"], entry["result"]
     assert [p["arrival"]["ratePerSecond"] for p in pods] == [100, 100]

@@ -16,9 +16,10 @@ from cxlab_contract import histogram
 
 
 def arrival_result(
-    rate: float, p99: float, *, dropped: int = 0, saturated: bool = False, cpu: float = 20.0
-) -> dict[str, Any]:
-    waits = histogram.build([max(0.0, p99 - 0.05)] * 10)
+    rate: float, p99: float, *, dropped: int = 0, saturated: bool = False, cpu: float = 20.0,
+    service: float = 0.05,
+) -> dict[str, Any]:  # fmt: skip
+    waits = histogram.build([max(0.0, p99 - service)] * 10)
     return {
         "workers": 100, "wallSeconds": 10.0, "cpuUserSeconds": cpu / 10, "cpuSystemSeconds": 0.0,
         "cpuPercent": cpu, "peakRssBytes": 50 * 2**20, "baselineRssBytes": 20 * 2**20,
@@ -29,7 +30,8 @@ def arrival_result(
             "achievedRatePerSecond": rate, "dropped": dropped, "maxQueue": 0,
             "generatorSaturated": saturated,
             "saturation": "lag p99 40 ms over the bound 10 ms" if saturated else None,
-            "waitHistogram": waits,
+            "waitHistogram": waits, "serviceHistogram": histogram.build([service] * 10),
+            "maxLagSeconds": 0.001,
         },
     }  # fmt: skip
 
@@ -40,14 +42,20 @@ def at(model: str, rate: float, p99: float, workers: int = 0, **kw: Any) -> Tria
 
 
 def test_the_knee_is_the_largest_rate_on_p99s_flat_part() -> None:
-    # flat: within 10 % of 52 ms (57.2 ms); 2,000/s is the last rate there
-    outcomes = [at("asyncio", 500, 0.052), at("asyncio", 1000, 0.055), at("asyncio", 2000, 0.057),
+    # flat: within 10 % of a task's own 50 ms, plus 1 ms of lag (56 ms); 2,000/s is the last
+    outcomes = [at("asyncio", 500, 0.052), at("asyncio", 1000, 0.055), at("asyncio", 2000, 0.0559),
                 at("asyncio", 4000, 0.300)]  # fmt: skip
     summary = summarize(outcomes, 0.10)
     [knee] = summary["knees"]
     assert knee["ratePerSecond"] == 2000 and not knee["highestMeasured"]
-    assert "within 10% of its 52 ms at 500/s" in knee["criterion"]
+    assert "within 10% of a task's own 50 ms" in knee["criterion"]
     assert [p["ratePerSecond"] for p in summary["points"]] == [500, 1000, 2000, 4000]
+
+
+def test_a_queue_at_the_one_rate_measured_is_no_flat_part() -> None:
+    # 50 workers at 2,000/s of 50 ms tasks: p99 30 s, all of it waiting; measured alone
+    [knee] = summarize([at("threads", 2000, 30.0, workers=50)], 0.10)["knees"]
+    assert knee["ratePerSecond"] is None
 
 
 def test_a_rate_that_held_past_one_that_did_not_is_no_knee() -> None:

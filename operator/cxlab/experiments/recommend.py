@@ -211,8 +211,11 @@ def best_line(recommendation: Mapping[str, Any]) -> str:
 
 # Arrival runs (workloads/CONTRACT.md, Duration runs): the knee is in the rate, not in the
 # workers. A rate "holds" when no task failed or was dropped and the latency meets the
-# objective — or, without one, when p99 is still on its flat part: within the tolerance of its
-# value at the lowest rate measured, before queueing lifts it.
+# objective — or, without one, when p99 is still on its flat part, where no task queues: within
+# the tolerance of a task's own p99 service time at the lowest rate measured (what a task takes
+# when nothing waits), plus the lag the generator may have (maxLag). Against the service time,
+# not the lowest rate's latency: a configuration that already queues at its lowest rate (or
+# measured at one rate only) is not flat there.
 
 
 @dataclass(frozen=True)
@@ -253,7 +256,8 @@ def find_rate_knees(
     for members in groups.values():
         members.sort(key=lambda p: p["ratePerSecond"])
         lowest = members[0]
-        flat = _latency(lowest, "p99") * (1 + tolerance)
+        service = center(lowest["serviceP99Seconds"])
+        flat = service * (1 + tolerance) + lowest["maxLagSeconds"]
         held = None
         for point in members:
             if not _rate_holds(point, objective, flat):
@@ -262,8 +266,8 @@ def find_rate_knees(
         criterion = (
             objective.text
             if objective is not None
-            else f"p99 within {tolerance:.0%} of its {_ms(_latency(lowest, 'p99'))} at "
-            f"{lowest['ratePerSecond']:g}/s"
+            else f"p99 within {tolerance:.0%} of a task's own {_ms(service)} (p99 service "
+            f"time at {lowest['ratePerSecond']:g}/s) + {_ms(lowest['maxLagSeconds'])} of lag"
         )
         shown = held or lowest
         knees.append(

@@ -126,6 +126,10 @@ def _arrival_measures(results: list[Result]) -> dict[str, Any]:
         "p90Seconds": stats([r["latencySeconds"]["p90"] for r in results]),
         "p99Seconds": stats([r["latencySeconds"]["p99"] for r in results]),
         "waitP99Seconds": stats([histogram.quantile(a["waitHistogram"], 0.99) for a in arrivals]),
+        "serviceP99Seconds": stats(
+            [histogram.quantile(a["serviceHistogram"], 0.99) for a in arrivals]
+        ),
+        "maxLagSeconds": max(a["maxLagSeconds"] for a in arrivals),
         "dropped": sum(a["dropped"] for a in arrivals),
         "maxQueue": max(a["maxQueue"] for a in arrivals),
     }

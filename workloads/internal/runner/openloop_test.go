@@ -28,7 +28,7 @@ func TestQueueAndDropUnderOverload(t *testing.T) {
 		if a.Arrivals != 100 || r.Tasks != 100 || a.Dropped < 45 || a.Dropped > 75 || r.TasksOK+int64(a.Dropped) != 100 || r.TasksFailed != 0 {
 			t.Errorf("%d arrivals: %d dropped, %d ok, %d failed; want about 60 dropped, the rest ok", a.Arrivals, a.Dropped, r.TasksOK, r.TasksFailed)
 		}
-		if a.MaxQueue > 2 || a.WaitHistogram.Max > 0.1 {
+		if a.MaxQueue > 2 || a.WaitHistogram.Max > 0.3 {
 			t.Errorf("max queue %d, longest wait %v: a dropping run never queues", a.MaxQueue, a.WaitHistogram.Max)
 		}
 		if r.LatencySeconds.P50 < 0.05 || r.LatencySeconds.Max > 0.5 || r.WallSeconds > 2 {

@@ -31,7 +31,7 @@ def render_report(document: Json) -> str:
         styles=variant_styles(points),
     )
     if typed.workload.arrival is not None:  # knees in the rate: charts against it
-        body = rate_sections(points, context, trials, by_rtt)
+        body = rate_sections(points, context, trials)
     else:
         body = [
             knees_table(context.knees),

@@ -11,7 +11,7 @@ from html import escape
 from cxlab.experiments.labels import rtt_label, workers_label
 from cxlab.experiments.status import TrialEntry
 from cxlab.report import svg
-from cxlab.report.data import MIB, Context, Json, Style
+from cxlab.report.data import MIB, Context, Json, Style, by_rtt
 from cxlab.report.tables import _mib, _rtt_cell, _table, _workers_text, failed_table
 from cxlab.stats import center
 
@@ -244,9 +244,8 @@ def rate_points_table(points: Sequence[Json]) -> str:
 
 
 def rate_sections(
-    points: Sequence[Json], context: Context, trials: Sequence[TrialEntry],
-    by_rtt: Callable[[Sequence[Json]], list[tuple[float | None, list[Json]]]],
-) -> list[str]:  # fmt: skip
+    points: Sequence[Json], context: Context, trials: Sequence[TrialEntry]
+) -> list[str]:
     return [
         rate_knees_table(context.knees),
         *(rate_section(rtt, members, context) for rtt, members in by_rtt(points)),

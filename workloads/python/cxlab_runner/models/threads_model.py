@@ -146,7 +146,8 @@ def _duration_on_demand(config: RunnerConfig, recorder: TaskRecorder, phase: Tas
 
         def job(k: int) -> None:
             arrivals.run(task, k)
-            free.release()
+            if arrivals.drop:
+                free.release()
 
         def issue(k: int) -> None:
             if arrivals.drop and not free.acquire(blocking=False):

@@ -70,11 +70,14 @@ func TestOneGoroutinePerArrival(t *testing.T) {
 		t.Errorf("%d ok, %d dropped, %d workers (%d started), want 100 of each and none dropped",
 			r.TasksOK, a.Dropped, r.Workers, r.WorkersStarted)
 	}
-	if a.MaxQueue > 10 || a.WaitHistogram.Max > 0.2 || r.LatencySeconds.P99 > 0.3 || a.ServiceHistogram.Min < 0.05 {
+	// A busy machine wakes the generator late (0.1s seen in CI): the few arrivals it then issues
+	// at once wait for their goroutines to start, and the achieved rate dips to 99.
+	if a.MaxQueue > 20 || a.WaitHistogram.Max > 0.4 || r.LatencySeconds.P99 > 0.5 || a.ServiceHistogram.Min < 0.05 {
 		t.Errorf("max queue %d, longest wait %v, latency %+v, shortest service %v",
 			a.MaxQueue, a.WaitHistogram.Max, r.LatencySeconds, a.ServiceHistogram.Min)
 	}
-	if a.RatePerSecond != 100 || a.AchievedRatePerSecond != 100 || a.GeneratorSaturated || a.Process != "uniform" || a.OnBusy != "queue" {
+	if a.RatePerSecond != 100 || a.AchievedRatePerSecond < 90 || a.AchievedRatePerSecond > 100 || a.GeneratorSaturated ||
+		a.Process != "uniform" || a.OnBusy != "queue" {
 		t.Errorf("arrival %+v", *a)
 	}
 	if r.FloorSeconds != nil || r.Efficiency != nil || *r.DurationSeconds != 1 || r.Warmup != nil {

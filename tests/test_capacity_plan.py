@@ -6,12 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from cxlab.experiments.capacity_plan import CapacityPlan, ModelPlan, capacity_plan
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
+from cxlab.experiments.queueing import Service, queue
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.spec import ExperimentSpec
+from cxlab_contract.histogram import build
 
 MIB = 2**20
 TARGET = {"ratePerSecond": 20000, "latency": {"percentile": "p99", "max": "250ms"}}
@@ -46,15 +49,34 @@ def experiment(
 def result(
     workers: int, x: float, p99: float, p50: float, cpu_per_task: float, rss: int = 80 * MIB,
     *, p90: float | None = None, tasks: int = 18000, failed: int = 0,
+    service: list[float] | None = None, pods: int = 1,
 ) -> dict[str, Any]:  # fmt: skip
-    """The Result fields a plan reads: throughput X, latencies, CPU seconds per task, peak RSS."""
+    """The Result fields a plan reads: throughput X, latencies, CPU seconds per task, peak RSS,
+    and the latency histogram (service: the latencies in it; by default 98 % at p50 and 2 %
+    at p99)."""
     cpu = cpu_per_task * tasks
     return {
-        "workers": workers, "tasks": tasks, "tasksOk": tasks - failed, "tasksFailed": failed,
-        "wallSeconds": tasks / x, "throughputPerSecond": x,
+        "pods": pods, "workers": workers, "tasks": tasks, "tasksOk": tasks - failed,
+        "tasksFailed": failed, "wallSeconds": tasks / x, "throughputPerSecond": x,
         "latencySeconds": {"p50": p50, "p90": p90 or p99, "p99": p99, "max": 2 * p99},
+        "latencyHistogram": build(service or [p50] * 98 + [p99] * 2),
         "cpuUserSeconds": 0.75 * cpu, "cpuSystemSeconds": 0.25 * cpu, "peakRssBytes": rss,
+        "arrival": None,
     }  # fmt: skip
+
+
+def assert_fewest(
+    model_plan: dict[str, Any], rate: float, service: Service, objective: float,
+    q: float = 0.99, wait: float = 0.2,
+) -> None:  # fmt: skip
+    """The planned workers are the fewest whose queue keeps the wait bound and the objective
+    (checked through the queueing model, which tests/test_queueing.py holds to published and
+    exact values)."""
+    per_pod, workers = rate / model_plan["pods"], model_plan["workersPerPod"]
+    held = queue(per_pod, service, workers, q)
+    assert held is not None and held.wait_probability <= wait and held.latency <= objective
+    fewer = queue(per_pod, service, workers - 1, q) if workers > 1 else None
+    assert fewer is None or fewer.wait_probability > wait or fewer.latency > objective
 
 
 def point(
@@ -85,42 +107,158 @@ ASYNCIO = [
     # the fastest, but past the objective: it must not be planned with
     *point("asyncio", 10000, result(10000, x=30000, p99=0.4, p50=0.3, cpu_per_task=30e-6)),
 ]
+CONSTANT = [0.1] * 100  # every task 100 ms: a constant service time
 
 
 def test_a_hand_calculated_plan() -> None:
-    # Target 20,000 tasks/s at p99 <= 250ms, U = 0.7, 1 CPU per Pod, RTT 100ms.
-    # W=100:   p99 0.103 <= 0.25 meets; r = min(980, 0.7 * 1 / 40e-6 = 17,500) = 980
-    # W=1000:  p99 0.104 <= 0.25 meets; r = min(9000, 0.7 * 1 / 50e-6 = 14,000) = 9000
-    # W=10000: p99 0.4 > 0.25: left out although X = 30,000
-    # Largest r: W=1000. pods = ceil(20000 / 9000 = 2.22) = 3
-    # Little's law: 1000 workers for 18,000 tasks run a closed loop, so a task holds a worker
-    # T = max(p50 0.1, W / X = 1000 / 9000 = 0.1111) = 0.1111 s; L = 20000 * T = 2222.2;
-    # workersPerPod = ceil(2222.2 / 3 = 740.7) = 741
-    # cores = 3 * 1 = 3; memoryBytes = 3 * 80 MiB = 251,658,240
-    # expected p99 0.104; expected CPU utilisation at the target = 20000 / 3 * 50e-6 / 1 = 0.333
-    spec = experiment([{"model": "asyncio", "workers": [100, 1000, 10000]}])
-    note = "3 Pods from measurements of one Pod, assuming Pods add linearly (one trial is one Pod)"
-    assert plan_of(spec, ASYNCIO) == {
+    # Target 60 tasks/s at p99 <= 250ms, U = 0.7, 1 CPU per Pod, RTT 100ms, at most 20 % wait.
+    # W=4:  p99 0.1 <= 0.25 meets; r = min(40, 0.7 * 1 / 50e-6 = 14,000) = 40
+    # W=10: p99 0.4 > 0.25: left out although X = 100
+    # pods = ceil(60 / 40) = 2; each Pod λ = 30/s; T = 0.1 s (constant, cv² = 0); a = λT = 3.
+    # Erlang C, C(c, a) = [a^c/c! · c/(c-a)] / [Σ_{k<c} a^k/k! + a^c/c! · c/(c-a)]:
+    #   c=4: 13.5 / (13 + 13.5) = 0.5094;  c=5: 5.0625 / (16.375 + 5.0625) = 0.2362
+    #   c=6: 2.025 / (18.4 + 2.025) = 0.099143 <= 0.2: 6 workers per Pod (Little's law alone,
+    #   L = 60 * 0.1 = 6 over 2 Pods, gave 3: every worker busy, every task waiting)
+    # occupancy 3 / 6 = 0.5; mean wait C · T / (c - a) · (1 + cv²) / 2 = 0.099143 * 0.1 / 3 / 2
+    #   = 0.001652 s; a waiting task waits Exp(mean T / (c - a) / 2 = 1/60 s), so
+    #   p99: C · exp(-(t - 0.1) · 60) = 0.01 → t = 0.1 + ln(9.9143) / 60 = 0.138233 s
+    # cores 2, memory 2 * 80 MiB, CPU at the target: 30 * 50e-6 / 1 = 0.0015 → 0.002
+    target = {"ratePerSecond": 60, "latency": {"percentile": "p99", "max": "250ms"}}
+    spec = experiment([{"model": "asyncio", "workers": [4, 10]}], target)
+    outcomes = [
+        *point(
+            "asyncio", 4, result(4, x=40, p99=0.1, p50=0.1, cpu_per_task=50e-6, service=CONSTANT)
+        ),
+        *point("asyncio", 10, result(10, x=100, p99=0.4, p50=0.1, cpu_per_task=50e-6)),
+    ]
+    note = "2 Pods from measurements of one Pod, assuming Pods add linearly (one trial is one Pod)"
+    plan = plan_of(spec, outcomes)
+    # The choice as a Deployment fragment: 2 replicas of the measured Pod, 6 workers each.
+    assert yaml.safe_load(plan.pop("manifest")) == {
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [{
+            "name": "app",
+            "resources": {
+                "requests": {"cpu": "1", "memory": "512Mi"},
+                "limits": {"cpu": "1", "memory": "512Mi"},
+            },
+            "env": [{"name": "CONCURRENCY", "value": "6"}],
+        }]}}},
+    }  # fmt: skip
+    assert plan == {
         "target": {
-            "ratePerSecond": 20000.0, "percentile": "p99", "latencySeconds": 0.25,
-            "cpuUtilization": 0.7,
+            "ratePerSecond": 60.0, "percentile": "p99", "latencySeconds": 0.25,
+            "cpuUtilization": 0.7, "maxWaitProbability": 0.2,
         },
         "rttSeconds": 0.1,
         "models": [
             {
-                "variant": "asyncio", "model": "asyncio", "meets": True, "workers": 1000,
-                "workersPerPod": 741, "pods": 3, "coresPerPod": 1, "cores": 3,
-                "memoryBytes": 251_658_240, "ratePerPod": 9000.0,
-                "expectedLatencySeconds": 0.104, "expectedCpuUtilization": 0.333,
-                "basis": "extrapolated", "note": note,
+                "variant": "asyncio", "model": "asyncio", "meets": True, "workers": 4,
+                "workersPerPod": 6, "pods": 2, "coresPerPod": 1, "cores": 2,
+                "memoryBytes": 2 * 80 * MIB, "ratePerPod": 40.0, "holdingTimeSeconds": 0.1,
+                "expectedLatencySeconds": 0.138233, "expectedOccupancy": 0.5,
+                "expectedWaitProbability": 0.0991, "expectedMeanWaitSeconds": 0.001652,
+                "expectedCpuUtilization": 0.002, "basis": "extrapolated", "note": note,
             },
         ],
-        "choice": "asyncio", "pods": 3, "cores": 3, "memoryBytes": 251_658_240,
+        "choice": "asyncio", "pods": 2, "cores": 2, "memoryBytes": 2 * 80 * MIB,
         "basis": "extrapolated",
-        "display": "3 Pods \u00d7 1 CPU, asyncio",
-        "message": "asyncio: 3 Pods \u00d7 1 CPU (741 workers per Pod) for 20,000 tasks/s at "
-        f"p99 ≤ 250ms (RTT 100ms), expected p99 104ms; extrapolated: {note}",
+        "display": "2 Pods \u00d7 1 CPU, asyncio",
+        "message": "asyncio: 2 Pods \u00d7 1 CPU (6 workers per Pod) for 60 tasks/s at "
+        "p99 ≤ 250ms (RTT 100ms), expected p99 138.233ms with 10% of tasks waiting "
+        f"1.652ms on average at 50% occupancy; extrapolated: {note}",
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(("bound", "workers"), [(0.45, 3), (0.44, 4)])
+def test_the_wait_bound_sizes_the_workers_by_erlang_c(bound: float, workers: int) -> None:
+    # 20 tasks/s of 100 ms on one Pod: a = 2. Wolfram's ErlangC[3, 2] = 4/9 = 0.444, and
+    # C(4, 2) = (4/3) / (19/3 + 4/3) = 4/23 = 0.174: a bound of 0.45 takes 3 workers, 0.44 four.
+    target = {"ratePerSecond": 20, "latency": {"max": "1s"}, "maxWaitProbability": bound}
+    spec = experiment([{"model": "asyncio", "workers": [10]}], target)
+    measured = result(10, x=100, p99=0.1, p50=0.1, cpu_per_task=1e-5, service=CONSTANT)
+    [asyncio] = plan_of(spec, point("asyncio", 10, measured))["models"]
+    assert (asyncio["pods"], asyncio["workersPerPod"]) == (1, workers)
+    assert asyncio["expectedWaitProbability"] == {3: 0.4444, 4: 0.1739}[workers]
+    assert asyncio["expectedOccupancy"] == round(2 / workers, 3)
+
+
+def test_skewed_service_times_hold_workers_for_their_mean_not_their_median() -> None:
+    # 90 % of tasks take 0.1 s and 10 % 2.0 s: p50 0.1 s, but the mean is 0.29 s. At 20
+    # tasks/s the workers are busy a = 20 * 0.29 = 5.8 on average; sized by p50 (a = 2) the
+    # plan would carry about a third of the rate. P(wait) <= 0.2 then needs the fewest c with
+    # C(c, 5.8) <= 0.2, and p99 <= 5s holds with room (the service's own p99 is 2 s).
+    skewed = [0.1] * 90 + [2.0] * 10
+    target = {"ratePerSecond": 20, "latency": {"max": "5s"}}
+    spec = experiment([{"model": "asyncio", "workers": [10]}], target)
+    measured = result(10, x=34, p99=2.0, p50=0.1, cpu_per_task=1e-5, service=skewed)
+    [asyncio] = plan_of(spec, point("asyncio", 10, measured))["models"]
+    assert asyncio["holdingTimeSeconds"] == 0.29 and asyncio["pods"] == 1
+    assert asyncio["workersPerPod"] > 5.8 and asyncio["expectedOccupancy"] < 1
+    assert_fewest(asyncio, 20, Service.of_histogram(build(skewed)), objective=5.0)
+
+
+def test_a_closed_loops_holding_time_is_its_tasks_mean_not_workers_over_throughput() -> None:
+    # 10 workers loop over 18,000 tasks of 100 ms at 80 tasks/s: W / X = 0.125 s counts the
+    # loop's own time between tasks and a burst's ramp; a worker holds a task 0.1 s (the
+    # histogram's mean), and the plan is the same as for a point with a worker per task.
+    target = {"ratePerSecond": 60, "latency": {"max": "250ms"}}
+    spec = experiment([{"model": "asyncio", "workers": [10]}], target)
+    measured = result(10, x=80, p99=0.1, p50=0.1, cpu_per_task=50e-6, service=CONSTANT)
+    [asyncio] = plan_of(spec, point("asyncio", 10, measured))["models"]
+    assert asyncio["holdingTimeSeconds"] == 0.1 and asyncio["pods"] == 1  # ceil(60 / 80)
+    # a = 6: C(c, 6) <= 0.2 first at c = 9 (Erlang C: 0.357 at 8, 0.196 at 9), p99 well in
+    assert asyncio["workersPerPod"] == 9 and asyncio["expectedOccupancy"] == round(6 / 9, 3)
+    assert_fewest(asyncio, 60, Service.of_histogram(build(CONSTANT)), objective=0.25)
+
+
+def test_a_trial_of_several_pods_plans_per_pod() -> None:
+    # Two Pods of one trial, merged: 160 tasks/s and 160 MiB between them, the merged
+    # histogram of both: one Pod's share is the one-Pod point above.
+    target = {"ratePerSecond": 60, "latency": {"max": "250ms"}}
+    spec = experiment([{"model": "asyncio", "workers": [10]}], target)
+    one = result(10, x=80, p99=0.1, p50=0.1, cpu_per_task=50e-6, service=CONSTANT)
+    two = result(
+        10, x=160, p99=0.1, p50=0.1, cpu_per_task=50e-6, service=CONSTANT * 2, rss=160 * MIB,
+        tasks=36000, pods=2,
+    )  # fmt: skip
+    trial = Trial(0, "asyncio", 10, None, 0.1, 1, pods=2)
+    [merged] = plan_of(spec, [TrialOutcome(trial, two)])["models"]
+    [alone] = plan_of(spec, point("asyncio", 10, one))["models"]
+    assert merged == alone
+    assert (merged["ratePerPod"], merged["memoryBytes"]) == (80.0, 80 * MIB)
+
+
+def arrival_result(
+    rate: float, service: list[float], waits: list[float], dropped: int = 0
+) -> dict[str, Any]:
+    """An arrival run's Result: its latency is wait plus service, its service apart."""
+    measured = result(
+        0, x=rate, p99=max(waits) + max(service), p50=service[len(service) // 2],
+        cpu_per_task=50e-6, service=[w + s for w, s in zip(waits, service, strict=True)],
+    )  # fmt: skip
+    measured["arrival"] = {
+        "dropped": dropped,
+        "generatorSaturated": False,
+        "saturation": None,
+        "serviceHistogram": build(service),
+        "waitHistogram": build(waits),
+    }
+    return measured
+
+
+def test_an_arrival_runs_holding_time_is_its_service_without_the_wait() -> None:
+    # 40 arrivals/s, each served 100 ms, some waiting 50 ms for a worker: the worker is held
+    # 100 ms, not the 125 ms of the latency.
+    target = {"ratePerSecond": 30, "latency": {"max": "250ms"}}
+    spec = experiment([{"model": "asyncio", "workers": [0]}], target)
+    waits = [0.0] * 50 + [0.05] * 50
+    trial = Trial(0, "asyncio", 0, None, 0.1, 1, rate=40.0)
+    [asyncio] = plan_of(spec, [TrialOutcome(trial, arrival_result(40, CONSTANT, waits))])["models"]
+    assert asyncio["holdingTimeSeconds"] == 0.1 and asyncio["ratePerPod"] == 40.0
+    # A run that dropped arrivals did not carry its rate: nothing to plan from.
+    dropped = arrival_result(40, CONSTANT, waits, dropped=3)
+    [none] = plan_of(spec, [TrialOutcome(trial, dropped)])["models"]
+    assert not none["meets"] and "dropped arrivals" in none["reason"]
 
 
 @pytest.mark.parametrize(("utilization", "pods", "capped"), [(0.7, 3, True), (1.0, 2, False)])
@@ -129,9 +267,8 @@ def test_the_cpu_cap_keeps_each_pod_at_the_target_utilization(
 ) -> None:
     # threads, W=200, 2 CPUs per Pod: X = 5000/s but c = 400 µs of CPU per task.
     # U 0.7: r = min(5000, 0.7 * 2 / 400e-6 = 3500) = 3500 → pods = ceil(10000 / 3500) = 3,
-    #   cores 6, T = max(p50 0.1, W / X = 0.04) = 0.1, workersPerPod = ceil(10000 * 0.1 / 3 =
-    #   333.3) = 334; at the target each Pod carries 10000 / 3: utilisation 3333 * 400e-6 / 2
-    #   = 0.667, under the cap's 0.7
+    #   cores 6; at the target each Pod carries 10000 / 3: utilisation 3333 * 400e-6 / 2
+    #   = 0.667, under the cap's 0.7; its workers are sized for that rate
     # U 1.0: r = min(5000, 1.0 * 2 / 400e-6 = 5000) = 5000 → pods 2, cores 4, utilisation 1.0
     target = {"ratePerSecond": 10000, "latency": {"max": "250ms"}, "cpuUtilization": utilization}
     spec = experiment([{"model": "threads", "workers": [200]}], target, cpu=2)
@@ -140,7 +277,8 @@ def test_the_cpu_cap_keeps_each_pod_at_the_target_utilization(
     assert threads["pods"] == pods and threads["cores"] == 2 * pods
     assert threads["ratePerPod"] == (3500.0 if capped else 5000.0)
     assert threads["expectedCpuUtilization"] == (0.667 if capped else 1.0)
-    assert threads["workersPerPod"] == (334 if capped else 500)
+    service = Service.of_histogram(outcomes[0].result["latencyHistogram"])
+    assert_fewest(threads, 10000, service, objective=0.25)
     cap = "; 3,500 tasks/s per Pod keeps its CPUs at 70% (measured 5,000 tasks/s)"
     assert threads["note"].endswith(cap) == capped
 
@@ -159,7 +297,7 @@ def test_the_cpu_cap_can_make_a_slower_point_the_better_one() -> None:
 
 
 def test_the_objectives_percentile_is_the_one_compared() -> None:
-    # p90 0.105 <= 110ms though p99 0.3 is not: planned with p90, and it expects p90
+    # p90 0.105 <= 110ms though p99 0.3 is not: planned with p90, and it predicts p90
     target = {"ratePerSecond": 20000, "latency": {"percentile": "p90", "max": "110ms"}}
     spec = experiment([{"model": "asyncio", "workers": [1000]}], target)
     outcomes = point(
@@ -167,9 +305,11 @@ def test_the_objectives_percentile_is_the_one_compared() -> None:
     )
     plan = plan_of(spec, outcomes)
     [asyncio] = plan["models"]
-    assert asyncio["meets"] and asyncio["expectedLatencySeconds"] == 0.105
+    assert asyncio["meets"] and asyncio["expectedLatencySeconds"] <= 0.11
     assert plan["target"]["percentile"] == "p90" and plan["target"]["latencySeconds"] == 0.11
-    assert "expected p90 105ms" in plan["message"]
+    assert "expected p90 " in plan["message"]
+    service = Service.of_histogram(outcomes[0].result["latencyHistogram"])
+    assert_fewest(asyncio, 20000, service, objective=0.11, q=0.9)
 
 
 THREADS_TOO_SLOW = [
@@ -254,7 +394,7 @@ def test_the_default_rtt_is_the_largest(rtts: tuple[str, str]) -> None:
     spec = experiment([{"model": "asyncio", "workers": [1000]}], target, rtts=rtts)
     plan = plan_of(spec, _two_rtts())
     assert plan["rttSeconds"] == 1.0 and plan["pods"] == 21  # ceil(20000 / 990)
-    assert plan["models"][0]["expectedLatencySeconds"] == 1.01
+    assert plan["models"][0]["holdingTimeSeconds"] == 1.0002  # 98 % at 1.0 s, 2 % at 1.01
 
 
 def test_a_point_with_failed_tasks_is_left_out() -> None:
@@ -273,7 +413,7 @@ def test_a_point_with_failed_tasks_is_left_out() -> None:
     [asyncio] = plan_of(spec, outcomes[1:])["models"]
     assert asyncio == {
         "variant": "asyncio", "model": "asyncio", "meets": False,
-        "reason": "every point measured at RTT 100ms had failed tasks",
+        "reason": "every point measured at RTT 100ms had failed tasks or dropped arrivals",
     }  # fmt: skip
 
 
@@ -295,8 +435,8 @@ def test_models_without_results_say_why() -> None:
 
 
 def test_medians_over_repetitions_so_one_outlier_does_not_move_the_plan() -> None:
-    # Medians: X 9000, p99 0.104, p50 0.1, c 50 µs, 80 MiB: the hand-calculated plan again
-    # (T = 1000 / 9000: 741 workers per Pod).
+    # Medians: X 9000, p99 0.104, c 50 µs, 80 MiB, and the service times of the repetition
+    # with the median mean: the plan of the first repetition alone.
     # By the mean: p99 (0.104 + 0.103 + 0.9) / 3 = 0.369 > 0.25, and the model would fail.
     spec = experiment([{"model": "asyncio", "workers": [1000]}])
     outcomes = point(
@@ -306,10 +446,9 @@ def test_medians_over_repetitions_so_one_outlier_does_not_move_the_plan() -> Non
         result(1000, x=2000, p99=0.9, p50=0.5, cpu_per_task=500e-6, rss=400 * MIB),
     )  # fmt: skip
     [asyncio] = plan_of(spec, outcomes)["models"]
-    assert asyncio["meets"] and asyncio["expectedLatencySeconds"] == 0.104
-    assert (asyncio["pods"], asyncio["workersPerPod"], asyncio["memoryBytes"]) == (
-        3, 741, 3 * 80 * MIB,
-    )  # fmt: skip
+    [alone] = plan_of(spec, outcomes[:1])["models"]
+    assert asyncio["meets"] and asyncio == alone
+    assert (asyncio["pods"], asyncio["memoryBytes"]) == (3, 3 * 80 * MIB)
     assert asyncio["ratePerPod"] == 9000.0 and asyncio["expectedCpuUtilization"] == 0.333
 
 
@@ -333,22 +472,36 @@ def test_one_pod_is_measured_more_are_extrapolated(rate: int, pods: int, basis: 
     assert plan["message"].endswith(f"; {basis}: {asyncio['note']}")
 
 
-def test_sequential_runs_one_worker_per_pod() -> None:
-    # X = 10/s; a p50 above the mean (0.15 s) would ask Little's law for
-    # ceil(100 * 0.15 / 10) = 2 workers, but sequential runs one: its Pods follow from r alone.
-    spec = experiment([{"model": "sequential"}], TARGET | {"ratePerSecond": 100})
-    outcomes = point("sequential", 0, result(1, x=10, p99=0.2, p50=0.15, cpu_per_task=50e-6))
-    [sequential] = plan_of(spec, outcomes)["models"]
-    assert (sequential["pods"], sequential["workersPerPod"]) == (10, 1)
-    assert "(1 worker per Pod)" in plan_of(spec, outcomes)["message"]
+def test_sequential_runs_one_worker_per_pod_and_adds_pods_for_the_queue() -> None:
+    # 10 tasks/s of a constant 100 ms, p99 <= 250ms: one sequential Pod measured X = 10/s,
+    # so ceil(10 / 10) = 1 Pod would be busy all the time. One worker: C(1, a) = rho = 1 / pods,
+    # mean wait rho·T / (1 - rho) / 2 (Pollaczek-Khinchine, cv² = 0), a waiting task waits
+    # Exp(mean θ = T / (1 - rho) / 2), p99 = 0.1 + θ · ln(rho / 0.01):
+    #   5 Pods: rho 0.2,  θ 0.0625:   0.1 + 0.0625 * ln(20) = 0.2872 > 0.25
+    #   7 Pods: rho 1/7,  θ 0.05833:  0.1 + 0.05833 * ln(14.29) = 0.2551 > 0.25
+    #   8 Pods: rho 1/8,  θ 0.05714:  0.1 + 0.05714 * ln(12.5) = 0.244327 <= 0.25: 8 Pods
+    target = {"ratePerSecond": 10, "latency": {"max": "250ms"}}
+    spec = experiment([{"model": "sequential"}], target)
+    measured = result(1, x=10, p99=0.1, p50=0.1, cpu_per_task=50e-6, service=CONSTANT)
+    plan = plan_of(spec, point("sequential", 0, measured))
+    [sequential] = plan["models"]
+    assert (sequential["pods"], sequential["workersPerPod"]) == (8, 1)
+    assert sequential["expectedLatencySeconds"] == 0.244327
+    assert (sequential["expectedOccupancy"], sequential["expectedWaitProbability"]) == (
+        0.125,
+        0.125,
+    )
+    assert "(1 worker per Pod)" in plan["message"]
 
 
-@pytest.mark.parametrize(("rate", "p50"), [(0.5, 0.1), (20000, 0.0)])
-def test_a_pod_runs_at_least_one_worker(rate: float, p50: float) -> None:
-    # A worker per task (W = tasks): T = p50. L = 0.5 * 0.1 = 0.05 → 1 (ceil); a p50 below
-    # the clock's resolution: L = 0 → still 1
+@pytest.mark.parametrize(("rate", "latency"), [(0.5, 0.1), (20000, 0.0)])
+def test_a_pod_runs_at_least_one_worker(rate: float, latency: float) -> None:
+    # a = 0.5 * 0.1 = 0.05 busy on average → 1 worker (C(1, 0.05) = 0.05); tasks below the
+    # clock's resolution: a = 0 → still 1
     spec = experiment([{"model": "asyncio", "workers": [1000]}], TARGET | {"ratePerSecond": rate})
-    measured = result(1000, 9000, p99=0.104, p50=p50, cpu_per_task=5e-5, tasks=1000)
+    measured = result(
+        1000, 9000, p99=latency, p50=latency, cpu_per_task=5e-5, tasks=1000, service=[latency] * 100
+    )
     outcomes = point("asyncio", 1000, measured)
     [asyncio] = plan_of(spec, outcomes)["models"]
     assert asyncio["workersPerPod"] == 1

@@ -18,6 +18,7 @@ from cxlab.experiments.resource import parse_experiment
 from cxlab.local.backend import experiment_document, local_status
 from cxlab.local.history_folder import save_run
 from cxlab.schedules.history import MAX_HISTORY_BYTES, HistoryEntry, appended, entry_of
+from cxlab_contract.histogram import build
 
 MIB = 2**20
 START = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
@@ -43,6 +44,7 @@ def result(wall: float, rss: int = 40 * MIB) -> dict[str, Any]:
         "throughputPerSecond": 100 / wall, "voluntaryContextSwitches": 5,
         "involuntaryContextSwitches": 1, "cpus": [1],
         "latencySeconds": {"p50": 0.1, "p90": 0.1, "p99": wall / 10, "max": wall / 10},
+        "latencyHistogram": build([0.1] * 99 + [wall / 10]), "arrival": None,
     }  # fmt: skip
 
 

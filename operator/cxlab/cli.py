@@ -50,6 +50,10 @@ def _load(path: Path) -> list[ConcurrencyExperiment]:
 
 
 def plan_command(args: argparse.Namespace) -> int:
+    if args.capacity is not None:
+        return capacity_command(args)
+    if args.file is None:
+        raise _usage("cxlab plan", "give an experiment FILE, or --capacity SOURCE")
     experiments = _load(args.file)
     for experiment in experiments:
         try:
@@ -219,6 +223,16 @@ def history_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def capacity_command(args: argparse.Namespace) -> int:
+    """A measured experiment's capacity plan, and its choice as a Deployment fragment."""
+    document = _read_document(args.capacity, args.namespace)
+    plan = ExperimentStatus.read(document["status"]).capacity_plan
+    print(capacity_text(plan))
+    if plan is not None and plan.manifest:
+        print(f"\n{plan.manifest}", end="")
+    return 0
+
+
 def summary_command(args: argparse.Namespace) -> int:
     """The terminal summary of an experiment (result.json, `-`, or cx/NAME)."""
     print(render_summary(_read_document(args.source, args.namespace)))
@@ -353,8 +367,15 @@ def _baseline_runs(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cxlab", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    plan = commands.add_parser("plan", help="print the trials and the floor-time estimate")
-    plan.add_argument("file", type=Path)
+    sources = "a result.json, - (kubectl get cx NAME -o json), or cx/NAME from the cluster"
+    plan = commands.add_parser(
+        "plan",
+        help="print the trials and the floor-time estimate; with --capacity, a measured "
+        "experiment's capacity plan as a Deployment fragment",
+    )
+    plan.add_argument("file", type=Path, nargs="?")
+    plan.add_argument("--capacity", metavar="SOURCE", help=sources)
+    plan.add_argument("-n", "--namespace", default="default")
     plan.set_defaults(handler=plan_command)
     run = commands.add_parser("run", help="run the experiment on this machine")
     run.add_argument("file", type=Path)
@@ -391,7 +412,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     history.set_defaults(handler=history_command)
 
-    sources = "a result.json, - (kubectl get cx NAME -o json), or cx/NAME from the cluster"
     summary = commands.add_parser("summary", help="print an experiment's summary tables")
     summary.add_argument("source", help=sources)
     summary.add_argument("-n", "--namespace", default="default")

@@ -197,6 +197,10 @@ def knees_table(summary: Summary) -> str:
     return render_table(["model", "rtt", "knee", "wall s", "best s", "cpu %", "peak MiB"], rows)
 
 
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
 def capacity_text(plan: CapacityPlan | None) -> str:
     """A capacity plan (status.capacityPlan), model by model."""
     if not plan:
@@ -204,15 +208,20 @@ def capacity_text(plan: CapacityPlan | None) -> str:
     rows = []
     for model in plan.models:
         if not model.meets:
-            rows.append([model.variant, "no", "—", "—", "—", "—", "—", model.reason or ""])
+            rows.append([model.variant, "no", *["—"] * 8, model.reason or ""])
             continue
         rows.append([
             model.variant, "yes", str(model.pods), str(model.workers_per_pod or "—"),
+            _share(model.expected_occupancy), _share(model.expected_wait_probability),
+            unit_cell(model.expected_mean_wait_seconds, "s"),
             str(model.cores), unit_cell(model.memory_bytes, "B"),
             unit_cell(model.expected_latency_seconds, "s"),
             f"{model.basis or ''}: {model.note or ''}".strip(": "),
         ])  # fmt: skip
-    headers = ["model", "meets", "Pods", "workers/Pod", "cores", "memory", "expected", "basis"]
+    headers = [
+        "model", "meets", "Pods", "workers/Pod", "busy", "waiting", "mean wait", "cores",
+        "memory", f"expected {plan.target.percentile}", "basis",
+    ]  # fmt: skip
     return f"capacity plan: {plan.display}\n{render_table(headers, rows)}"
 
 

@@ -21,6 +21,7 @@ from harness import Lab, Operator
 from kubernetes.client.exceptions import ApiException
 
 from cxlab.crd import GROUP, SCHEDULE_PLURAL, VERSION
+from cxlab.experiments.queueing import Service, queue
 from cxlab.times import parse_time
 
 EVERY = 10  # seconds between slots: the shortest @every allows
@@ -109,8 +110,9 @@ def test_forbid_skips_a_slot_while_a_run_goes_on_and_counts_it(lab: Lab) -> None
     assert "RunSkipped" in reasons
 
 
-def _plan_by_hand(run: dict[str, Any], target: dict[str, Any]) -> tuple[int, int]:
-    """Pods and workers per Pod from the run's Results, as the README's worked example."""
+def _plan_by_hand(run: dict[str, Any], target: dict[str, Any]) -> tuple[int, Service]:
+    """Pods from the run's Results, as docs/capacity-plan.md's worked example, and the
+    service times the workers are sized with: the repetition with the median mean."""
     results = [t["result"] for t in status(run)["trials"]]
     rate = statistics.median(r["throughputPerSecond"] for r in results)
     cpu = statistics.median(
@@ -118,8 +120,11 @@ def _plan_by_hand(run: dict[str, Any], target: dict[str, Any]) -> tuple[int, int
     )
     per_pod = min(rate, target["cpuUtilization"] * 1 / cpu) if cpu else rate
     pods = math.ceil(target["ratePerSecond"] / per_pod)
-    p50 = statistics.median(r["latencySeconds"]["p50"] for r in results)
-    return pods, max(1, math.ceil(target["ratePerSecond"] * p50 / pods))
+    means = sorted(
+        (h["sum"] / (h["zeroCount"] + sum(h["counts"])), h)
+        for h in (r["latencyHistogram"] for r in results)
+    )
+    return pods, Service.of_histogram(means[len(means) // 2][1])
 
 
 def test_a_slower_rtt_regresses_is_acknowledged_and_the_plan_matches_a_hand_calculation(
@@ -136,9 +141,15 @@ def test_a_slower_rtt_regresses_is_acknowledged_and_the_plan_matches_a_hand_calc
     # The capacity plan of the newest run, against a hand calculation from its Results.
     plan = status(baseline)["capacityPlan"]
     run = lab.get(plan["run"])
-    pods, workers = _plan_by_hand(run, target)
+    pods, service = _plan_by_hand(run, target)
     [asyncio] = plan["models"]
-    assert (asyncio["pods"], asyncio["workersPerPod"]) == (pods, workers), plan
+    assert asyncio["pods"] == pods, plan
+    # The fewest workers for which at most 20 % of tasks wait and p99 <= 1s, wait counted.
+    rate, workers = target["ratePerSecond"] / pods, asyncio["workersPerPod"]
+    held, fewer = queue(rate, service, workers, 0.99), queue(rate, service, workers - 1, 0.99)
+    assert held and held.wait_probability <= 0.2 and held.latency <= 1, plan
+    assert not fewer or fewer.wait_probability > 0.2 or fewer.latency > 1, plan
+    assert asyncio["expectedOccupancy"] == round(rate * service.mean / workers, 3), plan
     assert (
         plan["display"]
         == f"{pods} Pod{'s' if pods > 1 else ''} \N{MULTIPLICATION SIGN} 1 CPU, asyncio"

@@ -1,43 +1,44 @@
 """Measured points → Pods and cores for a target load (status.capacityPlan): per model, how
-many Pods of the experiment's size carry `spec.capacity.target`, and the cheapest model that
-meets its latency objective. Pure: the operator and the local backend plan alike.
+many Pods of the experiment's size, each with how many workers, carry `spec.capacity.target`,
+and the cheapest model that meets its latency objective. Pure: the operator and the local
+backend plan alike. docs/capacity-plan.md explains it with a worked example.
 
 One trial is one Pod with k = `spec.resources.cpu` pinned cores and `spec.resources.memory`.
 
 Points: `group_points` under the experiment's pinning, at the plan's RTT (`target.rtt`, else
 the largest RTT of the matrix: the slowest backend, the conservative case; workloads without
-an RTT have one), with at least one counted Result and no failed task in any of them. Per
-point, medians over its repetitions (so one outlier does not move the plan):
+an RTT have one), with at least one counted Result, no failed task and no dropped arrival in
+any of them. Per point, medians over its repetitions (so one outlier does not move the plan),
+per Pod (a trial of several Pods shares its rate, tasks and memory among them):
 
     X   = throughputPerSecond                  tasks/s one Pod sustained
     Q   = latencySeconds[percentile]           the objective's percentile (p50, p90 or p99)
-    T   = time a task holds a worker, for Little's law (the Result has no mean latency):
-          with fewer workers than tasks the workers run a closed loop, so Little's law on
-          the measurement itself gives the mean, W / X (it includes the per-task work
-          beyond p50); with a worker per task nothing queues, and T = latencySeconds.p50
+    S   = the time a task holds its worker, as a distribution: the histogram (latencyHistogram;
+          an arrival run's serviceHistogram, without its wait) of the repetition whose mean
+          is the median
+    T   = E[S] = histogram sum / count         the mean, as Little's law needs (not p50)
     c   = (cpuUserSeconds + cpuSystemSeconds) / tasks      CPU seconds per task
     m   = peakRssBytes
 
 A point meets the objective when Q <= max. Its usable rate per Pod keeps the Pod's CPUs at the
-target utilisation U, assuming that running below a measured load does not raise latency:
+target utilisation U, and the Pod no faster than it was measured (so S holds):
 
     r   = min(X, U * k / c)                    (no CPU cap when c = 0)
 
-(A Result's latency is a task's own time from when a worker takes it: the runner's workers
-loop over the tasks, so waiting for a free worker is not in it. The plan sizes workersPerPod
-so that tasks need not wait, and U leaves the headroom for bursts.)
-
 Per model (variant): of its points that meet the objective, the one with the largest r (tie:
-fewer workers). For the target rate R:
+fewer workers). For the target rate R, Pods and workers are sized for queueing
+(cxlab.experiments.queueing: tasks arrive at random at λ = R / pods per Pod):
 
-    pods          = ceil(R / r)
-    workersPerPod = ceil(R * T / pods)         Little's law, L = R * T; at least 1, and 1 for
-                                               sequential (its pods follow from r alone)
+    pods          = the fewest, from ceil(R / r) up, for which some worker count per Pod keeps
+                    P(wait) <= maxWaitProbability and the percentile of wait + service
+                    within the objective (sequential has one worker, so only Pods can grow)
+    workersPerPod = the fewest such workers
     cores         = pods * k
-    memoryBytes   = pods * m                   the peak at the measured workers: high when a
-                                               Pod runs fewer
-    expectedLatencySeconds = Q
-    expectedCpuUtilization = (R / pods) * c / k   at the target load each Pod carries
+    memoryBytes   = pods * m                   the peak at the measured workers
+    expectedLatencySeconds     the objective's percentile of wait + service, predicted
+    expectedOccupancy          λ·T / workersPerPod
+    expectedWaitProbability    Erlang C;  expectedMeanWaitSeconds: Allen-Cunneen
+    expectedCpuUtilization = λ * c / k
 
 The basis is "measured" for one Pod (it runs at or below a load that was measured) and
 "extrapolated" for more: one trial is one Pod, so more Pods assume that Pods add linearly, and
@@ -54,12 +55,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import yaml
+
 from cxlab.experiments.labels import workers_label
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
+from cxlab.experiments.queueing import Queue, Service, smallest_workers
 from cxlab.experiments.spec import CapacityTarget, ExperimentSpec
 from cxlab.experiments.summary import PointRuns, group_points
 from cxlab.shape import Maybe, Shape, nullable
+from cxlab_contract import runner_contract
 from cxlab_contract.durations import format_duration, parse_duration
 from cxlab_contract.result import Result
 
@@ -69,6 +74,8 @@ MAX_PODS = 150_000
 # The multiplication sign of "12 Pods x 1 CPU", escaped: ruff takes it written out for an x.
 TIMES = "\u00d7"
 Percentile = Literal["p50", "p90", "p99"]
+FRACTION: dict[str, float] = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+MOST_WORKERS: int = runner_contract().limits["workers"].max
 Basis = Literal["measured", "extrapolated"]
 
 
@@ -83,6 +90,9 @@ class PlanTarget(Shape):
     """The most that percentile may be, in seconds."""
     cpu_utilization: float
     """The share of each Pod's CPUs the plan may use."""
+    max_wait_probability: Maybe[float] = None
+    """The most of the tasks that may wait for a worker (absent from plans made before it
+    was asked for)."""
 
 
 class ModelPlan(Shape):
@@ -97,8 +107,8 @@ class ModelPlan(Shape):
     workers: Maybe[int] = None
     """Workers of the measured point the plan is built on (one Pod, one trial)."""
     workers_per_pod: Maybe[int] = None
-    """Workers each Pod should run: the target's concurrency (Little's law: rate times p50 latency)
-    spread over the Pods."""
+    """Workers each Pod should run: the fewest for which, with tasks arriving at random, few
+    wait (maxWaitProbability) and the objective holds with the wait in the latency."""
     pods: Maybe[int] = None
     """Pods needed for the target rate."""
     cores_per_pod: Maybe[int] = None
@@ -110,8 +120,18 @@ class ModelPlan(Shape):
     rate_per_pod: Maybe[float] = None
     """Tasks per second one Pod may carry: its measured throughput, capped so its CPUs stay at
     the target utilisation."""
+    holding_time_seconds: Maybe[float] = None
+    """T: the mean time a task holds its worker at the point (Little's law's, not p50)."""
     expected_latency_seconds: Maybe[float] = None
-    """The objective's percentile as measured at the point."""
+    """The objective's percentile of wait plus service at the target, predicted from the
+    measured service times."""
+    expected_occupancy: Maybe[float] = None
+    """The share of the time a Pod's workers are busy at the target (rate per Pod times T over
+    workersPerPod)."""
+    expected_wait_probability: Maybe[float] = None
+    """The share of tasks that find every worker busy (Erlang C)."""
+    expected_mean_wait_seconds: Maybe[float] = None
+    """The mean wait for a worker over all tasks (Allen-Cunneen's M/G/c approximation)."""
     expected_cpu_utilization: Maybe[float] = None
     """The share of a Pod's CPUs used at ratePerPod (at the target each Pod carries
     rate / pods, at most that)."""
@@ -149,6 +169,9 @@ class CapacityPlan(Shape):
     """The choice in short, e.g. "12 Pods \u00d7 1 CPU, asyncio"."""
     message: str
     """The choice in one line, with what it rests on; or why no model meets the objective."""
+    manifest: Maybe[str] = None
+    """The choice as a Deployment fragment to paste (YAML): replicas, each Pod's CPU and memory
+    requests and limits as measured, and its workers as the CONCURRENCY variable."""
 
 
 @dataclass(frozen=True)
@@ -158,8 +181,7 @@ class _Point:
     workers: int  # as run: the spec's 0 resolved to one worker per task
     throughput: float  # X, tasks/s
     latency: float  # Q, at the objective's percentile
-    p50: float
-    tasks: int
+    service: Service  # S, its mean T
     cpu_per_task: float  # c, CPU seconds
     memory: int  # m, bytes
 
@@ -172,12 +194,14 @@ def _measured(results: list[Result], percentile: Percentile) -> _Point:
     """Per Pod: a trial of several Pods (a merged Result) has its rate, tasks and memory
     shared by its Pods (workers are per Pod already)."""
     pods = int(results[0].get("pods", 1))
+    # The repetition whose mean is the median (the upper one of an even count): merging them
+    # all would let one slow repetition's tail into the plan.
+    services = sorted((_service(r) for r in results), key=lambda service: service.mean)
     return _Point(
         workers=int(results[0]["workers"]),
         throughput=_median([r["throughputPerSecond"] / pods for r in results]),
         latency=_median([r["latencySeconds"][percentile] for r in results]),
-        p50=_median([r["latencySeconds"]["p50"] for r in results]),
-        tasks=int(results[0]["tasks"]) // pods,
+        service=services[len(services) // 2],
         cpu_per_task=_median(
             [(r["cpuUserSeconds"] + r["cpuSystemSeconds"]) / r["tasks"] for r in results]
         ),
@@ -185,11 +209,18 @@ def _measured(results: list[Result], percentile: Percentile) -> _Point:
     )
 
 
-def _holding_time(point: _Point) -> float:
-    """T: how long a task holds a worker (see the module's docstring)."""
-    if point.workers >= point.tasks or point.throughput <= 0:
-        return point.p50
-    return max(point.p50, point.workers / point.throughput)
+def _service(result: Result) -> Service:
+    """The time tasks held a worker: an arrival run's service apart from its wait."""
+    arrival = result.get("arrival")
+    return Service.of_histogram(
+        arrival["serviceHistogram"] if arrival else result["latencyHistogram"]
+    )
+
+
+def _whole(result: Result) -> bool:
+    """Every task ran and succeeded: none failed, no arrival was dropped."""
+    arrival = result.get("arrival")
+    return result["tasksFailed"] == 0 and not (arrival and arrival["dropped"])
 
 
 def _ceil(value: float) -> int:
@@ -232,7 +263,9 @@ class _Planner:
         self.rate = target.rate_per_second
         self.utilization = target.cpu_utilization
         self.percentile = target.latency.percentile
+        self.fraction = FRACTION[self.percentile]
         self.objective = parse_duration(target.latency.max)
+        self.max_wait_probability = target.max_wait_probability
         self.objective_text = f"{self.percentile} ≤ {format_duration(self.objective)}"
 
     def usable_rate(self, point: _Point) -> float:
@@ -245,7 +278,7 @@ class _Planner:
     def unmeasured(groups: list[PointRuns], where: str) -> str:
         """Why a model has no point to plan from."""
         if any(g.results for g in groups):
-            return f"every point measured{where} had failed tasks"
+            return f"every point measured{where} had failed tasks or dropped arrivals"
         failed, unpinned = sum(g.failed for g in groups), sum(g.unpinned for g in groups)
         why = []
         if failed:
@@ -257,7 +290,7 @@ class _Planner:
     def model_plan(
         self, variant: str, model: str, groups: list[PointRuns], where: str
     ) -> ModelPlan:
-        usable = [g for g in groups if g.results and all(r["tasksFailed"] == 0 for r in g.results)]
+        usable = [g for g in groups if g.results and all(_whole(r) for r in g.results)]
         points = [_measured(g.results, self.percentile) for g in usable]
         if not points:
             reason = self.unmeasured(groups, where)
@@ -270,31 +303,83 @@ class _Planner:
                 f"{workers_label(model, best.workers)} > {format_duration(self.objective)}"
             )
             return ModelPlan(variant=variant, model=model, meets=False, reason=reason)
-        point = max(meeting, key=lambda p: (self.usable_rate(p), -p.workers))
-        rate_per_pod = self.usable_rate(point)
-        # A throughput rounded to 0 (a day-long task) is a plan of no end of Pods.
-        if rate_per_pod <= 0 or _ceil(self.rate / rate_per_pod) > MAX_PODS:
-            reason = (
-                f"needs more than {MAX_PODS:,} Pods ({_rate_text(rate_per_pod)} tasks/s each), "
-                f"the most Kubernetes supports in one cluster"
+        sized = [(p, self.size(model, p)) for p in meeting]
+        planned = [(p, pods_queue) for p, pods_queue in sized if pods_queue is not None]
+        if not planned:
+            best = max(meeting, key=lambda p: (self.usable_rate(p), -p.workers))
+            return ModelPlan(
+                variant=variant, model=model, meets=False, reason=self.unsized(model, best)
             )
-            return ModelPlan(variant=variant, model=model, meets=False, reason=reason)
-        pods = _ceil(self.rate / rate_per_pod)
-        workers_per_pod = (
-            1 if model == "sequential" else max(1, _ceil(self.rate * _holding_time(point) / pods))
+        # The fewest Pods, then workers; of equals, the point measured at the higher rate,
+        # then with fewer workers.
+        point, (pods, queue) = min(
+            planned,
+            key=lambda pq: (pq[1][0], pq[1][1].workers, -self.usable_rate(pq[0]), pq[0].workers),
         )
+        rate_per_pod = self.usable_rate(point)
         basis, note = self.basis(model, pods, point, rate_per_pod)
         return ModelPlan(
             variant=variant, model=model, meets=True, workers=point.workers,
-            workers_per_pod=workers_per_pod, pods=pods, cores_per_pod=self.cores_per_pod,
+            workers_per_pod=queue.workers, pods=pods, cores_per_pod=self.cores_per_pod,
             cores=pods * self.cores_per_pod, memory_bytes=pods * point.memory,
             rate_per_pod=round(rate_per_pod, 3),
-            expected_latency_seconds=round(point.latency, 6),
+            holding_time_seconds=round(point.service.mean, 6),
+            expected_latency_seconds=round(queue.latency, 6),
+            expected_occupancy=round(queue.occupancy, 3),
+            expected_wait_probability=round(queue.wait_probability, 4),
+            expected_mean_wait_seconds=round(queue.mean_wait, 6),
             expected_cpu_utilization=round(
                 self.rate / pods * point.cpu_per_task / self.cores_per_pod, 3
             ),
             basis=basis, note=note,
         )  # fmt: skip
+
+    def size(self, model: str, point: _Point) -> tuple[int, Queue] | None:
+        """The fewest Pods (from ceil(R / r)) and, for them, the fewest workers per Pod whose
+        queue keeps the wait and the objective; None when no Pod count up to MAX_PODS does."""
+        rate_per_pod = self.usable_rate(point)
+        if rate_per_pod <= 0:  # a throughput rounded to 0: a day-long task
+            return None
+        most = 1 if model == "sequential" else MOST_WORKERS
+
+        def sized(pods: int) -> Queue | None:
+            return smallest_workers(
+                self.rate / pods, point.service, self.fraction, self.objective,
+                self.max_wait_probability, most,
+            )  # fmt: skip
+
+        low = _ceil(self.rate / rate_per_pod)
+        if low > MAX_PODS:
+            return None
+        if (queue := sized(low)) is not None:
+            return low, queue
+        if (queue := sized(MAX_PODS)) is None:
+            return None
+        # More Pods only lighten each one's queue: the fewest that suffice, by bisection.
+        high = MAX_PODS
+        while high - low > 1:
+            middle = (low + high) // 2
+            if (found := sized(middle)) is not None:
+                high, queue = middle, found
+            else:
+                low = middle
+        return high, queue
+
+    def unsized(self, model: str, point: _Point) -> str:
+        """Why no Pod count carries the target with the point's service times."""
+        rate_per_pod = self.usable_rate(point)
+        if rate_per_pod <= 0 or _ceil(self.rate / rate_per_pod) > MAX_PODS:
+            return (
+                f"needs more than {MAX_PODS:,} Pods ({_rate_text(rate_per_pod)} tasks/s each), "
+                f"the most Kubernetes supports in one cluster"
+            )
+        return (
+            f"no number of workers and Pods up to {MAX_PODS:,} keeps {self.objective_text} "
+            f"with the wait for a worker counted and at most "
+            f"{self.max_wait_probability:.0%} of tasks waiting (measured "
+            f"{self.percentile} {format_duration(point.latency)} at "
+            f"{workers_label(model, point.workers)})"
+        )
 
     def basis(self, model: str, pods: int, point: _Point, rate_per_pod: float) -> tuple[Basis, str]:
         basis: Basis
@@ -332,6 +417,7 @@ def capacity_plan(spec: ExperimentSpec, outcomes: Sequence[TrialOutcome]) -> Cap
         rate_per_second=round(target.rate_per_second, 3), percentile=target.latency.percentile,
         latency_seconds=round(planner.objective, 6),
         cpu_utilization=round(target.cpu_utilization, 3),
+        max_wait_probability=round(target.max_wait_probability, 4),
     )  # fmt: skip
     meeting = [(index, m) for index, m in enumerate(models) if m.meets]
     if not meeting:
@@ -350,11 +436,38 @@ def capacity_plan(spec: ExperimentSpec, outcomes: Sequence[TrialOutcome]) -> Cap
         f"{variant}: {shown} ({workers} worker{'s' if workers != 1 else ''} per Pod) for "
         f"{_rate_text(planner.rate)} tasks/s at {planner.objective_text}{rtt_text}, "
         f"expected {planner.percentile} "
-        f"{format_duration(choice.expected_latency_seconds or 0.0)}; "
+        f"{format_duration(choice.expected_latency_seconds or 0.0)} with "
+        f"{choice.expected_wait_probability or 0:.0%} of tasks waiting "
+        f"{format_duration(choice.expected_mean_wait_seconds or 0.0)} on average at "
+        f"{choice.expected_occupancy or 0:.0%} occupancy; "
         f"{choice.basis}: {choice.note}"
     )
     return CapacityPlan(
         target=plan_target, rtt_seconds=rtt, models=models, choice=variant, pods=pods,
         cores=choice.cores, memory_bytes=choice.memory_bytes, basis=choice.basis,
         display=f"{shown}, {variant}", message=message,
+        manifest=_manifest(spec, choice, f"{_rate_text(planner.rate)} tasks/s at "
+                           f"{planner.objective_text}"),
     )  # fmt: skip
+
+
+def _manifest(spec: ExperimentSpec, choice: ModelPlan, target: str) -> str:
+    """A Deployment fragment of the choice: the Pod as measured (requests = limits, the trial's
+    Guaranteed QoS), so many of them, each with the planned workers."""
+    pod_resources = {"cpu": str(spec.resources.cpu), "memory": spec.resources.memory}
+    fragment = {
+        "spec": {
+            "replicas": choice.pods,
+            "template": {"spec": {"containers": [{
+                "name": "app",
+                "resources": {"requests": pod_resources, "limits": dict(pod_resources)},
+                "env": [{"name": "CONCURRENCY", "value": str(choice.workers_per_pod)}],
+            }]}},
+        }
+    }  # fmt: skip
+    head = (
+        f"# cxlab capacity plan: {choice.variant}, {choice.pods} Pods for {target}.\n"
+        f"# Paste into your Deployment (rename the container); CONCURRENCY is the workers (or\n"
+        f"# threads, or connections) each Pod should run: {choice.workers_per_pod}.\n"
+    )
+    return head + yaml.safe_dump(fragment, sort_keys=False)

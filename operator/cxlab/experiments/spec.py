@@ -356,6 +356,10 @@ class CapacityTarget(Strict):
     neighbours."""
     rtt: Rtt | None = None
     """The RTT the plan is for when the workload has several (rtts); unset: the largest."""
+    max_wait_probability: Annotated[float, Field(strict=True, gt=0, le=1)] = 0.2
+    """The most of the tasks arriving at random that may find every worker of their Pod busy
+    and wait for one (Erlang C): the plan adds workers, then Pods, until it holds. 1: no bound
+    but the latency objective, which counts the wait too."""
 
 
 class Capacity(Strict):

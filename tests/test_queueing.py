@@ -1,0 +1,107 @@
+"""The queueing model under the capacity plan (cxlab.experiments.queueing), against references
+it does not share code or formulas with: Wolfram's published ErlangC values, the M/M/c chain's
+balance equations solved exactly, and the M/M/1 and M/D/1 closed forms."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+
+from cxlab.experiments.queueing import Service, erlang_c, queue, smallest_workers
+from cxlab_contract.histogram import build
+
+
+def waiting_by_balance(workers: int, load: Fraction, states: int) -> Fraction:
+    """P(an arrival finds every worker busy) from the birth-death chain of M/M/c cut at
+    `states` customers: π(n) λ = π(n+1) min(n+1, c) μ, solved in exact fractions (PASTA: an
+    arrival sees the time average). The cut's error is of the order of (a/c)^states."""
+    weights = [Fraction(1)]
+    for n in range(states):
+        weights.append(weights[-1] * load / min(n + 1, workers))
+    return sum(weights[workers:]) / sum(weights)
+
+
+# Wolfram Language's ErlangC documentation: ErlangC[3, 2] = 4/9 (its basic example) and two
+# 1 Mbps lines fed 150 packets/s of 10 kb on average, a = 1.5: 0.642857 (its application).
+@pytest.mark.parametrize(("workers", "load", "published"), [(3, 2.0, 4 / 9), (2, 1.5, 0.642857)])
+def test_erlang_c_matches_published_values(workers: int, load: float, published: float) -> None:
+    assert erlang_c(workers, load) == pytest.approx(published, abs=5e-7)
+
+
+@pytest.mark.parametrize(
+    ("workers", "load"),
+    [(1, Fraction(1, 2)), (5, Fraction(5, 2)), (20, Fraction(35, 2)), (120, Fraction(100))],
+)
+def test_erlang_c_matches_the_chains_balance_equations(workers: int, load: Fraction) -> None:
+    exact = waiting_by_balance(workers, load, states=workers + 3000)
+    assert erlang_c(workers, float(load)) == pytest.approx(float(exact), rel=1e-9)
+
+
+def test_erlang_c_refuses_an_overloaded_queue() -> None:
+    with pytest.raises(ValueError, match="load < workers"):
+        erlang_c(4, 4.0)
+    assert queue(rate=40, service=Service.of([(0.1, 1)]), workers=4, q=0.99) is None
+
+
+def exponential(mean: float, points: int = 20_000) -> Service:
+    """An exponential distribution as equally likely points at its quantile midpoints."""
+    return Service.of(
+        [(-mean * math.log(1 - (k + 0.5) / points), 1.0) for k in range(points)], mean
+    )
+
+
+def test_m_m_1_latency_is_exponential_at_rate_mu_minus_lambda() -> None:
+    # M/M/1, μ = 10/s, λ = 5/s: the time in the system is exponential with rate μ - λ = 5, so
+    # its p99 is ln(100) / 5 = 0.92103 s; P(wait) = rho = 0.5; E[wait] = rho / (μ - λ) = 0.1 s.
+    result = queue(rate=5, service=exponential(0.1), workers=1, q=0.99)
+    assert result is not None
+    assert result.wait_probability == pytest.approx(0.5)
+    assert result.mean_wait == pytest.approx(0.1, rel=1e-3)
+    assert result.latency == pytest.approx(math.log(100) / 5, rel=2e-3)
+
+
+def test_m_d_1_mean_wait_is_pollaczek_khinchines() -> None:
+    # M/D/1, service 0.2 s, λ = 3/s, rho = 0.6: E[wait] = rho·T / (2(1 - rho)) = 0.15 s.
+    result = queue(rate=3, service=Service.of([(0.2, 1)]), workers=1, q=0.5)
+    assert result is not None and result.mean_wait == pytest.approx(0.15)
+    assert result.occupancy == pytest.approx(0.6)
+
+
+def test_the_fewest_workers_meet_both_the_wait_and_the_latency_bound() -> None:
+    # Wolfram's application: 30 calls/h of 5 min on average, a = 2.5; at most 10 % may wait.
+    # C(5, 2.5) = 0.1304 > 0.1 and C(6, 2.5) = 0.0474: six workers.
+    service = exponential(300.0, 2000)
+    found = smallest_workers(
+        30 / 3600, service, 0.5, objective=1e9, max_wait_probability=0.1, most=100
+    )
+    assert found is not None and found.workers == 6
+    assert erlang_c(5, 2.5) > 0.1 >= found.wait_probability
+    # The latency bound binds instead: the p99 of service alone is 300·ln(100) = 1381.6 s, and
+    # every worker added lowers the wait's share of it, to a bound just above it.
+    tight = smallest_workers(
+        30 / 3600, service, 0.99, objective=1400, max_wait_probability=1, most=100
+    )
+    assert tight is not None and tight.latency <= 1400
+    fewer = queue(30 / 3600, service, tight.workers - 1, 0.99)
+    assert fewer is None or fewer.latency > 1400
+    # No number of workers brings a p99 below the service's own.
+    assert (
+        smallest_workers(30 / 3600, service, 0.99, objective=1300, max_wait_probability=1, most=100)
+        is None
+    )
+    assert (
+        smallest_workers(30 / 3600, service, 0.5, objective=1e9, max_wait_probability=0.1, most=5)
+        is None
+    )
+
+
+def test_a_histograms_service_keeps_its_exact_mean_and_its_spread() -> None:
+    # 90 % of tasks 0.1 s and 10 % 2.0 s: mean 0.29 s (the p50 is 0.1 s);
+    # Var = 0.9·0.01 + 0.1·4 - 0.29² = 0.3249, cv² = 0.3249 / 0.0841 = 3.863. Read from the
+    # buckets' middles: 2.0 s sits at its bucket's top, 2.2 % above the middle at schema 4, so
+    # the spread is about 5 % low.
+    service = Service.of_histogram(build([0.1] * 900 + [2.0] * 100))
+    assert service.mean == pytest.approx(0.29)
+    assert service.scv == pytest.approx(3.863, rel=0.06)

@@ -286,3 +286,49 @@ def test_closed_loop_and_arrival_experiments_of_two_processes_each(tmp_path: Pat
     assert entry["result"]["durationSeconds"] == 2 and entry["result"]["arrival"] is None
     assert entry["result"]["tasks"] == sum(p["tasks"] for p in entry["podResults"])
     assert entry["result"]["tasks"] > 2 * 4 * 2 / 0.02 * 0.7  # 2 Pods x 4 workers x 2 s / 20 ms
+
+
+def test_cxlab_run_verifies_its_plan_and_refutes_a_sizing_too_small(tmp_path: Path) -> None:
+    # 2,000 tasks/s of 50 ms sleeps at p99 <= 80ms on 1 core per Pod: planned from two closed
+    # bursts, then run as planned, Poisson arrivals queueing for the planned workers.
+    spec: dict[str, Any] = {
+        "workload": {"type": "sleep", "tasks": 2000, "rtt": "50ms"},
+        "models": [{"model": "goroutines", "workers": [100, 200]}],
+        "capacity": {
+            "target": {"ratePerSecond": 2000, "latency": {"percentile": "p99", "max": "80ms"}},
+            "verify": {"duration": "3s"},
+        },
+    }
+    path = write_experiment(tmp_path / "plan.yaml", spec, name="plan")
+    completed = cxlab("run", str(path), cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    result = tmp_path / "out" / "plan" / "result.json"
+    status = json.loads(result.read_text())["status"]
+    plan = status["capacityPlan"]
+    assert plan["basis"] == "verified", plan["message"]
+    last = plan["verification"][-1]
+    assert last["holds"] and last["latencySeconds"] <= 0.08 and last["dropped"] == 0
+    assert (last["pods"], last["workersPerPod"]) == (
+        plan["pods"],
+        plan["models"][0]["workersPerPod"],
+    )
+    # every attempt is a trial of its own in status, after the sweep's two
+    checks = [t["name"] for t in status["trials"][2:]]
+    assert checks == [v["trial"] for v in plan["verification"]] and "-v1-" in checks[0]
+    assert plan["display"].endswith("(verified)")
+    # The plan as a Deployment fragment, from the result
+    shown = cxlab("plan", "--capacity", str(result), cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    fragment = yaml.safe_load(shown.stdout[shown.stdout.index("# cxlab capacity plan") :])
+    assert fragment["spec"]["replicas"] == plan["pods"]
+
+    # 80 workers serve at most 1,600 of the 2,000 tasks/s: the queue grows, and the run says so.
+    spec["capacity"]["verify"] = {"duration": "2s", "workersPerPod": 80, "maxAttempts": 1}
+    path = write_experiment(tmp_path / "small.yaml", spec, name="small")
+    completed = cxlab("run", str(path), cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    small = json.loads((tmp_path / "out" / "small" / "result.json").read_text())["status"]
+    [check] = small["capacityPlan"]["verification"]
+    assert (check["workersPerPod"], check["holds"]) == (80, False)
+    assert "p99" in check["shortfall"] and check["latencySeconds"] > 0.08
+    assert "the sizing spec.capacity.verify gives fell short" in small["capacityPlan"]["message"]

@@ -26,6 +26,8 @@ from cxlab.controller.pass_state import Body, EventSink, Pass, PassReport
 from cxlab.controller.recorder import Recorder
 from cxlab.experiments.decide import Decision, Observed, decide
 from cxlab.experiments.fields import SpecError
+from cxlab.experiments.followups import Fits, Trials, trials_of
+from cxlab.experiments.nodes import Request, fits_now
 from cxlab.experiments.plan import Trial, plan_trials, pod_indexes
 from cxlab.experiments.pod_view import PodView, view_pod
 from cxlab.experiments.pods import (
@@ -135,7 +137,9 @@ class Reconciler:
         where it stands in the queue while it has started nothing."""
         metadata = body["metadata"]
         memory = self.memory.setdefault((metadata["namespace"], metadata["name"]), Memory())
-        trials = plan_trials(spec)
+        fits = self._fits(spec)
+        followed = self._trials(metadata["namespace"], metadata["name"], spec, status, fits, memory)
+        trials = followed.trials
         recorded = {e.name: e for e in status.entries}
         attempts = dict(status.attempts or {})
         pods = indexed + self._unindexed(
@@ -155,7 +159,42 @@ class Reconciler:
             admission = admit(body, observed, why_impossible, queue, self.nodes, held)
         current = spec_json(body.get("spec") or {})
         spec_changed = (status.started_spec or current) != current
-        return Pass(body, status, spec, spec_changed, observed, memory, admission)
+        return Pass(
+            body, status, spec, spec_changed, observed, memory, admission,
+            fits=fits, unverified=followed.unverified,
+        )  # fmt: skip
+
+    def _trials(
+        self, namespace: str, name: str, spec: ExperimentSpec, status: ExperimentStatus,
+        fits: Fits, memory: Memory,
+    ) -> Trials:  # fmt: skip
+        """The sweep, and once it has ended a verification of the plan when the spec asks for
+        one: the plan is made from the sweep's Results, read back from their ConfigMaps."""
+        sweep = plan_trials(spec)
+        recorded = {e.name for e in status.entries}
+        verifying = spec.capacity is not None and spec.capacity.verifying is not None
+        if not verifying or any(t.name not in recorded for t in sweep):
+            return Trials(sweep)
+        key = frozenset(recorded)
+        if memory.followed is None or memory.followed[0] != key:
+            entries = self.recorder.full_entries(namespace, name, list(status.entries))
+            memory.followed = (key, trials_of(spec, entries, fits))
+        return memory.followed[1]
+
+    def _fits(self, spec: ExperimentSpec) -> Fits:
+        """Why the cluster's nodes, even empty, cannot hold a verification's Pods at once."""
+        request = Request.of(spec)
+
+        def fits(trial: Trial) -> str | None:
+            if fits_now(request, self.nodes(), [], trial.pods):
+                return None
+            return (
+                f"the plan's {trial.pods} Pods of {spec.resources.cpu} CPU and "
+                f"{spec.resources.memory} do not fit this cluster's nodes at once, even empty: "
+                f"too big to verify here"
+            )
+
+        return fits
 
     def _unindexed(
         self,

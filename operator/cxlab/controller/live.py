@@ -63,7 +63,8 @@ class LiveReads:
             if self.final_reads:
                 self._final_reads(experiment, trials[trial_name], pods, memory)
             done = memory.tasks_done.get(trial_name)
-            running.append(running_entry(trial_name, first.name, tasks, done, elapsed))
+            total = None if trials[trial_name].verify else tasks  # a verification: arrivals
+            running.append(running_entry(trial_name, first.name, total, done, elapsed))
         for gone in memory.final_reads.keys() - by_trial.keys():
             del memory.final_reads[gone]
         # Trials whose first Pods this pass creates are running as of this write: the pass
@@ -71,7 +72,8 @@ class LiveReads:
         for trial, attempt, index in decision.create:
             if trial.name not in by_trial and index == _first_pod(trial):
                 pod_name = trial_pod_name(experiment, trial, attempt, index)
-                running.append(running_entry(trial.name, pod_name, tasks, None, 0.0))
+                total = None if trial.verify else tasks
+                running.append(running_entry(trial.name, pod_name, total, None, 0.0))
         return running
 
     def _final_reads(

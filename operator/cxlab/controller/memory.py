@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cxlab.experiments.followups import Trials
 from cxlab.experiments.pod_view import PodView
 
 
@@ -20,3 +21,6 @@ class Memory:
     created: dict[str, tuple[float, PodView]] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)  # Pods it deleted, while still indexed
     released: set[tuple[str, int]] = field(default_factory=set)  # (trial, attempt)
+    # The trials after the sweep, by the ended trials they follow from: a verification's
+    # plan is made once, not read from the Results' ConfigMaps every pass it runs.
+    followed: tuple[frozenset[str], Trials] | None = None

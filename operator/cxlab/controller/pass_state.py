@@ -10,6 +10,7 @@ from typing import Any
 from cxlab.controller.admission import Admission
 from cxlab.controller.memory import Memory
 from cxlab.experiments.decide import Observed
+from cxlab.experiments.followups import Fits
 from cxlab.experiments.pod_view import PodView
 from cxlab.experiments.pods import COMPONENT_TARGET
 from cxlab.experiments.spec import ExperimentSpec
@@ -44,6 +45,8 @@ class Pass:
     memory: Memory
     admission: Admission
     written: Body | None = None
+    fits: Fits | None = None  # why the cluster cannot run a verification of so many Pods
+    unverified: str | None = None  # why a verification asked for does not run
 
     @property
     def namespace(self) -> str:

@@ -11,6 +11,7 @@ from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.pass_state import Pass
 from cxlab.controller.prometheus import FIELDS, PrometheusClient, TrialWindow, trial_usage
 from cxlab.experiments.decide import Decision
+from cxlab.experiments.followups import trials_of
 from cxlab.experiments.record import Live, build_status
 from cxlab.experiments.results_store import (
     chunk_of,
@@ -86,12 +87,17 @@ class Recorder:
         self, state: Pass, decision: Decision, running: list[RunningTrial], old: ExperimentStatus
     ) -> ExperimentStatus:
         entries = [*state.observed.recorded.values(), *decision.finished]
-        if len(entries) >= len(state.observed.trials):  # the last pass: the summary reads all
+        trials, unverified = state.observed.trials, state.unverified
+        if len(entries) >= len(trials):  # the last pass: the summary reads all
             entries = self._full_entries(state, entries)
+            # or the sweep's end, which may call for a verification of the plan
+            followed = trials_of(state.spec, entries, state.fits)
+            trials, unverified = followed.trials, followed.unverified
         admission = state.admission
         return build_status(
+            unverified=unverified,
             spec=state.spec,
-            trials=state.observed.trials,
+            trials=trials,
             entries=entries,
             live=Live(
                 running=running,
@@ -111,12 +117,17 @@ class Recorder:
         )
 
     def _full_entries(self, state: Pass, entries: list[TrialEntry]) -> list[TrialEntry]:
+        return self.full_entries(state.namespace, state.name, entries)
+
+    def full_entries(
+        self, namespace: str, name: str, entries: list[TrialEntry]
+    ) -> list[TrialEntry]:
         """The trial entries, full: a compact one replaced by its full entry from the
         experiment's ConfigMaps (one list). An entry with its Result inline (fresh in this
         pass, or written by an operator before the ConfigMaps) is its own full entry."""
         if not any(e.results_in for e in entries):
             return entries
-        chunks = self.kube.list_config_maps(state.namespace, results_selector(state.name))
+        chunks = self.kube.list_config_maps(namespace, results_selector(name))
         stored = entries_of(chunks)
         return [stored.get(e.name, e) if e.results_in else e for e in entries]
 

@@ -6,6 +6,7 @@ deletes no run before its history entry is written."""
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -42,9 +43,19 @@ def view_run(body: Mapping[str, Any]) -> RunView:
     )
 
 
+def run_spec(template: Mapping[str, Any]) -> dict[str, Any]:
+    """The template's spec as the user wrote it; a capacity plan is verified unless the
+    template says verify: {enabled: false} (a schedule exists to plan capacity)."""
+    spec = copy.deepcopy(dict(template))
+    capacity = spec.get("capacity")
+    if isinstance(capacity, dict) and capacity.get("verify") is None:
+        capacity["verify"] = {}
+    return spec
+
+
 def run_manifest(schedule: Mapping[str, Any], name: str, slot: str) -> dict[str, Any]:
-    """The run: the template's spec as the user wrote it, owned by the schedule (deleting the
-    schedule deletes its runs), labelled and annotated with its slot."""
+    """The run: the template's spec (run_spec), owned by the schedule (deleting the schedule
+    deletes its runs), labelled and annotated with its slot."""
     metadata = schedule["metadata"]
     return {
         "apiVersion": API_VERSION,
@@ -64,7 +75,7 @@ def run_manifest(schedule: Mapping[str, Any], name: str, slot: str) -> dict[str,
                 }
             ],
         },
-        "spec": schedule["spec"]["experimentTemplate"]["spec"],
+        "spec": run_spec(schedule["spec"]["experimentTemplate"]["spec"]),
     }
 
 

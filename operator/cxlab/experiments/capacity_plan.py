@@ -66,6 +66,8 @@ from cxlab.experiments.summary import PointRuns, group_points
 from cxlab.shape import Maybe, Shape, nullable
 from cxlab_contract import runner_contract
 from cxlab_contract.durations import format_duration, parse_duration
+from cxlab_contract.histogram import count as histogram_count
+from cxlab_contract.histogram import quantile
 from cxlab_contract.result import Result
 
 # Kubernetes' documented limit of one cluster: a plan past it is no plan (and its byte
@@ -76,7 +78,7 @@ TIMES = "\u00d7"
 Percentile = Literal["p50", "p90", "p99"]
 FRACTION: dict[str, float] = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 MOST_WORKERS: int = runner_contract().limits["workers"].max
-Basis = Literal["measured", "extrapolated"]
+Basis = Literal["measured", "extrapolated", "verified", "refuted"]
 
 
 class PlanTarget(Shape):
@@ -135,13 +137,53 @@ class ModelPlan(Shape):
     expected_cpu_utilization: Maybe[float] = None
     """The share of a Pod's CPUs used at ratePerPod (at the target each Pod carries
     rate / pods, at most that)."""
-    basis: Maybe[Literal["measured", "extrapolated"]] = None
+    basis: Maybe[Basis] = None
     """measured: one Pod at or below a measured load; extrapolated: several Pods from
-    measurements of one, assuming Pods add linearly."""
+    measurements of one, assuming Pods add linearly; verified or refuted: the plan was run
+    (the chosen model's)."""
     note: Maybe[str] = None
     """What the numbers rest on."""
     reason: Maybe[str] = None
     """Why the model cannot meet the objective (meets: false)."""
+
+
+class Verification(Shape):
+    """One run of a plan: its Pods and workers at the target rate, tasks arriving at random,
+    and what it measured against the objective."""
+
+    attempt: int
+    """1 for the plan as made; each later attempt has one more Pod."""
+    trial: str
+    """The verification trial (in status.trials)."""
+    pods: int
+    """Pods run."""
+    workers_per_pod: int
+    """Workers each Pod ran."""
+    rate_per_second: float
+    """Tasks per second offered to all Pods together."""
+    percentile: Literal["p50", "p90", "p99"]
+    """The objective's percentile."""
+    objective_seconds: float
+    """The objective: the most that percentile may be."""
+    holds: bool
+    """Whether the plan held: every arrival on time, none dropped or failed, the objective
+    met with the wait for a worker counted."""
+    achieved_rate_per_second: Maybe[float] = None
+    """Arrivals issued per second, all Pods together."""
+    latency_seconds: Maybe[float] = None
+    """The objective's percentile as measured, from each task's arrival."""
+    mean_wait_seconds: Maybe[float] = None
+    """The mean wait for a worker."""
+    wait_p99_seconds: Maybe[float] = None
+    """The p99 of the wait for a worker."""
+    dropped: Maybe[int] = None
+    """Arrivals dropped (none is, as tasks queue)."""
+    generator_saturated: Maybe[bool] = None
+    """The runner could not issue the arrivals on time: it measured itself, not the plan."""
+    summary: Maybe[str] = None
+    """What it measured, in one line."""
+    shortfall: Maybe[str] = None
+    """What fell short, when the plan did not hold."""
 
 
 class CapacityPlan(Shape):
@@ -163,12 +205,17 @@ class CapacityPlan(Shape):
     """CPUs of the choice, all Pods together."""
     memory_bytes: Maybe[int] = None
     """Memory of the choice, all Pods together."""
-    basis: Maybe[Literal["measured", "extrapolated"]] = None
-    """Whether the choice rests on a measured load of one Pod or is extrapolated to several."""
+    basis: Maybe[Basis] = None
+    """Whether the choice rests on a measured load of one Pod, is extrapolated to several, or
+    was run and held (verified) or fell short (refuted)."""
     display: str
     """The choice in short, e.g. "12 Pods \u00d7 1 CPU, asyncio"."""
     message: str
     """The choice in one line, with what it rests on; or why no model meets the objective."""
+    verification: Maybe[list[Verification]] = None
+    """The plan run (spec.capacity.verify), attempt by attempt: the last is the plan shown."""
+    unverified: Maybe[str] = None
+    """Why the plan was not run although spec.capacity.verify asked for it."""
     manifest: Maybe[str] = None
     """The choice as a Deployment fragment to paste (YAML): replicas, each Pod's CPU and memory
     requests and limits as measured, and its workers as the CONCURRENCY variable."""
@@ -238,7 +285,7 @@ def _at_rtt(trial: Trial, rtt: float | None) -> bool:
     return math.isclose(trial.rtt_seconds, rtt)
 
 
-def _plan_rtt(spec: ExperimentSpec) -> float | None:
+def plan_rtt(spec: ExperimentSpec) -> float | None:
     target = spec.capacity.target if spec.capacity else None
     if target and target.rtt:
         return parse_duration(target.rtt)
@@ -288,7 +335,7 @@ class _Planner:
         return f"no trial{where} has a Result" + (f" ({', '.join(why)})" if why else "")
 
     def model_plan(
-        self, variant: str, model: str, groups: list[PointRuns], where: str
+        self, variant: str, model: str, groups: list[PointRuns], where: str, min_pods: int = 1
     ) -> ModelPlan:
         usable = [g for g in groups if g.results and all(_whole(r) for r in g.results)]
         points = [_measured(g.results, self.percentile) for g in usable]
@@ -303,7 +350,7 @@ class _Planner:
                 f"{workers_label(model, best.workers)} > {format_duration(self.objective)}"
             )
             return ModelPlan(variant=variant, model=model, meets=False, reason=reason)
-        sized = [(p, self.size(model, p)) for p in meeting]
+        sized = [(p, self.size(model, p, min_pods)) for p in meeting]
         planned = [(p, pods_queue) for p, pods_queue in sized if pods_queue is not None]
         if not planned:
             best = max(meeting, key=lambda p: (self.usable_rate(p), -p.workers))
@@ -334,9 +381,10 @@ class _Planner:
             basis=basis, note=note,
         )  # fmt: skip
 
-    def size(self, model: str, point: _Point) -> tuple[int, Queue] | None:
-        """The fewest Pods (from ceil(R / r)) and, for them, the fewest workers per Pod whose
-        queue keeps the wait and the objective; None when no Pod count up to MAX_PODS does."""
+    def size(self, model: str, point: _Point, min_pods: int = 1) -> tuple[int, Queue] | None:
+        """The fewest Pods (from ceil(R / r), or min_pods) and, for them, the fewest workers
+        per Pod whose queue keeps the wait and the objective; None when no Pod count up to
+        MAX_PODS does."""
         rate_per_pod = self.usable_rate(point)
         if rate_per_pod <= 0:  # a throughput rounded to 0: a day-long task
             return None
@@ -348,7 +396,7 @@ class _Planner:
                 self.max_wait_probability, most,
             )  # fmt: skip
 
-        low = _ceil(self.rate / rate_per_pod)
+        low = max(_ceil(self.rate / rate_per_pod), min_pods)
         if low > MAX_PODS:
             return None
         if (queue := sized(low)) is not None:
@@ -400,19 +448,146 @@ class _Planner:
         return basis, note
 
 
-def capacity_plan(spec: ExperimentSpec, outcomes: Sequence[TrialOutcome]) -> CapacityPlan | None:
-    """status.capacityPlan; None when the spec asks for no capacity plan."""
+def capacity_plan(
+    spec: ExperimentSpec, outcomes: Sequence[TrialOutcome], unverified: str | None = None
+) -> CapacityPlan | None:
+    """status.capacityPlan; None when the spec asks for no capacity plan. The sweep's
+    outcomes plan; a verification's (trial.verify) say whether the plan held, and the plan
+    shown is the last one run. `unverified`: why the plan was not run, when it was asked to
+    be."""
     if spec.capacity is None:
         return None
+    sweep = [o for o in outcomes if not o.trial.verify]
+    checks = sorted((o for o in outcomes if o.trial.verify), key=lambda o: o.trial.verify)
+    plan = _plan(spec, sweep)
+    if plan.choice is None:
+        return plan
+    if not checks:
+        if unverified:
+            plan.message += f"; not verified: {unverified}"
+            plan.unverified = unverified
+        return plan
+    verification = [verification_of(spec, o) for o in checks]
+    last = verification[-1]
+    tried = f" after {len(checks)} attempts" if len(checks) > 1 else ""
+    verify = spec.capacity.verify
+    if verify and (verify.pods or verify.workers_per_pod):
+        # A sizing of the user's was run, not the plan: the plan stands as made.
+        plan.verification = verification
+        verdict = (
+            f"held{tried}: {last.summary}" if last.holds else f"fell short{tried}: {last.shortfall}"
+        )
+        plan.message += f"; the sizing spec.capacity.verify gives {verdict}"
+        return plan
+    # The plan as last run: the first choice with the Pods of the last attempt.
+    plan = _plan(spec, sweep, forced=(plan.choice, checks[-1].trial.pods))
+    plan.verification = verification
+    plan.basis = "verified" if last.holds else "refuted"
+    plan.display += f" ({plan.basis})"
+    if last.holds:
+        plan.message += f"; verified{tried}: {last.summary}"
+    else:
+        plan.message += f"; refuted{tried}: {last.shortfall}"
+    for model in plan.models:
+        if model.variant == plan.choice:
+            model.basis = plan.basis
+    return plan
+
+
+def first_choice(spec: ExperimentSpec, sweep: Sequence[TrialOutcome]) -> ModelPlan | None:
+    """The plan a verification runs first: the chosen model's, from the sweep alone."""
+    plan = _plan(spec, sweep)
+    return next((m for m in plan.models if m.variant == plan.choice), None)
+
+
+def attempt_plan(
+    spec: ExperimentSpec, sweep: Sequence[TrialOutcome], attempt: int
+) -> ModelPlan | None:
+    """The plan the verification's attempt runs: the first choice with attempt - 1 more Pods
+    (each re-sized for its share of the rate); None when there is no choice."""
+    first = first_choice(spec, sweep)
+    if first is None or first.pods is None:
+        return None
+    plan = _plan(spec, sweep, forced=(first.variant, first.pods + attempt - 1))
+    return next((m for m in plan.models if m.variant == plan.choice), None)
+
+
+def verification_of(spec: ExperimentSpec, outcome: TrialOutcome) -> Verification:
+    """Whether a verification trial held the objective at the rate: every arrival issued on
+    time (the generator not saturated), none dropped or failed, and the objective's percentile
+    of latency, wait included, within it."""
+    assert spec.capacity is not None
+    target, trial = spec.capacity.target, outcome.trial
+    percentile, objective = target.latency.percentile, parse_duration(target.latency.max)
+    figures = Verification(
+        attempt=trial.verify, trial=trial.name, pods=trial.pods,
+        workers_per_pod=trial.workers, rate_per_second=round(trial.rate or 0.0, 3),
+        percentile=percentile, objective_seconds=round(objective, 6), holds=False,
+    )  # fmt: skip
+    result = outcome.result
+    if result is None or outcome.error:
+        figures.shortfall = f"the trial failed: {outcome.error or 'no Result'}"
+        return figures
+    arrival = result.get("arrival")
+    latency = result["latencySeconds"][percentile]
+    figures.latency_seconds = round(latency, 6)
+    short = []
+    if arrival is not None:
+        waits = arrival["waitHistogram"]
+        figures.achieved_rate_per_second = round(arrival["achievedRatePerSecond"], 3)
+        figures.mean_wait_seconds = round(waits["sum"] / max(1, histogram_count(waits)), 6)
+        figures.wait_p99_seconds = round(quantile(waits, 0.99), 6)
+        figures.dropped = arrival["dropped"]
+        figures.generator_saturated = arrival["generatorSaturated"]
+        if arrival["generatorSaturated"]:
+            short.append(
+                f"the generator could not keep the rate ({arrival['saturation'] or 'saturated'})"
+            )
+        if arrival["dropped"]:
+            short.append(f"{arrival['dropped']} arrivals dropped")
+    if result["tasksFailed"]:
+        short.append(f"{result['tasksFailed']} tasks failed")
+    if latency > objective:
+        short.append(
+            f"{percentile} {format_duration(latency)} > {format_duration(objective)}"
+            + (
+                f" (waits: mean {format_duration(figures.mean_wait_seconds)}, p99 "
+                f"{format_duration(figures.wait_p99_seconds or 0.0)})"
+                if figures.mean_wait_seconds is not None
+                else ""
+            )
+        )
+    figures.holds = not short
+    pods = f"{trial.pods} Pod{'s' if trial.pods != 1 else ''} x {trial.workers} workers"
+    figures.summary = (
+        f"{pods} at {_rate_text(trial.rate or 0.0)} tasks/s measured {percentile} "
+        f"{format_duration(latency)} ≤ {format_duration(objective)}"
+    )
+    if short:
+        figures.shortfall = f"{pods} at {_rate_text(trial.rate or 0.0)} tasks/s: " + "; ".join(
+            short
+        )
+    return figures
+
+
+def _plan(
+    spec: ExperimentSpec, sweep: Sequence[TrialOutcome], forced: tuple[str, int] | None = None
+) -> CapacityPlan:
+    """The plan from the sweep; `forced`: this variant is the choice, with at least these
+    Pods (a verification's later attempt)."""
+    assert spec.capacity is not None
     target = spec.capacity.target
     planner = _Planner(spec, target)
-    rtt = _plan_rtt(spec)
+    rtt = plan_rtt(spec)
     where = f" at RTT {format_duration(rtt)}" if rtt is not None else ""
-    groups = [g for g in group_points(outcomes, spec.pinning) if _at_rtt(g.trial, rtt)]
+    groups = [g for g in group_points(sweep, spec.pinning) if _at_rtt(g.trial, rtt)]
     models = [
-        planner.model_plan(variant, model, [g for g in groups if g.trial.variant == variant], where)
+        planner.model_plan(
+            variant, model, [g for g in groups if g.trial.variant == variant], where,
+            min_pods=forced[1] if forced and forced[0] == variant else 1,
+        )
         for variant, model in _variants(spec)
-    ]
+    ]  # fmt: skip
     plan_target = PlanTarget(
         rate_per_second=round(target.rate_per_second, 3), percentile=target.latency.percentile,
         latency_seconds=round(planner.objective, 6),
@@ -420,6 +595,8 @@ def capacity_plan(spec: ExperimentSpec, outcomes: Sequence[TrialOutcome]) -> Cap
         max_wait_probability=round(target.max_wait_probability, 4),
     )  # fmt: skip
     meeting = [(index, m) for index, m in enumerate(models) if m.meets]
+    if forced:
+        meeting = [(index, m) for index, m in meeting if m.variant == forced[0]]
     if not meeting:
         display = f"no model meets {planner.objective_text}"
         reasons = "; ".join(f"{m.variant}: {m.reason}" for m in models)

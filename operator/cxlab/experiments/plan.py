@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cxlab.experiments.spec import GO_MODELS, ExperimentSpec
+from cxlab.experiments.fields import LIMITS
+from cxlab.experiments.spec import GO_MODELS, ArrivalSpec, ExperimentSpec
 from cxlab_contract.arrivals import format_stages
 from cxlab_contract.durations import format_duration, parse_duration
 from cxlab_contract.result import floor_seconds as runner_floor_seconds
@@ -13,6 +14,10 @@ from cxlab_contract.result import resolve_workers
 
 PYTHON_RUNNER = ("python3", "-m", "cxlab_runner")
 GO_RUNNER = ("cxlab-runner-go",)
+# A verification's arrivals: their own seed; the first seconds (a tenth, at most this) are
+# its warm-up, left out of its latencies.
+VERIFY_SEED = 27
+VERIFY_WARMUP_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -27,13 +32,17 @@ class Trial:
     repetition: int  # 1-based
     pods: int = 1  # runner Pods (processes), started together at the barrier
     rate: float | None = None  # arrival runs: the whole trial's arrivals per second
+    verify: int = 0  # a capacity plan's verification: its attempt (1, 2, ...); 0: the sweep
 
     @property
     def name(self) -> str:
         """Stable, DNS-label-safe id, e.g. 007-threads-w100-rtt100ms-r2, with the Pods when
         there are several: 008-threads-n3-w100-rtt100ms-r2 (3 Pods of 100 workers), and an
-        arrival run's rate: 009-asyncio-w0-rtt50ms-a2000-r1 (2,000 a second)."""
+        arrival run's rate: 009-asyncio-w0-rtt50ms-a2000-r1 (2,000 a second), and a capacity
+        plan's verification its attempt: 012-v1-asyncio-n2-w6-rtt100ms-a60-r1."""
         parts = [f"{self.index:03d}", self.model]
+        if self.verify:
+            parts.insert(1, f"v{self.verify}")
         if self.pods > 1:
             parts.append(f"n{self.pods}")
         parts.append(f"w{self.workers}")
@@ -99,11 +108,34 @@ def pod_tasks(tasks: int, pods: int, pod: int) -> int:
     return tasks // pods + (1 if pod < tasks % pods else 0)
 
 
+def trial_spec(spec: ExperimentSpec, trial: Trial) -> ExperimentSpec:
+    """The spec a trial runs: the experiment's, or for a capacity plan's verification the
+    same with its workload arriving at random at the trial's rate for verify.duration,
+    queueing for the planned workers (so the wait is in every latency)."""
+    verify = spec.capacity.verifying if spec.capacity else None
+    if not trial.verify or verify is None:
+        return spec
+    # A late arrival's lateness is in its latency, so the objective bounds the lag itself:
+    # a generator is saturated (the trial refuted) only past it, or short of the rate.
+    objective = spec.capacity.target.latency.max if spec.capacity else "10ms"
+    max_lag = format_duration(min(parse_duration(objective), parse_duration(LIMITS["max-lag"].max)))
+    arrival = ArrivalSpec(
+        rate_per_second=trial.rate, duration=verify.duration, process="poisson",
+        on_busy="queue", max_lag=max_lag, seed=VERIFY_SEED,
+    )  # fmt: skip
+    seconds = parse_duration(verify.duration)
+    warmup = format_duration(min(VERIFY_WARMUP_SECONDS, seconds / 10))
+    workload = spec.workload.model_copy(
+        update={"tasks": None, "duration": None, "arrival": arrival, "warmup": warmup}
+    )
+    return spec.model_copy(update={"workload": workload})
+
+
 def floor_seconds(spec: ExperimentSpec, trial: Trial) -> float | None:
     """The physical lower bound of the trial's wall time, None where there is none (cpu, and
     a duration run, which lasts its time): its largest Pod's (Pod 0's share) when it has
     several."""
-    workload = spec.workload
+    workload = trial_spec(spec, trial).workload
     if workload.tasks is None:
         return None
     tasks = pod_tasks(workload.tasks, trial.pods, 0)
@@ -185,6 +217,7 @@ def runner_command(
     `barrier_timeout`; one Pod alone starts at once. A distributed Locust trial has no such
     barrier: its master waits for its workers (as long), and `locust_address` is where the
     master listens (for the master's own Pod) or is reached (for a worker's)."""
+    spec = trial_spec(spec, trial)
     workload = spec.workload
     runner = GO_RUNNER if trial.model in GO_MODELS else PYTHON_RUNNER
     master = locust_master(trial)

@@ -91,10 +91,14 @@ class Recording:
     live: Live
     generation: int
     now: datetime
+    unverified: str | None = None  # why a verification asked for does not run
 
     @property
     def failed(self) -> int:
-        return sum(e.failed for e in self.entries)
+        """Failed trials of the sweep: a verification that failed refutes its plan, it does
+        not fail the experiment."""
+        checks = {t.name for t in self.trials if t.verify}
+        return sum(e.failed for e in self.entries if e.name not in checks)
 
     @property
     def done(self) -> bool:
@@ -132,11 +136,12 @@ def build_status(
     generation: int,
     now: datetime,
     spec_changed: bool = False,
+    unverified: str | None = None,
 ) -> ExperimentStatus:
     """The whole status, the same for both backends. `old` is the status written before (its
     start time, queue wait and conditions carry over); `entries` every ended trial's."""
     old = old or ExperimentStatus()
-    made = Recording(spec, trials, entries, live, generation, now)
+    made = Recording(spec, trials, entries, live, generation, now, unverified)
     status = ExperimentStatus(
         phase=made.phase(), observed_generation=generation,
         started_spec=old.started_spec or started_spec, progress=_progress(made),
@@ -185,11 +190,10 @@ def _finish(
 ) -> list[Condition]:
     """Every trial has ended: the summary, the plan, the completion time and the verdict."""
     outcomes = outcomes_of(made.trials, made.entries)
-    summary = summarize(
-        outcomes, made.spec.tolerance, made.spec.pinning, latency_objective(made.spec)
-    )
+    sweep = [o for o in outcomes if not o.trial.verify]  # a verification is the plan's
+    summary = summarize(sweep, made.spec.tolerance, made.spec.pinning, latency_objective(made.spec))
     status.summary = summary
-    status.capacity_plan = capacity_plan(made.spec, outcomes)
+    status.capacity_plan = capacity_plan(made.spec, outcomes, made.unverified)
     status.completion_time = old.completion_time or whole_seconds(made.now)
     if summary["recommendations"]:  # saying so when it is noisy or tied
         status.best = best_line(summary["recommendations"][0])
@@ -198,7 +202,12 @@ def _finish(
     succeeded = f"{total - failed} of {total} trials succeeded"
     if failed:
         live = made.live
-        failures = [f"{e.name}: {e.message or ''}" for e in made.entries if e.failed]
+        checks = {t.name for t in made.trials if t.verify}
+        failures = [
+            f"{e.name}: {e.message or ''}"
+            for e in made.entries
+            if e.failed and e.name not in checks
+        ]
         message = live.failure or f"{failed} trial(s) failed: " + "; ".join(failures)
         reason = (live.failure_reason or "Unschedulable") if live.failure else "TrialsFailed"
         conditions = made.set(conditions, "Complete", False, "TrialsFailed", succeeded)

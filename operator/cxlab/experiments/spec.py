@@ -75,6 +75,8 @@ MAX_MODELS = 7
 DEFAULT_RESPONSE_BYTES = 64  # body size the delay target sends when responseBytes is unset
 # One OS process per worker: past this a trial measures fork storms, not the model.
 MAX_PROCESS_WORKERS = 512
+# Plans a verification tries before it says the plan is refuted: each adds a Pod.
+MAX_VERIFY_ATTEMPTS = 5
 # One OS thread per worker: every thread stack is two memory mappings, and the kernel's
 # default vm.max_map_count (65530) runs out near 32,000 threads in one process.
 MAX_THREAD_WORKERS = 30_000
@@ -362,11 +364,39 @@ class CapacityTarget(Strict):
     but the latency objective, which counts the wait too."""
 
 
+class VerifySpec(Strict):
+    """Run the chosen plan to see whether it holds: its Pods, each with its workers, at the
+    target rate split among them, tasks arriving at random (Poisson) and queueing for a worker,
+    for a duration. Refuted, one more Pod is tried, up to maxAttempts plans in all."""
+
+    enabled: bool = True
+    """false: plan without running the plan (a schedule's template verifies unless it says
+    so)."""
+    duration: RunDuration = "60s"
+    """How long tasks arrive at each verification trial."""
+    max_attempts: Annotated[int, Field(strict=True, ge=1, le=MAX_VERIFY_ATTEMPTS)] = 3
+    """Plans tried in all: the first, then one more Pod each time the last fell short."""
+    pods: Annotated[int, Field(strict=True, ge=1, le=LIMITS["pods"].max)] | None = None
+    """Run this many Pods first instead of the plan's: to check the sizing you run today."""
+    workers_per_pod: Annotated[int, Field(strict=True, ge=1, le=LIMITS["workers"].max)] | None = (
+        None
+    )
+    """Run this many workers per Pod instead of the plan's (in every attempt)."""
+
+
 class Capacity(Strict):
     """Turn the measurements into Pods and cores for a target load (status.capacityPlan)."""
 
     target: CapacityTarget
     """The load to plan for."""
+    verify: VerifySpec | None = None
+    """Verify the chosen plan by running it (status.capacityPlan.verification). Unset: an
+    experiment does not; an ExperimentSchedule's runs do (verify: {enabled: false} to not)."""
+
+    @property
+    def verifying(self) -> VerifySpec | None:
+        """The verification to run, if any."""
+        return self.verify if self.verify is not None and self.verify.enabled else None
 
 
 class ExperimentSpec(Strict):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cxlab.barrier import is_ready, release
+from cxlab.experiments.followups import trials_of
 from cxlab.experiments.outcome import ResultError, TrialOutcome, classify, parse_result
 from cxlab.experiments.plan import (
     PYTHON_RUNNER,
@@ -27,12 +28,13 @@ from cxlab.experiments.plan import (
     plan_trials,
     pod_indexes,
     runner_command,
+    trial_spec,
 )
 from cxlab.experiments.record import Live, build_status, trial_entry
 from cxlab.experiments.resource import ConcurrencyExperiment
 from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES, GO_MODELS, spec_json
 from cxlab.experiments.status import ExperimentStatus
-from cxlab.local.cores import check_fits, helper_cores, trial_cores
+from cxlab.local.cores import available_cores, check_fits, helper_cores, trial_cores
 from cxlab.local.delay_target import delay_target, find_program, free_port
 from cxlab.local.progress import Progress
 from cxlab.report import render_report
@@ -77,6 +79,7 @@ def local_status(
     scraped: set[str],
     old: ExperimentStatus | None,
     now: datetime,
+    unverified: str | None = None,
 ) -> ExperimentStatus:
     """The status after these outcomes, by the operator's builder: a local run has no
     generation (1), no Pods and no attempts to keep."""
@@ -86,6 +89,7 @@ def local_status(
         entry.metrics_scraped = outcome.trial.name in scraped
         entries.append(entry)
     return build_status(
+        unverified=unverified,
         spec=experiment.spec,
         trials=trials,
         entries=entries,
@@ -120,7 +124,8 @@ class LocalBackend:
         self.out_dir = out_dir
         self.progress = progress
         self.trial_timeout = trial_timeout
-        self.trials = plan_trials(self.spec)
+        self.trials = plan_trials(self.spec)  # and, as they end, what they call for
+        self.unverified: str | None = None
         # Checked before anything is written: a run that cannot start leaves no files.
         check_fits(self.spec.resources)
         # The delay target keeps off the cores of the trial with the most Pods.
@@ -151,7 +156,7 @@ class LocalBackend:
                     )
                 )
             self._save(outcomes)
-            for trial in self.trials:
+            while (trial := self._next(outcomes)) is not None:
                 outcome = self.run_trial(trial, target_url)
                 outcomes.append(outcome)
                 self.progress.finished(outcome)
@@ -161,10 +166,32 @@ class LocalBackend:
         _write_atomically(report, render_report(document))
         return document
 
+    def _next(self, outcomes: list[TrialOutcome]) -> Trial | None:
+        """The next trial to run: the sweep's in order, then a capacity plan's verification
+        once the sweep has ended (followups.trials_of), None when all have run."""
+        followed = trials_of(self.spec, [trial_entry(o) for o in outcomes], self._fits)
+        self.progress.total = len(followed.trials)
+        self.trials, self.unverified = followed.trials, followed.unverified
+        done = {o.trial.name for o in outcomes}
+        return next((t for t in self.trials if t.name not in done), None)
+
+    def _fits(self, trial: Trial) -> str | None:
+        """Why this machine cannot run a verification of so many Pods on cores of their own."""
+        whole = self.spec.resources.whole_cpus or 1
+        usable = len(available_cores()) - (self.spec.workload.type == "http")
+        if trial.pods * whole > usable:
+            return (
+                f"the plan's {trial.pods} Pods x {whole} CPU need {trial.pods * whole} cores; "
+                f"this machine lets cxlab use {usable} for them: too big to verify here (verify "
+                f"on a cluster)"
+            )
+        return None
+
     def _save(self, outcomes: list[TrialOutcome]) -> dict[str, Any]:
         self.status = local_status(
-            self.experiment, self.trials, outcomes, self.scraped, self.status, self.clock()
-        )
+            self.experiment, self.trials, outcomes, self.scraped, self.status, self.clock(),
+            self.unverified,
+        )  # fmt: skip
         document = experiment_document(self.experiment, self.status)
         _write_atomically(self.result_path, json.dumps(document, indent=2) + "\n")
         return document
@@ -259,7 +286,8 @@ class LocalBackend:
             done = None if None in counts else sum(c or 0 for c in counts)
             if done is not None:
                 self.scraped.add(trial.name)
-            self.progress.running(trial, done, self.spec.workload.tasks, elapsed)
+            tasks = trial_spec(self.spec, trial).workload.tasks
+            self.progress.running(trial, done, tasks, elapsed)
         return None
 
     def _final_reads(self, trial: Trial, runners: list[_Runner]) -> None:

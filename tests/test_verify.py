@@ -1,0 +1,146 @@
+"""A capacity plan's verification (spec.capacity.verify): the trials the sweep's outcomes
+call for (cxlab.experiments.followups), how each runs (plan.trial_spec), and what the plan
+says after them (capacity_plan's verification, verified or refuted)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from test_capacity_plan import CONSTANT, arrival_result, result
+
+from cxlab.experiments.capacity_plan import capacity_plan
+from cxlab.experiments.followups import trials_of
+from cxlab.experiments.outcome import TrialOutcome
+from cxlab.experiments.plan import Trial, plan_trials, runner_command
+from cxlab.experiments.record import trial_entry
+from cxlab.experiments.resource import parse_experiment
+from cxlab.experiments.spec import ExperimentSpec
+
+TARGET = {"ratePerSecond": 60, "latency": {"max": "250ms"}}
+
+
+def experiment(
+    verify: dict[str, Any] | None = None, model: str = "asyncio", **target: Any
+) -> ExperimentSpec:
+    capacity: dict[str, Any] = {"target": TARGET | target}
+    if verify is not None:
+        capacity["verify"] = verify
+    document = {
+        "apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
+        "metadata": {"name": "verify"},
+        "spec": {
+            "workload": {"type": "sleep", "tasks": 400, "rtt": "100ms"},
+            "models": [{"model": model, "workers": [4]}], "capacity": capacity,
+        },
+    }  # fmt: skip
+    return parse_experiment(document).spec
+
+
+def sweep_outcomes(spec: ExperimentSpec) -> list[TrialOutcome]:
+    """The hand-calculated plan's point (tests/test_capacity_plan.py): 2 Pods x 6 workers."""
+    measured = result(4, x=40, p99=0.1, p50=0.1, cpu_per_task=50e-6, service=CONSTANT)
+    return [TrialOutcome(t, measured) for t in plan_trials(spec)]
+
+
+def checked(trial: Trial, p99: float, waits: float = 0.0, dropped: int = 0) -> TrialOutcome:
+    """A verification trial's merged Result: 60 arrivals/s, 100 ms each, p99 as given."""
+    measured = arrival_result(60, CONSTANT, [waits] * 100, dropped)
+    measured["latencySeconds"]["p99"] = p99
+    measured["arrival"] |= {"achievedRatePerSecond": 60.0, "waitHistogram": result(
+        1, 1, 0, 0, 0, service=[waits] * 100)["latencyHistogram"]}  # fmt: skip
+    return TrialOutcome(trial, measured)
+
+
+def entries(outcomes: list[TrialOutcome]) -> list[Any]:
+    return [trial_entry(o) for o in outcomes]
+
+
+def test_the_verification_runs_once_the_sweep_has_ended_as_the_plan_says() -> None:
+    spec = experiment({"duration": "30s"})
+    outcomes = sweep_outcomes(spec)
+    assert trials_of(spec, entries(outcomes[:-1])).trials == plan_trials(spec)[:]
+    followed = trials_of(spec, entries(outcomes))
+    [check] = [t for t in followed.trials if t.verify]
+    # The plan: 2 Pods x 6 workers for 60 tasks/s; the trial after the sweep's one
+    assert (check.index, check.pods, check.workers, check.rate, check.verify) == (1, 2, 6, 60.0, 1)
+    assert check.name == "001-v1-asyncio-n2-w6-rtt100ms-a60-r1"
+    argv = runner_command(spec, check, experiment="verify", pod=1)
+    flags = dict(zip(argv[3::2], argv[4::2], strict=False))
+    assert (flags["--arrival"], flags["--rate"], flags["--on-busy"]) == ("poisson", "30", "queue")
+    assert (flags["--duration"], flags["--warmup"], flags["--workers"]) == ("30s", "3s", "6")
+    assert "--tasks" not in argv
+    # Not asked for: the sweep alone.
+    assert trials_of(experiment(), entries(outcomes)).trials == plan_trials(experiment())
+
+
+def test_a_plan_that_holds_is_verified_and_one_that_falls_short_gets_a_pod_more() -> None:
+    spec = experiment({"maxAttempts": 2})
+    outcomes = sweep_outcomes(spec)
+    [first] = [t for t in trials_of(spec, entries(outcomes)).trials if t.verify]
+    held = capacity_plan(spec, [*outcomes, checked(first, p99=0.14)])
+    # Held: nothing more runs.
+    assert trials_of(spec, entries([*outcomes, checked(first, p99=0.14)])).trials[-1] == first
+    assert held is not None and held.basis == "verified" and held.pods == 2
+    assert held.verification and held.verification[0].holds
+    assert "; verified: 2 Pods x 6 workers at 60 tasks/s measured p99 140ms ≤ 250ms" in held.message
+    # Past the objective: refuted, and a second attempt with 3 Pods, each re-sized.
+    short = checked(first, p99=0.4, waits=0.2)
+    followed = trials_of(spec, entries([*outcomes, short]))
+    second = followed.trials[-1]
+    assert (second.verify, second.pods, second.index) == (2, 3, 2)
+    refuted = capacity_plan(spec, [*outcomes, short])
+    assert refuted is not None and refuted.basis == "refuted"
+    assert refuted.verification and "p99 400ms > 250ms (waits: mean 200ms" in (
+        refuted.verification[0].shortfall or ""
+    )
+    # The second holds: the plan shown is the one run, 3 Pods.
+    final = capacity_plan(spec, [*outcomes, short, checked(second, p99=0.12)])
+    assert final is not None and (final.basis, final.pods, final.cores) == ("verified", 3, 3)
+    assert "verified after 2 attempts" in final.message
+    # No attempts left after the second falls short: nothing more runs.
+    again = checked(second, p99=0.5)
+    assert trials_of(spec, entries([*outcomes, short, again])).trials[-1] == second
+
+
+def test_dropped_arrivals_a_saturated_generator_or_a_failed_trial_refute() -> None:
+    spec = experiment({"maxAttempts": 1})
+    outcomes = sweep_outcomes(spec)
+    [first] = [t for t in trials_of(spec, entries(outcomes)).trials if t.verify]
+    for outcome, why in [
+        (checked(first, p99=0.12, dropped=4), "4 arrivals dropped"),
+        (TrialOutcome(first, None, "OOMKilled"), "the trial failed: OOMKilled"),
+    ]:
+        plan = capacity_plan(spec, [*outcomes, outcome])
+        assert plan is not None and plan.basis == "refuted", why
+        assert why in (plan.verification or [])[0].shortfall  # type: ignore[operator]
+    saturated = checked(first, p99=0.12)
+    assert saturated.result is not None and saturated.result["arrival"] is not None
+    saturated.result["arrival"] |= {"generatorSaturated": True, "saturation": "lag p99 40ms"}
+    plan = capacity_plan(spec, [*outcomes, saturated])
+    assert plan is not None and "could not keep the rate (lag p99 40ms)" in plan.message
+
+
+def test_a_sizing_of_the_users_is_run_instead_and_the_plan_stands() -> None:
+    spec = experiment({"maxAttempts": 1, "pods": 1, "workersPerPod": 5})
+    outcomes = sweep_outcomes(spec)
+    [check] = [t for t in trials_of(spec, entries(outcomes)).trials if t.verify]
+    assert (check.pods, check.workers) == (1, 5)
+    plan = capacity_plan(spec, [*outcomes, checked(check, p99=3.0, waits=2.8)])
+    assert plan is not None and plan.basis == "extrapolated" and plan.pods == 2
+    assert "the sizing spec.capacity.verify gives fell short: 1 Pod x 5 workers" in plan.message
+
+
+def test_what_cannot_be_verified_says_why() -> None:
+    # A backend whose cores do not hold the plan's Pods
+    spec = experiment({})
+    outcomes = sweep_outcomes(spec)
+    followed = trials_of(spec, entries(outcomes), lambda trial: f"{trial.pods} Pods do not fit")
+    assert followed.trials == plan_trials(spec) and followed.unverified == "2 Pods do not fit"
+    plan = capacity_plan(spec, outcomes, followed.unverified)
+    assert plan is not None and plan.unverified == "2 Pods do not fit"
+    assert plan.message.endswith("; not verified: 2 Pods do not fit")
+    # Arrivals past what a runner issues in the duration
+    huge = experiment({"duration": "24h"}, ratePerSecond=1e6)
+    measured = result(4, x=1e6, p99=0.1, p50=0.1, cpu_per_task=1e-9, service=CONSTANT)
+    sweep = [TrialOutcome(t, measured) for t in plan_trials(huge)]
+    assert "more than a runner issues" in (trials_of(huge, entries(sweep)).unverified or "")

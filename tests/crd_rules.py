@@ -461,6 +461,24 @@ CASES = [
         field="spec.workload.arrival.duration",
     ),
     Case(
+        "spec.capacity.verify.duration",
+        "must be a duration between 1s and 24h",
+        valid=manifest(capacity={"target": CAPACITY["target"], "verify": {"duration": "24h"}}),
+        invalid=manifest(capacity={"target": CAPACITY["target"], "verify": {"duration": "0s"}}),
+        field="spec.capacity.verify.duration",
+    ),
+    Case(
+        "spec.search.rate.duration",
+        "must be a duration between 1s and 24h",
+        valid=manifest(
+            capacity={"target": CAPACITY["target"]}, search={"rate": {"duration": "1s"}}
+        ),
+        invalid=manifest(
+            capacity={"target": CAPACITY["target"]}, search={"rate": {"duration": "25h"}}
+        ),
+        field="spec.search.rate.duration",
+    ),
+    Case(
         "spec.workload.arrival.maxLag",
         "must be a duration between 1ms and 1m",
         valid=manifest(workload=arriving(maxLag="1ms")),

@@ -289,11 +289,13 @@ def test_closed_loop_and_arrival_experiments_of_two_processes_each(tmp_path: Pat
 
 
 def test_cxlab_run_verifies_its_plan_and_refutes_a_sizing_too_small(tmp_path: Path) -> None:
-    # 2,000 tasks/s of 50 ms sleeps at p99 <= 80ms on 1 core per Pod: planned from two closed
-    # bursts, then run as planned, Poisson arrivals queueing for the planned workers.
+    # 2,000 tasks/s of 50 ms sleeps at p99 <= 80ms on 1 core per Pod: one closed burst, a
+    # search of the rate one Pod holds (500, 1,000, 2,000, 4,000/s), a plan from the rates
+    # that held, then the plan run as planned, Poisson arrivals queueing for its workers.
     spec: dict[str, Any] = {
         "workload": {"type": "sleep", "tasks": 2000, "rtt": "50ms"},
-        "models": [{"model": "goroutines", "workers": [100, 200]}],
+        "models": [{"model": "goroutines", "workers": [0]}],
+        "search": {"rate": {"start": 500, "duration": "2s", "maxProbes": 4}},
         "capacity": {
             "target": {"ratePerSecond": 2000, "latency": {"percentile": "p99", "max": "80ms"}},
             "verify": {"duration": "3s"},
@@ -306,14 +308,18 @@ def test_cxlab_run_verifies_its_plan_and_refutes_a_sizing_too_small(tmp_path: Pa
     status = json.loads(result.read_text())["status"]
     plan = status["capacityPlan"]
     assert plan["basis"] == "verified", plan["message"]
+    [searched] = plan["models"]
+    assert [p["ratePerSecond"] for p in searched["search"]] == [500, 1000, 2000, 4000]
+    assert searched["searchedRatePerSecond"] >= 2000, searched["search"]
+    assert "rate search held" in searched["note"]
     last = plan["verification"][-1]
     assert last["holds"] and last["latencySeconds"] <= 0.08 and last["dropped"] == 0
     assert (last["pods"], last["workersPerPod"]) == (
         plan["pods"],
         plan["models"][0]["workersPerPod"],
     )
-    # every attempt is a trial of its own in status, after the sweep's two
-    checks = [t["name"] for t in status["trials"][2:]]
+    # every probe and attempt is a trial of its own in status, after the sweep's one
+    checks = [t["name"] for t in status["trials"][5:]]
     assert checks == [v["trial"] for v in plan["verification"]] and "-v1-" in checks[0]
     assert plan["display"].endswith("(verified)")
     # The plan as a Deployment fragment, from the result
@@ -324,6 +330,7 @@ def test_cxlab_run_verifies_its_plan_and_refutes_a_sizing_too_small(tmp_path: Pa
 
     # 80 workers serve at most 1,600 of the 2,000 tasks/s: the queue grows, and the run says so.
     spec["capacity"]["verify"] = {"duration": "2s", "workersPerPod": 80, "maxAttempts": 1}
+    del spec["search"]
     path = write_experiment(tmp_path / "small.yaml", spec, name="small")
     completed = cxlab("run", str(path), cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr

@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import yaml
@@ -145,6 +145,25 @@ class ModelPlan(Shape):
     """What the numbers rest on."""
     reason: Maybe[str] = None
     """Why the model cannot meet the objective (meets: false)."""
+    searched_rate_per_second: Maybe[float] = None
+    """The largest rate one Pod held in its rate search (spec.search.rate): the plan's
+    points include its probes."""
+    search: Maybe[list[Probe]] = None
+    """The rate search's probes, in the order they ran."""
+
+
+class Probe(Shape):
+    """One probe of a rate search: a Pod at a rate, and whether the objective held."""
+
+    trial: str
+    """The probe's trial (in status.trials)."""
+    rate_per_second: float
+    """Tasks per second offered to its Pod."""
+    holds: bool
+    """The objective met with the wait counted, none dropped or failed, the generator on
+    time."""
+    latency_seconds: Maybe[float] = None
+    """The objective's percentile as measured."""
 
 
 class Verification(Shape):
@@ -231,6 +250,7 @@ class _Point:
     service: Service  # S, its mean T
     cpu_per_task: float  # c, CPU seconds
     memory: int  # m, bytes
+    searched: float | None = None  # a rate search's probe: the rate it offered
 
 
 def _median(values: list[float]) -> float:
@@ -338,7 +358,13 @@ class _Planner:
         self, variant: str, model: str, groups: list[PointRuns], where: str, min_pods: int = 1
     ) -> ModelPlan:
         usable = [g for g in groups if g.results and all(_whole(r) for r in g.results)]
-        points = [_measured(g.results, self.percentile) for g in usable]
+        points = [
+            replace(
+                _measured(g.results, self.percentile),
+                searched=g.trial.rate if g.trial.probe else None,
+            )
+            for g in usable
+        ]
         if not points:
             reason = self.unmeasured(groups, where)
             return ModelPlan(variant=variant, model=model, meets=False, reason=reason)
@@ -431,9 +457,15 @@ class _Planner:
 
     def basis(self, model: str, pods: int, point: _Point, rate_per_pod: float) -> tuple[Basis, str]:
         basis: Basis
+        workers = workers_label(model, point.workers)
         if pods == 1:
             basis = "measured"
-            note = f"one Pod at or below the load measured at {workers_label(model, point.workers)}"
+            note = f"one Pod at or below the load measured at {workers}"
+            if point.searched is not None:
+                note = (
+                    f"one Pod at or below the {_rate_text(point.searched)} tasks/s its rate "
+                    f"search held at {workers}"
+                )
         else:
             basis = "extrapolated"
             note = (
@@ -570,6 +602,21 @@ def verification_of(spec: ExperimentSpec, outcome: TrialOutcome) -> Verification
     return figures
 
 
+def _searched_or_all(groups: list[PointRuns]) -> list[PointRuns]:
+    """A model's rate search's points when it has any with a Result (the rates it sustained
+    as arrivals, not a closed burst's throughput), else all its points."""
+    searched = [g for g in groups if g.trial.probe and g.results]
+    return searched or groups
+
+
+def _probe(spec: ExperimentSpec, outcome: TrialOutcome) -> Probe:
+    held = verification_of(spec, outcome)
+    return Probe(
+        trial=outcome.trial.name, rate_per_second=held.rate_per_second, holds=held.holds,
+        latency_seconds=held.latency_seconds,
+    )  # fmt: skip
+
+
 def _plan(
     spec: ExperimentSpec, sweep: Sequence[TrialOutcome], forced: tuple[str, int] | None = None
 ) -> CapacityPlan:
@@ -583,11 +630,19 @@ def _plan(
     groups = [g for g in group_points(sweep, spec.pinning) if _at_rtt(g.trial, rtt)]
     models = [
         planner.model_plan(
-            variant, model, [g for g in groups if g.trial.variant == variant], where,
-            min_pods=forced[1] if forced and forced[0] == variant else 1,
+            variant, model, _searched_or_all([g for g in groups if g.trial.variant == variant]),
+            where, min_pods=forced[1] if forced and forced[0] == variant else 1,
         )
         for variant, model in _variants(spec)
     ]  # fmt: skip
+    for model_plan in models:
+        probes = [o for o in sweep if o.trial.probe and o.trial.variant == model_plan.variant]
+        if probes:
+            found = [_probe(spec, o) for o in sorted(probes, key=lambda o: o.trial.probe)]
+            model_plan.search = found
+            model_plan.searched_rate_per_second = max(
+                (p.rate_per_second for p in found if p.holds), default=None
+            )
     plan_target = PlanTarget(
         rate_per_second=round(target.rate_per_second, 3), percentile=target.latency.percentile,
         latency_seconds=round(planner.objective, 6),

@@ -1,6 +1,12 @@
 """Every trial of an experiment: the sweep (plan_trials), then the trials its outcomes call
-for — a capacity plan's verification, attempt by attempt. Pure, and a function of what is
-recorded: after a crash the same entries give the same trials, so none runs twice.
+for — each model's rate search, probe by probe, then a capacity plan's verification, attempt
+by attempt. Pure, and a function of what is recorded: after a crash the same entries give the
+same trials, so none runs twice.
+
+Rate search (spec.search.rate), model by model: a probe at `start`; while probes hold, the
+next doubles the highest that held, while none has, it halves the lowest that failed; once
+one held and one above it failed, it bisects them until they are within `precision`, or
+`maxProbes` ran. The model's searched rate is the highest that held.
 
 Verification (spec.capacity.verify): once every sweep trial has ended, the plan's choice runs
 as one trial of its Pods, each with its workers, at the target rate (plan.trial_spec); if it
@@ -14,12 +20,19 @@ from dataclasses import dataclass
 from cxlab.experiments.capacity_plan import attempt_plan, plan_rtt, verification_of
 from cxlab.experiments.plan import Trial, plan_trials, trial_spec
 from cxlab.experiments.record import outcomes_of
-from cxlab.experiments.spec import MAX_PROCESS_WORKERS, MAX_RESULTS, ExperimentSpec
+from cxlab.experiments.spec import (
+    MAX_PROCESS_WORKERS,
+    MAX_RESULTS,
+    ExperimentSpec,
+    RateSearchSpec,
+)
 from cxlab.experiments.status import TrialEntry
 from cxlab_contract import runner_contract
 from cxlab_contract.durations import parse_duration
 
 _LIMITS = runner_contract().limits
+# A processes probe's pool when its workers list has only 0 (a fork per arrival is refused).
+PROCESS_PROBE_WORKERS = 64
 # Why a backend cannot run a trial of this many Pods (None when it can).
 Fits = Callable[[Trial], "str | None"]
 
@@ -45,12 +58,23 @@ def trials_of(
     must hold their Results (the full entries) once the sweep has ended."""
     sweep = plan_trials(spec)
     verify = spec.capacity.verifying if spec.capacity else None
+    searching = spec.search is not None and spec.search.rate is not None
     recorded = {e.name: e for e in entries}
-    if spec.capacity is None or verify is None or any(t.name not in recorded for t in sweep):
+    if spec.capacity is None or not (verify or searching):
+        return Trials(sweep)
+    if any(t.name not in recorded for t in sweep):
         return Trials(sweep)
     rate = spec.capacity.target.rate_per_second
-    outcomes = outcomes_of(sweep, entries)
     trials = list(sweep)
+    if spec.search is not None and spec.search.rate is not None:
+        for variant in variants(spec):
+            probes = _search(spec, spec.search.rate, variant, len(trials), recorded)
+            trials += probes
+            if probes and probes[-1].name not in recorded:  # a probe runs: wait for it
+                return Trials(trials)
+    if verify is None:
+        return Trials(trials)
+    outcomes = outcomes_of(trials, entries)
     for attempt in range(1, verify.max_attempts + 1):
         plan = attempt_plan(spec, outcomes, attempt)
         if plan is None:  # no model meets the objective: nothing to run
@@ -65,8 +89,8 @@ def trials_of(
         pods = (verify.pods + attempt - 1) if verify.pods else (plan.pods or 1)
         workers = verify.workers_per_pod or plan.workers_per_pod or 1
         trial = Trial(
-            len(sweep) + attempt - 1, plan.model, workers, gomaxprocs, plan_rtt(spec), 1, pods,
-            rate, verify=attempt,
+            len(trials), plan.model, workers, gomaxprocs, plan_rtt(spec), 1, pods, rate,
+            verify=attempt,
         )  # fmt: skip
         why = cannot_verify(spec, trial) or (fits(trial) if fits else None)
         if why:
@@ -103,4 +127,88 @@ def cannot_verify(spec: ExperimentSpec, trial: Trial) -> str | None:
         )
     if spec.result_count() + trial.pods + (trial.pods > 1) > MAX_RESULTS:
         return f"the experiment would keep more than {MAX_RESULTS} Results"
+    return None
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A model as the search probes it: its GOMAXPROCS, and its workers per probe."""
+
+    model: str
+    gomaxprocs: int | None
+    workers: int
+
+
+def variants(spec: ExperimentSpec) -> list[Variant]:
+    """Each model of the spec, in its order, with the workers its probes run: one for
+    sequential; a worker per arrival (0) where its workers list has it, except processes
+    (a fork per arrival); else its largest."""
+    found = []
+    for entry in spec.models:
+        nonzero = [w for w in entry.workers if w > 0]
+        if entry.model == "sequential":
+            workers = 1
+        elif 0 in entry.workers and entry.model != "processes":
+            workers = 0
+        else:
+            workers = max(nonzero, default=PROCESS_PROBE_WORKERS)
+        found += [Variant(entry.model, g, workers) for g in entry.gomaxprocs_axis()]
+    return found
+
+
+def _search(
+    spec: ExperimentSpec, search: RateSearchSpec, variant: Variant, first: int,
+    recorded: dict[str, TrialEntry],
+) -> list[Trial]:  # fmt: skip
+    """The variant's probes so far: those recorded, and the next one if the search goes on."""
+    probes: list[Trial] = []
+    held: list[float] = []
+    failed: list[float] = []
+    rate: float | None = float(search.start)
+    while rate is not None and len(probes) < search.max_probes:
+        probe = Trial(
+            first + len(probes), variant.model, variant.workers, variant.gomaxprocs,
+            plan_rtt(spec), 1, 1, rate, probe=len(probes) + 1,
+        )  # fmt: skip
+        if cannot_probe(spec, probe):
+            break
+        probes.append(probe)
+        entry = recorded.get(probe.name)
+        if entry is None:
+            break
+        [outcome] = outcomes_of([probe], [entry])
+        (held if verification_of(spec, outcome).holds else failed).append(rate)
+        rate = next_rate(held, failed, search.precision)
+    return probes
+
+
+def next_rate(held: list[float], failed: list[float], precision: float) -> float | None:
+    """The next probe's rate, None when the search has found its rate (to 3 figures)."""
+    low = max(held, default=None)
+    above = [f for f in failed if low is None or f > low]
+    high = min(above, default=None)
+    if high is None:
+        assert low is not None
+        return _figures(low * 2)
+    if low is None:
+        return _figures(high / 2)
+    if (high - low) / low <= precision:
+        return None
+    middle = _figures((low + high) / 2)
+    return middle if low < middle < high else None
+
+
+def _figures(rate: float) -> float:
+    return float(f"{rate:.3g}")
+
+
+def cannot_probe(spec: ExperimentSpec, trial: Trial) -> str | None:
+    """Why no runner runs this probe (past a runner's rate or tasks): the search ends."""
+    workload = trial_spec(spec, trial).workload
+    assert workload.arrival is not None
+    arrivals = (trial.rate or 0.0) * parse_duration(workload.arrival.duration or "0s")
+    if (trial.rate or 0.0) > _LIMITS["rate"].max or arrivals > _LIMITS["tasks"].max:
+        return "past what a runner issues"
+    if (trial.rate or 0.0) < 1 / parse_duration(workload.arrival.duration or "1s"):
+        return "under one arrival in the probe's duration"
     return None

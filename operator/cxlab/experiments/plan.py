@@ -14,8 +14,8 @@ from cxlab_contract.result import resolve_workers
 
 PYTHON_RUNNER = ("python3", "-m", "cxlab_runner")
 GO_RUNNER = ("cxlab-runner-go",)
-# A verification's arrivals: their own seed; the first seconds (a tenth, at most this) are
-# its warm-up, left out of its latencies.
+# A probe's or a verification's arrivals: their own seed; the first seconds (a tenth, at
+# most this) are its warm-up, left out of its latencies.
 VERIFY_SEED = 27
 VERIFY_WARMUP_SECONDS = 5.0
 
@@ -33,6 +33,12 @@ class Trial:
     pods: int = 1  # runner Pods (processes), started together at the barrier
     rate: float | None = None  # arrival runs: the whole trial's arrivals per second
     verify: int = 0  # a capacity plan's verification: its attempt (1, 2, ...); 0: the sweep
+    probe: int = 0  # a rate search's probe of this model: 1, 2, ...; 0: not one
+
+    @property
+    def follows(self) -> bool:
+        """Added after the matrix's trials, from their outcomes (a probe or a verification)."""
+        return bool(self.verify or self.probe)
 
     @property
     def name(self) -> str:
@@ -43,6 +49,8 @@ class Trial:
         parts = [f"{self.index:03d}", self.model]
         if self.verify:
             parts.insert(1, f"v{self.verify}")
+        if self.probe:
+            parts.insert(1, f"s{self.probe}")
         if self.pods > 1:
             parts.append(f"n{self.pods}")
         parts.append(f"w{self.workers}")
@@ -109,21 +117,30 @@ def pod_tasks(tasks: int, pods: int, pod: int) -> int:
 
 
 def trial_spec(spec: ExperimentSpec, trial: Trial) -> ExperimentSpec:
-    """The spec a trial runs: the experiment's, or for a capacity plan's verification the
-    same with its workload arriving at random at the trial's rate for verify.duration,
-    queueing for the planned workers (so the wait is in every latency)."""
+    """The spec a trial runs: the experiment's, or for a rate search's probe and a capacity
+    plan's verification the same with its workload arriving at random at the trial's rate
+    for search.rate.duration or verify.duration, queueing for the workers (so the wait is in
+    every latency)."""
     verify = spec.capacity.verifying if spec.capacity else None
+    search = spec.search.rate if spec.search else None
+    if trial.probe and search is not None:
+        return _arriving(spec, trial, search.duration)
     if not trial.verify or verify is None:
         return spec
+    return _arriving(spec, trial, verify.duration)
+
+
+def _arriving(spec: ExperimentSpec, trial: Trial, duration: str) -> ExperimentSpec:
+    """The workload arriving at random at the trial's rate for `duration`, queueing."""
     # A late arrival's lateness is in its latency, so the objective bounds the lag itself:
     # a generator is saturated (the trial refuted) only past it, or short of the rate.
     objective = spec.capacity.target.latency.max if spec.capacity else "10ms"
     max_lag = format_duration(min(parse_duration(objective), parse_duration(LIMITS["max-lag"].max)))
     arrival = ArrivalSpec(
-        rate_per_second=trial.rate, duration=verify.duration, process="poisson",
+        rate_per_second=trial.rate, duration=duration, process="poisson",
         on_busy="queue", max_lag=max_lag, seed=VERIFY_SEED,
     )  # fmt: skip
-    seconds = parse_duration(verify.duration)
+    seconds = parse_duration(duration)
     warmup = format_duration(min(VERIFY_WARMUP_SECONDS, seconds / 10))
     workload = spec.workload.model_copy(
         update={"tasks": None, "duration": None, "arrival": arrival, "warmup": warmup}

@@ -95,10 +95,10 @@ class Recording:
 
     @property
     def failed(self) -> int:
-        """Failed trials of the sweep: a verification that failed refutes its plan, it does
-        not fail the experiment."""
-        checks = {t.name for t in self.trials if t.verify}
-        return sum(e.failed for e in self.entries if e.name not in checks)
+        """Failed trials of the sweep: a probe or a verification that failed did not hold,
+        it does not fail the experiment."""
+        follows = {t.name for t in self.trials if t.follows}
+        return sum(e.failed for e in self.entries if e.name not in follows)
 
     @property
     def done(self) -> bool:
@@ -190,7 +190,7 @@ def _finish(
 ) -> list[Condition]:
     """Every trial has ended: the summary, the plan, the completion time and the verdict."""
     outcomes = outcomes_of(made.trials, made.entries)
-    sweep = [o for o in outcomes if not o.trial.verify]  # a verification is the plan's
+    sweep = [o for o in outcomes if not o.trial.follows]  # probes and checks are the plan's
     summary = summarize(sweep, made.spec.tolerance, made.spec.pinning, latency_objective(made.spec))
     status.summary = summary
     status.capacity_plan = capacity_plan(made.spec, outcomes, made.unverified)
@@ -202,11 +202,11 @@ def _finish(
     succeeded = f"{total - failed} of {total} trials succeeded"
     if failed:
         live = made.live
-        checks = {t.name for t in made.trials if t.verify}
+        follows = {t.name for t in made.trials if t.follows}
         failures = [
             f"{e.name}: {e.message or ''}"
             for e in made.entries
-            if e.failed and e.name not in checks
+            if e.failed and e.name not in follows
         ]
         message = live.failure or f"{failed} trial(s) failed: " + "; ".join(failures)
         reason = (live.failure_reason or "Unschedulable") if live.failure else "TrialsFailed"

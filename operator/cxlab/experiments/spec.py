@@ -77,6 +77,8 @@ DEFAULT_RESPONSE_BYTES = 64  # body size the delay target sends when responseByt
 MAX_PROCESS_WORKERS = 512
 # Plans a verification tries before it says the plan is refuted: each adds a Pod.
 MAX_VERIFY_ATTEMPTS = 5
+# Probes of one model's rate search: doubling from 1/s past a million takes 20.
+MAX_PROBES = 20
 # One OS thread per worker: every thread stack is two memory mappings, and the kernel's
 # default vm.max_map_count (65530) runs out near 32,000 threads in one process.
 MAX_THREAD_WORKERS = 30_000
@@ -384,6 +386,33 @@ class VerifySpec(Strict):
     """Run this many workers per Pod instead of the plan's (in every attempt)."""
 
 
+class RateSearchSpec(Strict):
+    """Search each model's largest arrival rate one Pod sustains: a probe at `start`, then
+    double while the objective holds (halve while it does not), then bisect between the
+    highest rate that held and the lowest that did not until they are within `precision`.
+    Each probe is a trial of one Pod: tasks arrive at random at its rate for `duration`,
+    queueing for a worker, and it holds when capacity.target.latency is met with the wait
+    counted, none dropped or failed, the generator on time."""
+
+    start: ArrivalRate = 100
+    """The first probe's rate, tasks per second for one Pod."""
+    duration: RunDuration = "10s"
+    """How long tasks arrive at each probe."""
+    precision: Annotated[float, Field(strict=True, ge=0.01, le=1)] = 0.1
+    """Stop bisecting when the rates that held and failed are within this share of each
+    other."""
+    max_probes: Annotated[int, Field(strict=True, ge=1, le=MAX_PROBES)] = 8
+    """Probes per model at most."""
+
+
+class SearchSpec(Strict):
+    """Searches that add trials after the matrix's, each from the ones before."""
+
+    rate: RateSearchSpec | None = None
+    """The largest arrival rate per Pod, per model, at which capacity.target's latency
+    objective holds (status.capacityPlan uses it)."""
+
+
 class Capacity(Strict):
     """Turn the measurements into Pods and cores for a target load (status.capacityPlan)."""
 
@@ -444,11 +473,23 @@ class ExperimentSpec(Strict):
     """Keep the Pods of failed trials for inspection (kubectl logs)."""
     capacity: Capacity | None = None
     """A capacity plan for a target load, from this experiment's measured points."""
+    search: SearchSpec | None = None
+    """Trials searched after the matrix's (search.rate: each model's largest rate per Pod)."""
 
     @model_validator(mode="after")
     def _rules(self) -> ExperimentSpec:
         names = [m.model for m in self.models]
         unique(names, "model")
+        if self.search is not None and self.search.rate is not None:
+            if self.capacity is None:
+                raise ValueError(
+                    "search.rate probes against capacity.target.latency: set capacity.target"
+                )
+            if "locust" in names:
+                raise ValueError(
+                    "search.rate: Locust's users are closed loops and cannot run at a rate; "
+                    "leave locust out of an experiment that searches"
+                )
         if "locust" in names and self.workload.type != "http":
             raise ValueError(
                 f"model locust drives HTTP users and needs workload type http, "

@@ -1,6 +1,7 @@
-"""A capacity plan's verification (spec.capacity.verify): the trials the sweep's outcomes
-call for (cxlab.experiments.followups), how each runs (plan.trial_spec), and what the plan
-says after them (capacity_plan's verification, verified or refuted)."""
+"""The trials after the sweep (cxlab.experiments.followups): a rate search's probes
+(spec.search.rate) and a capacity plan's verification (spec.capacity.verify), how each runs
+(plan.trial_spec), and what the plan says after them (the searched rate; verified or
+refuted)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from test_capacity_plan import CONSTANT, arrival_result, result
 
 from cxlab.experiments.capacity_plan import capacity_plan
-from cxlab.experiments.followups import trials_of
+from cxlab.experiments.followups import next_rate, trials_of
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial, plan_trials, runner_command
 from cxlab.experiments.record import trial_entry
@@ -43,10 +44,11 @@ def sweep_outcomes(spec: ExperimentSpec) -> list[TrialOutcome]:
 
 
 def checked(trial: Trial, p99: float, waits: float = 0.0, dropped: int = 0) -> TrialOutcome:
-    """A verification trial's merged Result: 60 arrivals/s, 100 ms each, p99 as given."""
-    measured = arrival_result(60, CONSTANT, [waits] * 100, dropped)
+    """A probe's or verification's merged Result: its rate, 100 ms each, p99 as given."""
+    rate = trial.rate or 0.0
+    measured = arrival_result(rate, CONSTANT, [waits] * 100, dropped)
     measured["latencySeconds"]["p99"] = p99
-    measured["arrival"] |= {"achievedRatePerSecond": 60.0, "waitHistogram": result(
+    measured["arrival"] |= {"achievedRatePerSecond": rate, "waitHistogram": result(
         1, 1, 0, 0, 0, service=[waits] * 100)["latencyHistogram"]}  # fmt: skip
     return TrialOutcome(trial, measured)
 
@@ -144,3 +146,68 @@ def test_what_cannot_be_verified_says_why() -> None:
     measured = result(4, x=1e6, p99=0.1, p50=0.1, cpu_per_task=1e-9, service=CONSTANT)
     sweep = [TrialOutcome(t, measured) for t in plan_trials(huge)]
     assert "more than a runner issues" in (trials_of(huge, entries(sweep)).unverified or "")
+
+
+def test_the_next_probe_doubles_halves_then_bisects_to_the_precision() -> None:
+    assert next_rate([100], [], 0.1) == 200  # held: double
+    assert next_rate([], [100], 0.1) == 50  # failed: halve
+    assert next_rate([], [100, 50], 0.1) == 25
+    assert next_rate([100, 200], [400], 0.1) == 300  # between 200 held and 400 failed
+    assert next_rate([100, 200, 300], [400], 0.1) == 350
+    assert next_rate([100, 200, 300, 350], [400], 0.1) == 375  # (400 - 350) / 350 = 0.14
+    assert next_rate([100, 200, 300, 350, 375], [400], 0.1) is None  # 0.067 <= 0.1
+    assert next_rate([1000], [1001], 0.0001) is None  # no rate of 3 figures between them
+
+
+def searching(max_probes: int = 4, **verify: Any) -> ExperimentSpec:
+    spec = experiment(verify or None)  # the experiment above, with a rate search
+    document = {"apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
+                "metadata": {"name": "search"}, "spec": {
+                    **spec.model_dump(by_alias=True, exclude_none=True, mode="json"),
+                    "search": {"rate": {"start": 20, "duration": "5s", "maxProbes": max_probes}},
+                }}  # fmt: skip
+    return parse_experiment(document).spec
+
+
+def probe_result(trial: Trial) -> TrialOutcome:
+    """A probe of 100 ms tasks: the objective (250 ms) holds up to 45 tasks/s, not above."""
+    rate = trial.rate or 0.0
+    return checked(trial, p99=0.12 if rate <= 45 else 0.9, waits=0.0 if rate <= 45 else 0.5)
+
+
+def test_a_rate_search_runs_probe_by_probe_then_the_plan_uses_the_rate_it_found() -> None:
+    spec = searching(4)
+    # A closed burst of 4 workers ran 100 tasks/s: more than the Pod sustains as arrivals.
+    burst = result(4, x=100, p99=0.1, p50=0.1, cpu_per_task=50e-6, service=CONSTANT)
+    outcomes = [TrialOutcome(t, burst) for t in plan_trials(spec)]
+    ran: list[TrialOutcome] = []
+    while True:
+        trials = trials_of(spec, entries([*outcomes, *ran])).trials
+        waiting = [t for t in trials if t.name not in {o.trial.name for o in [*outcomes, *ran]}]
+        if not waiting:
+            break
+        [next_trial] = waiting  # one at a time, each from the ones before
+        ran.append(probe_result(next_trial))
+    probes = [o.trial for o in ran]
+    # 20 held, 40 held, 80 failed, 60 failed: 4 probes, the most allowed; 40 is the rate
+    assert [(t.probe, t.rate, t.pods, t.workers) for t in probes] == [
+        (1, 20.0, 1, 4), (2, 40.0, 1, 4), (3, 80.0, 1, 4), (4, 60.0, 1, 4),
+    ]  # fmt: skip
+    assert probes[0].name == "001-s1-asyncio-w4-rtt100ms-a20-r1"
+    plan = capacity_plan(spec, [*outcomes, *ran])
+    assert plan is not None
+    [model] = plan.models
+    assert model.searched_rate_per_second == 40.0 and [p.holds for p in model.search or []] == [
+        True, True, False, False,
+    ]  # fmt: skip
+    # 60 tasks/s from the probe that held 40 per Pod, not the burst's 100: 2 Pods
+    assert (model.rate_per_pod, model.pods, model.basis) == (40.0, 2, "extrapolated")
+
+
+def test_the_verification_follows_the_search() -> None:
+    spec = searching(1, maxAttempts=1)
+    outcomes = sweep_outcomes(spec)
+    [probe] = [t for t in trials_of(spec, entries(outcomes)).trials if t.probe]
+    done = [*outcomes, probe_result(probe)]
+    [check] = [t for t in trials_of(spec, entries(done)).trials if t.verify]
+    assert check.index == 2 and check.rate == 60.0

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.fields import SpecError
 from cxlab.schedules.decide import RunView, ScheduleDecision, decide, run_name
 from cxlab.schedules.history import HistoryEntry
@@ -173,3 +174,39 @@ def test_bad_input_names_the_field(spec: dict[str, Any], field: str) -> None:
     with pytest.raises(SpecError) as raised:
         schedule(**spec)
     assert any(p.startswith(field) for p in raised.value.problems), raised.value.problems
+
+
+def plan(pods: int) -> CapacityPlan:
+    """A schedule's run's plan of this many Pods of 1 CPU."""
+    return CapacityPlan.read({
+        "target": {"ratePerSecond": 100, "percentile": "p99", "latencySeconds": 0.25,
+                   "cpuUtilization": 0.7},
+        "rttSeconds": 0.05, "choice": "asyncio", "pods": pods, "cores": pods,
+        "models": [{"variant": "asyncio", "model": "asyncio", "meets": True, "pods": pods}],
+        "display": f"{pods} Pods x 1 CPU, asyncio", "message": f"asyncio: {pods} Pods",
+    })  # fmt: skip
+
+
+@pytest.mark.parametrize(("before", "after", "grew"), [(2, 3, True), (3, 3, False), (3, 2, False)])
+def test_a_plan_needing_more_pods_than_the_run_before_is_a_plan_grew_event(
+    before: int, after: int, grew: bool
+) -> None:
+    older, newer = run(10, "Succeeded"), run(20, "Succeeded")
+    old = {"lastScheduleTime": "2026-11-23T12:00:20Z", "startedRuns": 2,
+           "history": [entry(older.name) | {"plan": {"display": "x", "pods": before}}]}  # fmt: skip
+    decided = written(decide(
+        schedule(), ScheduleStatus.read(old), [older, newer],
+        lambda name: HistoryEntry.read(entry(name)),
+        lambda name: plan(after) if name == newer.name else None, generation=1, now=slot(21),
+    ))  # fmt: skip
+    scheduled = decided.status["capacityPlan"]
+    assert (scheduled["pods"], scheduled["previousPods"]) == (after, before)
+    assert scheduled["previousRun"] == older.name
+    found = [e for e in decided.events if e[1] == "PlanGrew"]
+    assert bool(found) == grew
+    if grew:
+        [(kind, _, message)] = found
+        assert (
+            kind == "Warning"
+            and f"plans {after} Pods where {older.name} planned {before}" in message
+        )

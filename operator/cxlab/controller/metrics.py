@@ -80,6 +80,12 @@ class _ScheduleCollector(Collector):
             "cxlab_schedule_capacity_cores", "Cores the capacity plan needs, per model.",
             labels=[*key, "variant", "chosen"],
         )  # fmt: skip
+        grew = GaugeMetricFamily(
+            "cxlab_schedule_capacity_pods_change",
+            "Pods the newest plan needs minus those the succeeded run before it planned "
+            "(over 0: the plan grew, a PlanGrew event).",
+            labels=key,
+        )
         values = GaugeMetricFamily(
             "cxlab_schedule_point_value",
             "The newest succeeded run's median of each compared metric, per point.",
@@ -98,13 +104,15 @@ class _ScheduleCollector(Collector):
                     labels = [namespace, name, model.variant, chosen]
                     pods.add_metric(labels, model.pods or 0)
                     cores.add_metric(labels, model.cores or 0)
+            if plan is not None and plan.pods is not None and plan.previous_pods is not None:
+                grew.add_metric([namespace, name], plan.pods - plan.previous_pods)
             newest = newest_succeeded(status.history or [])
             for point in newest.points or [] if newest else []:
                 written = point.document()  # the metrics by the names the dashboards know
                 for metric in METRICS:
                     if metric in written:
                         values.add_metric([namespace, name, point.point, metric], written[metric])
-        yield from (runs, regressed, pods, cores, values)
+        yield from (runs, regressed, pods, cores, grew, values)
 
 
 class OperatorMetrics:

@@ -147,6 +147,7 @@ def _record_finished(
         entry = entry_of(run.name)
         if entry is None:
             continue
+        before = newest_succeeded(history)
         history = appended(history, entry, schedule.spec.history_limit)
         decided.record.append(run.name)
         if entry.phase == Phase.SUCCEEDED:
@@ -154,11 +155,32 @@ def _record_finished(
                 status.last_successful_time = entry.finished_time
             plan = plan_of(run.name)
             if plan:
-                status.capacity_plan = ScheduledPlan(**dict(plan), run=run.name)
+                status.capacity_plan = _scheduled(plan, run.name, before, decided)
         kind = "Normal" if entry.phase == Phase.SUCCEEDED else "Warning"
         decided.event(kind, f"Run{entry.phase}", f"run {run.name} {entry.phase}")
     if history:
         status.history = history
+
+
+def _scheduled(
+    plan: CapacityPlan, run: str, before: HistoryEntry | None, decided: ScheduleDecision
+) -> ScheduledPlan:
+    """The run's plan as the schedule's, beside the Pods the succeeded run before it
+    planned; a plan needing more is a PlanGrew event (the regression alarm stays about the
+    measurements)."""
+    earlier = before.plan if before is not None and before.plan is not None else None
+    scheduled = ScheduledPlan(
+        **dict(plan), run=run,
+        previous_pods=earlier.pods if earlier else None,
+        previous_run=before.run if earlier and before else None,
+    )  # fmt: skip
+    if earlier and earlier.pods and plan.pods and plan.pods > earlier.pods and before:
+        decided.event(
+            "Warning", "PlanGrew",
+            f"run {run} plans {plan.pods} Pods where {before.run} planned {earlier.pods} "
+            f"({earlier.display} → {plan.display}): {plan.message}"[:1000],
+        )  # fmt: skip
+    return scheduled
 
 
 def _fire(

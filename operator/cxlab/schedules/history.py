@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from cxlab.conditions import condition_of
+from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.record import outcomes_of
 from cxlab.experiments.resource import ConcurrencyExperiment, parse_experiment
@@ -65,12 +66,21 @@ class HistoryPoint(Shape):
 
 
 class PlanBrief(Shape):
-    """The run's capacity plan in short: Pods needed over time."""
+    """The run's capacity plan in short: Pods needed over time, and how its run went."""
 
     display: str
     pods: Maybe[int] = None
     cores: Maybe[int] = None
     variant: Maybe[str] = None
+    workers_per_pod: Maybe[int] = None
+    basis: Maybe[str] = None
+    """measured, extrapolated, verified or refuted (status.capacityPlan.basis)."""
+    verified_latency_seconds: Maybe[float] = None
+    """The objective's percentile its last verification measured."""
+    verified_rate_per_second: Maybe[float] = None
+    """The arrival rate its last verification achieved."""
+    verified_mean_wait_seconds: Maybe[float] = None
+    """The mean wait for a worker its last verification measured."""
 
 
 class HistoryEntry(Shape):
@@ -152,11 +162,22 @@ def history_entry(document: Mapping[str, Any], scheduled_time: str | None = None
         finished_time=status.completion_time,
         message=failed.message[:300] if failed and failed.true and failed.message else None,
         points=_points(experiment, status) if status.trials else None,
-        plan=None if plan is None else PlanBrief(
-            display=plan.display, pods=plan.pods, cores=plan.cores, variant=plan.choice
-        ),
+        plan=None if plan is None else plan_brief(plan),
     )  # fmt: skip
     return entry
+
+
+def plan_brief(plan: CapacityPlan) -> PlanBrief:
+    """The plan and its last verification's figures, in short."""
+    chosen = next((m for m in plan.models if m.variant == plan.choice), None)
+    last = plan.verification[-1] if plan.verification else None
+    return PlanBrief(
+        display=plan.display, pods=plan.pods, cores=plan.cores, variant=plan.choice,
+        workers_per_pod=chosen.workers_per_pod if chosen else None, basis=plan.basis,
+        verified_latency_seconds=last.latency_seconds if last else None,
+        verified_rate_per_second=last.achieved_rate_per_second if last else None,
+        verified_mean_wait_seconds=last.mean_wait_seconds if last else None,
+    )  # fmt: skip
 
 
 def newest_succeeded(history: Sequence[HistoryEntry]) -> HistoryEntry | None:

@@ -45,6 +45,10 @@ class ScheduledPlan(CapacityPlan):
 
     run: Maybe[str] = None
     """The run it comes from."""
+    previous_pods: Maybe[int] = None
+    """The Pods the succeeded run before it planned (PlanGrew when these are more)."""
+    previous_run: Maybe[str] = None
+    """That run."""
 
 
 class ScheduleStatus(Shape):

@@ -16,6 +16,7 @@ from cxlab.experiments.plan import Trial, plan_trials, runner_command
 from cxlab.experiments.record import trial_entry
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.spec import ExperimentSpec
+from cxlab.report.capacity import capacity_section
 
 TARGET = {"ratePerSecond": 60, "latency": {"max": "250ms"}}
 
@@ -211,3 +212,17 @@ def test_the_verification_follows_the_search() -> None:
     done = [*outcomes, probe_result(probe)]
     [check] = [t for t in trials_of(spec, entries(done)).trials if t.verify]
     assert check.index == 2 and check.rate == 60.0
+
+
+def test_the_report_shows_the_probes_the_verification_and_the_fragment() -> None:
+    spec = searching(1, maxAttempts=1)
+    outcomes = sweep_outcomes(spec)
+    [probe] = [t for t in trials_of(spec, entries(outcomes)).trials if t.probe]
+    done = [*outcomes, probe_result(probe)]
+    [check] = [t for t in trials_of(spec, entries(done)).trials if t.verify]
+    page = capacity_section(capacity_plan(spec, [*done, checked(check, p99=0.4, waits=0.2)]))
+    assert "<h2>Capacity plan</h2>" in page and "(refuted)" in page
+    assert "Rate search" in page and probe.name in page and "held" in page
+    assert "Verification" in page and "p99 400ms &gt; 250ms" in page
+    assert "As a Deployment" in page and "replicas: 3" in page  # 60/s from the 20 that held
+    assert capacity_section(None) == ""

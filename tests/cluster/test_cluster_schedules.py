@@ -12,13 +12,16 @@ import json
 import math
 import re
 import statistics
+import subprocess
 import time
 from datetime import datetime
 from typing import Any
 
 import pytest
+import yaml
 from harness import Lab, Operator
 from kubernetes.client.exceptions import ApiException
+from test_crd_rules_on_apiserver import BUILT_KUBECTL
 
 from cxlab.crd import GROUP, SCHEDULE_PLURAL, VERSION
 from cxlab.experiments.queueing import Service, queue
@@ -127,12 +130,14 @@ def _plan_by_hand(run: dict[str, Any], target: dict[str, Any]) -> tuple[int, Ser
     return pods, Service.of_histogram(means[len(means) // 2][1])
 
 
-def test_a_slower_rtt_regresses_is_acknowledged_and_the_plan_matches_a_hand_calculation(
+def test_a_slower_rtt_regresses_is_acknowledged_and_the_plan_is_verified_as_calculated(
     lab: Lab,
 ) -> None:
-    target = {"ratePerSecond": 5000, "latency": {"percentile": "p99", "max": "1s"},
+    target = {"ratePerSecond": 200, "latency": {"percentile": "p99", "max": "1s"},
               "cpuUtilization": 0.7}  # fmt: skip
-    fast = template(rtt="50ms", tasks=20, repetitions=2, capacity={"target": target})
+    # The runs verify their plan (a schedule's default): one Pod at 200 tasks/s for 3 s.
+    capacity = {"target": target, "verify": {"duration": "3s"}}
+    fast = template(rtt="50ms", tasks=20, repetitions=2, capacity=capacity)
     spec = {"schedule": "@every 20s", "experimentTemplate": fast}
     lab.apply_schedule("drift", spec)
     # Three runs: the prediction t-test has 2 degrees of freedom against their medians.
@@ -143,7 +148,10 @@ def test_a_slower_rtt_regresses_is_acknowledged_and_the_plan_matches_a_hand_calc
     run = lab.get(plan["run"])
     pods, service = _plan_by_hand(run, target)
     [asyncio] = plan["models"]
-    assert asyncio["pods"] == pods, plan
+    # Verified as planned, or (a busy machine) after one Pod more per refuted attempt.
+    assert plan["basis"] == "verified", plan["message"]
+    pods += len(plan["verification"]) - 1
+    assert asyncio["pods"] == pods == plan["verification"][-1]["pods"], plan
     # The fewest workers for which at most 20 % of tasks wait and p99 <= 1s, wait counted.
     rate, workers = target["ratePerSecond"] / pods, asyncio["workersPerPod"]
     held, fewer = queue(rate, service, workers, 0.99), queue(rate, service, workers - 1, 0.99)
@@ -155,6 +163,33 @@ def test_a_slower_rtt_regresses_is_acknowledged_and_the_plan_matches_a_hand_calc
         == f"{pods} Pod{'s' if pods > 1 else ''} \N{MULTIPLICATION SIGN} 1 CPU, asyncio"
     )
     assert status(run)["capacityPlan"]["pods"] == pods
+    # kubectl shows it; its Deployment fragment is one the apiserver takes.
+    shown = subprocess.run([str(BUILT_KUBECTL), "get", "cxs", "drift", "-n", lab.namespace],
+                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert f"{plan['display']}" in shown and "(verified)" in shown, shown
+    fragment = yaml.safe_load(plan["manifest"])
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "planned"},
+        "spec": {
+            **fragment["spec"], "selector": {"matchLabels": {"app": "planned"}},
+            "template": {
+                "metadata": {"labels": {"app": "planned"}},
+                "spec": {"containers": [
+                    {**fragment["spec"]["template"]["spec"]["containers"][0], "image": "app"}
+                ]},
+            },
+        },
+    }  # fmt: skip
+    subprocess.run(
+        [str(BUILT_KUBECTL), "apply", "--dry-run=server", "-n", lab.namespace, "-f", "-"],
+        input=json.dumps(deployment),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    # Each history entry keeps the plan and how its verification went.
+    brief = history(baseline)[-1]["plan"]
+    assert brief["basis"] == "verified" and brief["verifiedLatencySeconds"] <= 1, brief
 
     slower = template(rtt="400ms", tasks=20, repetitions=2, capacity={"target": target})
     lab.patch_schedule_spec("drift", {"experimentTemplate": slower})

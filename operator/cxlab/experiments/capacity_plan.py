@@ -359,10 +359,14 @@ class _Planner:
     ) -> ModelPlan:
         usable = [g for g in groups if g.results and all(_whole(r) for r in g.results)]
         points = [
+            # A probe's workers as the spec gives them: 0 is one per arrival, not those it ran.
             replace(
                 _measured(g.results, self.percentile),
-                searched=g.trial.rate if g.trial.probe else None,
+                searched=g.trial.rate,
+                workers=g.trial.workers,
             )
+            if g.trial.probe
+            else _measured(g.results, self.percentile)
             for g in usable
         ]
         if not points:
@@ -698,7 +702,8 @@ def _manifest(spec: ExperimentSpec, choice: ModelPlan, target: str) -> str:
         }
     }  # fmt: skip
     head = (
-        f"# cxlab capacity plan: {choice.variant}, {choice.pods} Pods for {target}.\n"
+        f"# cxlab capacity plan: {choice.variant}, {choice.pods} Pod"
+        f"{'s' if choice.pods != 1 else ''} for {target}.\n"
         f"# Paste into your Deployment (rename the container); CONCURRENCY is the workers (or\n"
         f"# threads, or connections) each Pod should run: {choice.workers_per_pod}.\n"
     )

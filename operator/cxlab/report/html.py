@@ -1,5 +1,6 @@
 """The experiment document (spec + status) → one self-contained HTML page: the answer first
-(recommendations, knees), then the curves behind it per RTT, then every number in tables.
+(recommendations, the capacity plan, knees), then the curves behind it per RTT, then every
+number in tables.
 
 Pure and deterministic: everything shown comes from the document, so the same document
 renders to the same bytes and a report can be regenerated from result.json at any time."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import ExperimentStatus
+from cxlab.report.capacity import capacity_section
 from cxlab.report.charts import rtt_section
 from cxlab.report.data import Context, Json, by_rtt, report_points, variant_styles
 from cxlab.report.header import answer_section, header_section
@@ -42,6 +44,7 @@ def render_report(document: Json) -> str:
     sections = [
         header_section(document, typed, status, trials),
         answer_section(summary, status),
+        capacity_section(status.capacity_plan),
         *body,
     ]
     name = str((document.get("metadata") or {}).get("name", "experiment"))

@@ -23,7 +23,7 @@ from cxlab.experiments.fields import MAX_TRIAL_TIMEOUT, MIN_TRIAL_TIMEOUT, SpecE
 from cxlab.experiments.labels import workers_label
 from cxlab.experiments.plan import PYTHON_RUNNER, floor_seconds, plan_trials, runner_command
 from cxlab.experiments.resource import ConcurrencyExperiment, load_experiments, parse_experiment
-from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES
+from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES, ExperimentSpec
 from cxlab.experiments.status import ExperimentStatus
 from cxlab.inputs import InputError, load_json_document
 from cxlab.local.backend import LocalBackend
@@ -86,8 +86,26 @@ def plan_text(experiment: ConcurrencyExperiment) -> str:
             row.append(f"{trial.rate:g}/s")
         rows.append([*row, str(trial.repetition), "?" if floor is None else format_duration(floor)])
     headers = ["trial", "model", "workers", "rtt", *(["rate"] if arrivals else []), "rep", "floor"]
-    estimate = _estimate(experiment, total, unknown)
+    estimate = _estimate(experiment, total, unknown) + _followups_text(spec)
     return f"{render_table(headers, rows)}\n{estimate}\n\n{commands_text(experiment)}"
+
+
+def _followups_text(spec: ExperimentSpec) -> str:
+    """What runs after these trials, from their outcomes (not known before they run)."""
+    lines = []
+    search = spec.search.rate if spec.search else None
+    if search is not None:
+        lines.append(
+            f"then per model a rate search: up to {search.max_probes} probes of one Pod, "
+            f"{search.duration} each, from {search.start:g}/s"
+        )
+    capacity = spec.capacity
+    if capacity is not None and (verify := capacity.verifying) is not None:
+        lines.append(
+            f"then the capacity plan verified: up to {verify.max_attempts} trials of "
+            f"{verify.duration} at {capacity.target.rate_per_second:g} tasks/s"
+        )
+    return "".join(f"\n{line}" for line in lines)
 
 
 def _estimate(experiment: ConcurrencyExperiment, floor: float, unknown: int) -> str:

@@ -123,6 +123,26 @@ CASES = [
     ),
     Case(
         "spec",
+        "search.rate probes against capacity.target.latency: set capacity.target",
+        valid=manifest(capacity=CAPACITY, search={"rate": {}}),
+        invalid=manifest(search={"rate": {}}),
+        field="spec",
+    ),
+    Case(
+        "spec",
+        "search.rate: Locust's users are closed loops and cannot run at a rate; leave locust "
+        "out of an experiment that searches",
+        valid=manifest(capacity=CAPACITY, search={"rate": {}}),
+        invalid=manifest(
+            workload=workload(type="http", rtt="10ms"),
+            models=[{"model": "locust"}],
+            capacity=CAPACITY,
+            search={"rate": {}},
+        ),
+        field="spec",
+    ),
+    Case(
+        "spec",
         "model locust drives HTTP users and needs workload type http",
         valid=manifest(workload=workload(type="http", rtt="10ms"), models=[{"model": "locust"}]),
         invalid=manifest(models=[{"model": "locust"}]),

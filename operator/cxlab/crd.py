@@ -64,6 +64,16 @@ _TASKS = "(has(self.workload.tasks) ? self.workload.tasks : 0)"
 RULES: dict[str, list[dict[str, str]]] = {
     "spec": [
         _rule(
+            "!has(self.search) || !has(self.search.rate) || has(self.capacity)",
+            "search.rate probes against capacity.target.latency: set capacity.target",
+        ),
+        _rule(
+            "!has(self.search) || !has(self.search.rate) || "
+            "!self.models.exists(m, m.model == 'locust')",
+            "search.rate: Locust's users are closed loops and cannot run at a rate; leave "
+            "locust out of an experiment that searches",
+        ),
+        _rule(
             "!self.models.exists(m, m.model == 'locust') || self.workload.type == 'http'",
             "model locust drives HTTP users and needs workload type http",
         ),

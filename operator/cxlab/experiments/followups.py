@@ -45,17 +45,12 @@ class Trials:
     trials: list[Trial]
     unverified: str | None = None
 
-    @property
-    def verifying(self) -> bool:
-        """Whether a verification trial is among them."""
-        return any(t.verify for t in self.trials)
-
 
 def trials_of(
     spec: ExperimentSpec, entries: Sequence[TrialEntry], fits: Fits | None = None
 ) -> Trials:
-    """The sweep, and the verification attempts its recorded outcomes call for. `entries`
-    must hold their Results (the full entries) once the sweep has ended."""
+    """The sweep, and the probes and verification attempts its recorded outcomes call for.
+    `entries` must hold their Results (the full entries) once the sweep has ended."""
     sweep = plan_trials(spec)
     verify = spec.capacity.verifying if spec.capacity else None
     searching = spec.search is not None and spec.search.rate is not None
@@ -80,10 +75,8 @@ def trials_of(
         if plan is None:  # no model meets the objective: nothing to run
             return Trials(trials)
         gomaxprocs = next(
-            (g for entry in spec.models if entry.model == plan.model
-             for g in entry.gomaxprocs_axis()
-             if Trial(0, plan.model, 0, g, None, 1).variant == plan.variant),
-            None,
+            v.gomaxprocs for v in variants(spec)
+            if Trial(0, v.model, 0, v.gomaxprocs, None, 1).variant == plan.variant
         )  # fmt: skip
         # The sizing asked for, when verify gives one, else the plan's; each attempt a Pod more.
         pods = (verify.pods + attempt - 1) if verify.pods else (plan.pods or 1)

@@ -135,8 +135,9 @@ def test_a_slower_rtt_regresses_is_acknowledged_and_the_plan_is_verified_as_calc
 ) -> None:
     target = {"ratePerSecond": 200, "latency": {"percentile": "p99", "max": "1s"},
               "cpuUtilization": 0.7}  # fmt: skip
-    # The runs verify their plan (a schedule's default): one Pod at 200 tasks/s for 3 s.
-    capacity = {"target": target, "verify": {"duration": "3s"}}
+    # The runs verify their plan (a schedule's default): one Pod at 200 tasks/s for 1 s (a
+    # run must end within its 20 s slot, or the next is skipped).
+    capacity = {"target": target, "verify": {"duration": "1s"}}
     fast = template(rtt="50ms", tasks=20, repetitions=2, capacity=capacity)
     spec = {"schedule": "@every 20s", "experimentTemplate": fast}
     lab.apply_schedule("drift", spec)
@@ -160,7 +161,7 @@ def test_a_slower_rtt_regresses_is_acknowledged_and_the_plan_is_verified_as_calc
     assert asyncio["expectedOccupancy"] == round(rate * service.mean / workers, 3), plan
     assert (
         plan["display"]
-        == f"{pods} Pod{'s' if pods > 1 else ''} \N{MULTIPLICATION SIGN} 1 CPU, asyncio"
+        == f"{pods} Pod{'s' if pods > 1 else ''} \N{MULTIPLICATION SIGN} 1 CPU, asyncio (verified)"
     )
     assert status(run)["capacityPlan"]["pods"] == pods
     # kubectl shows it; its Deployment fragment is one the apiserver takes.

@@ -100,6 +100,10 @@ def test_a_plan_that_holds_is_verified_and_one_that_falls_short_gets_a_pod_more(
     final = capacity_plan(spec, [*outcomes, short, checked(second, p99=0.12)])
     assert final is not None and (final.basis, final.pods, final.cores) == ("verified", 3, 3)
     assert "verified after 2 attempts" in final.message
+    # A second attempt that cannot run here: refuted, and the plan says why it stopped.
+    stopped = capacity_plan(spec, [*outcomes, short], "attempt 2: 3 Pods do not fit")
+    assert stopped is not None and stopped.unverified == "attempt 2: 3 Pods do not fit"
+    assert stopped.message.endswith("; attempt 2: 3 Pods do not fit")
     # No attempts left after the second falls short: nothing more runs.
     again = checked(second, p99=0.5)
     assert trials_of(spec, entries([*outcomes, short, again])).trials[-1] == second

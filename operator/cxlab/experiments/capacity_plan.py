@@ -234,7 +234,8 @@ class CapacityPlan(Shape):
     verification: Maybe[list[Verification]] = None
     """The plan run (spec.capacity.verify), attempt by attempt: the last is the plan shown."""
     unverified: Maybe[str] = None
-    """Why the plan was not run although spec.capacity.verify asked for it."""
+    """Why the plan was not run although spec.capacity.verify asked for it (or, refuted, why
+    its next attempt could not run)."""
     manifest: Maybe[str] = None
     """The choice as a Deployment fragment to paste (YAML): replicas, each Pod's CPU and memory
     requests and limits as measured, and its workers as the CONCURRENCY variable."""
@@ -524,6 +525,9 @@ def capacity_plan(
         plan.message += f"; verified{tried}: {last.summary}"
     else:
         plan.message += f"; refuted{tried}: {last.shortfall}"
+        if unverified:  # the next attempt could not run here
+            plan.message += f"; {unverified}"
+            plan.unverified = unverified
     for model in plan.models:
         if model.variant == plan.choice:
             model.basis = plan.basis

@@ -209,21 +209,24 @@ def test_a_rate_search_runs_probe_by_probe_then_the_plan_uses_the_rate_it_found(
     assert (model.rate_per_pod, model.pods, model.basis) == (40.0, 2, "extrapolated")
 
 
-def test_the_verification_follows_the_search() -> None:
-    spec = searching(1, maxAttempts=1)
+def searched_once(spec: ExperimentSpec) -> tuple[list[TrialOutcome], Trial, Trial]:
+    """The sweep and a search of one probe recorded: (their outcomes, the probe, the
+    verification trial they call for)."""
     outcomes = sweep_outcomes(spec)
     [probe] = [t for t in trials_of(spec, entries(outcomes)).trials if t.probe]
     done = [*outcomes, probe_result(probe)]
     [check] = [t for t in trials_of(spec, entries(done)).trials if t.verify]
+    return done, probe, check
+
+
+def test_the_verification_follows_the_search() -> None:
+    _, _, check = searched_once(searching(1, maxAttempts=1))
     assert check.index == 2 and check.rate == 60.0
 
 
 def test_the_report_shows_the_probes_the_verification_and_the_fragment() -> None:
     spec = searching(1, maxAttempts=1)
-    outcomes = sweep_outcomes(spec)
-    [probe] = [t for t in trials_of(spec, entries(outcomes)).trials if t.probe]
-    done = [*outcomes, probe_result(probe)]
-    [check] = [t for t in trials_of(spec, entries(done)).trials if t.verify]
+    done, probe, check = searched_once(spec)
     page = capacity_section(capacity_plan(spec, [*done, checked(check, p99=0.4, waits=0.2)]))
     assert "<h2>Capacity plan</h2>" in page and "(refuted)" in page
     assert "Rate search" in page and probe.name in page and "held" in page

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cxlab.experiments.capacity_plan import CapacityPlan
-from cxlab.experiments.labels import NOISE_CHECKED, spread_cells, workers_label
+from cxlab.experiments.labels import NOISE_CHECKED, share_text, spread_cells, workers_label
 from cxlab.experiments.status import ExperimentStatus, Progress
 from cxlab.experiments.summary import Summary, syscalls_requested
 from cxlab.stats import MIN_FOR_INTERVAL, center
@@ -197,10 +197,6 @@ def knees_table(summary: Summary) -> str:
     return render_table(["model", "rtt", "knee", "wall s", "best s", "cpu %", "peak MiB"], rows)
 
 
-def _share(value: float | None) -> str:
-    return "—" if value is None else f"{value:.0%}"
-
-
 def capacity_text(plan: CapacityPlan | None) -> str:
     """A capacity plan (status.capacityPlan), model by model."""
     if not plan:
@@ -212,7 +208,7 @@ def capacity_text(plan: CapacityPlan | None) -> str:
             continue
         rows.append([
             model.variant, "yes", str(model.pods), str(model.workers_per_pod or "—"),
-            _share(model.expected_occupancy), _share(model.expected_wait_probability),
+            share_text(model.expected_occupancy), share_text(model.expected_wait_probability),
             unit_cell(model.expected_mean_wait_seconds, "s"),
             str(model.cores), unit_cell(model.memory_bytes, "B"),
             unit_cell(model.expected_latency_seconds, "s"),

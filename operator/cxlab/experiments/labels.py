@@ -14,6 +14,11 @@ from cxlab_contract.durations import format_duration
 NOISE_CHECKED = {"wallSeconds": "wall", "cpuSeconds": "cpu", "peakRssBytes": "rss"}
 
 
+def share_text(value: float | None) -> str:
+    """A share as a whole percentage (the capacity plan's occupancy and waiting), — unset."""
+    return "—" if value is None else f"{value:.0%}"
+
+
 def rtt_label(rtt_seconds: float) -> str:
     return f"RTT {format_duration(rtt_seconds)}"
 

@@ -6,16 +6,13 @@ from __future__ import annotations
 from html import escape
 
 from cxlab.experiments.capacity_plan import CapacityPlan
+from cxlab.experiments.labels import share_text
 from cxlab.report.tables import _table
 from cxlab_contract.durations import format_duration
 
 
 def _seconds(value: float | None) -> str:
     return "—" if value is None else escape(format_duration(value))
-
-
-def _share(value: float | None) -> str:
-    return "—" if value is None else f"{value:.0%}"
 
 
 def _rate(value: float | None) -> str:
@@ -34,8 +31,8 @@ def capacity_section(plan: CapacityPlan | None) -> str:
     rows = [
         [
             escape(m.variant), "yes" if m.meets else "no", _rate(m.pods),
-            _rate(m.workers_per_pod), _share(m.expected_occupancy),
-            _share(m.expected_wait_probability), _seconds(m.expected_mean_wait_seconds),
+            _rate(m.workers_per_pod), share_text(m.expected_occupancy),
+            share_text(m.expected_wait_probability), _seconds(m.expected_mean_wait_seconds),
             _seconds(m.expected_latency_seconds), _rate(m.searched_rate_per_second),
             escape(f"{m.basis}: {m.note}" if m.meets else m.reason or ""),
         ]

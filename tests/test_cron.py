@@ -73,7 +73,9 @@ def fires(text: str, after: datetime, times: int = 1, zone: ZoneInfo = ZONE_UTC)
         ("0 0 * * MON-fri", "weekdays", (1, 2, 3, 4, 5)),
         ("0 0 * * 7", "weekdays", (0,)),
         ("0 0 * * 5-7", "weekdays", (0, 5, 6)),
-        ("0 0 * * fri-sun", "weekdays", (0, 5, 6)),
+        ("0 0 * * sun-sun", "weekdays", (0,)),  # sun is 0, as in robfig/cron
+        ("0 0 * * 0-sun", "weekdays", (0,)),
+        ("0 0 * * sun-sat", "weekdays", tuple(range(7))),
         ("0 0 * * */2", "weekdays", (0, 2, 4, 6)),
         ("0 0 * * 1/2", "weekdays", (1, 3, 5)),
         ("0 0 * * ?", "weekdays", tuple(range(7))),
@@ -85,7 +87,19 @@ def test_parses_each_syntax_form(text: str, field: str, values: tuple[int, ...])
 
 @pytest.mark.parametrize(
     ("text", "either_day"),
-    [("0 0 13 * 5", True), ("0 0 13 * *", False), ("0 0 */2 * 5", False), ("0 0 ? * 5", False)],
+    [
+        ("0 0 13 * 5", True),
+        ("0 0 13 * *", False),
+        ("0 0 ? * 5", False),
+        # as robfig/cron's star bit: a * or ? item without a step above 1, anywhere in the list
+        ("0 0 */2 * 5", True),
+        ("0 0 ?/3 * 5", True),
+        ("0 0 13 * */2", True),
+        ("0 0 */1 * 5", False),
+        ("0 0 5,* * 5", False),
+        ("0 0 *,5 * 5", False),
+        ("0 0 13 * 1,?", False),
+    ],
 )
 def test_either_day_only_when_both_day_fields_are_restricted(text: str, either_day: bool) -> None:
     assert parse_schedule(text).either_day is either_day
@@ -142,6 +156,20 @@ def test_every_allows_a_year() -> None:
         ("jan * * * *", r"field 1 \(minute\): 'jan' is not a number"),
         ("0 22-2 * * *", r"field 2 \(hour\): 22-2 runs backwards; write 22-23,0-2"),
         ("0 0 * * sat-mon", r"field 5 \(day-of-week\): sat-mon runs backwards; write 6,0-1"),
+        # robfig/cron: "beginning of range (1) beyond end of range (0): mon-sun"
+        (
+            "0 0 * * mon-sun",
+            r"field 5 \(day-of-week\): mon-sun runs backwards \(sun is 0\); write 1-6,0",
+        ),
+        (
+            "0 0 * * FRI-Sun",
+            r"field 5 \(day-of-week\): FRI-Sun runs backwards \(sun is 0\); write 5-6,0",
+        ),
+        ("0 0 * * sat-0", r"field 5 \(day-of-week\): sat-0 runs backwards \(sun is 0\); write 6,0"),
+        (
+            "*/9223372036854775808 * * * *",
+            r"field 1 \(minute\): the step in .* is too large; use 1 to 60",
+        ),
         ("*/0 * * * *", r"field 1 \(minute\): the step in '\*/0' is 0; use 1 or more"),
         ("*/x * * * *", r"field 1 \(minute\): the step in '\*/x' is not a number"),
         ("*/2/3 * * * *", r"field 1 \(minute\): '\*/2/3' has more than one /"),
@@ -168,9 +196,15 @@ def test_refuses_with_what_to_write(text: str, message: str) -> None:
     assert "schedule:" not in str(caught.value)  # the caller prefixes the field's path
 
 
-def test_a_rare_schedule_is_not_refused() -> None:
-    # 29 February on a weekend: after 2028 (a Tuesday), 2032 (a Sunday)
-    assert fires("0 0 29 2 */6", utc(2026, 3, 1)) == ["2032-02-29T00:00:00+00:00"]
+def test_restricted_day_fields_never_fire_only_with_a_star() -> None:
+    # */2 restricts day-of-week: 31 February does not exist, but Sundays, Tuesdays, Thursdays
+    # and Saturdays of February do (1 February 2027 is a Monday)
+    assert fires("0 0 31 2 */2", utc(2026, 3, 1), 2) == [
+        "2027-02-02T00:00:00+00:00",
+        "2027-02-04T00:00:00+00:00",
+    ]
+    with pytest.raises(CronError, match="never fires"):
+        parse_schedule("0 0 31 2 *")
 
 
 def test_never_firing_fields_raise_when_searched() -> None:
@@ -223,13 +257,38 @@ def test_either_day_field_matches_when_both_are_restricted() -> None:
     ]
 
 
-def test_both_day_fields_match_when_one_starts_with_a_star() -> None:
-    # odd days that are Fridays
-    assert fires("0 0 */2 * 5", utc(2026, 4, 1), 3) == [
+def test_a_stepped_star_restricts_its_day_field() -> None:
+    # robfig/cron clears the star bit of */2: odd days or Mondays (6 April 2026 is a Monday)
+    assert fires("0 0 */2 * 1", utc(2026, 4, 1), 5) == [
         "2026-04-03T00:00:00+00:00",
-        "2026-04-17T00:00:00+00:00",
-        "2026-05-01T00:00:00+00:00",
+        "2026-04-05T00:00:00+00:00",
+        "2026-04-06T00:00:00+00:00",
+        "2026-04-07T00:00:00+00:00",
+        "2026-04-09T00:00:00+00:00",
     ]
+
+
+def test_a_star_in_a_list_leaves_its_day_field_unrestricted() -> None:
+    # 5,* is every day, and unrestricted: Mondays only, not every day (nor the 5th, a Sunday)
+    assert fires("0 0 5,* * 1", utc(2026, 4, 1), 3) == [
+        "2026-04-06T00:00:00+00:00",
+        "2026-04-13T00:00:00+00:00",
+        "2026-04-20T00:00:00+00:00",
+    ]
+
+
+def test_ranges_ending_in_sunday_are_robfigs() -> None:
+    # sun is 0: sun-sun and 0-sun are Sundays only (5 April 2026), not the whole week
+    assert fires("0 12 * * sun-sun", utc(2026, 4, 1), 2) == [
+        "2026-04-05T12:00:00+00:00",
+        "2026-04-12T12:00:00+00:00",
+    ]
+    assert fires("0 12 * * 0-SUN", utc(2026, 4, 1)) == ["2026-04-05T12:00:00+00:00"]
+    for backwards in ("mon-sun", "fri-sun", "sat-sun/2"):
+        with pytest.raises(
+            CronError, match=rf"field 5 \(day-of-week\): {backwards.split('/')[0]} runs"
+        ):
+            parse_schedule(f"0 12 * * {backwards}")
 
 
 def test_names_steps_and_seven_for_sunday() -> None:

@@ -2,6 +2,15 @@
 user writes it, and its fire times ("slots") computed from the resource alone, so a restarted
 operator finds the same slots.
 
+The fields are read as CronJob reads them, with github.com/robfig/cron/v3's standard parser
+(tests/test_cron_robfig.py compares the two on hundreds of schedules). Its day rule: a day field
+is unrestricted only when one of its items is ``*`` or ``?`` with no step (or step 1); when
+both day fields are restricted, a day matches if either does (``0 0 */2 * 1``: odd days and
+Mondays). ``sun`` is 0, so a range ending in it (``fri-sun``) runs backwards and is refused.
+Where cxlab differs on purpose (listed in docs/schedules.md): ``7`` is Sunday too, a schedule
+that never fires is refused, a wall time the clocks repeat is one slot (below), and slots follow
+the wall clock where it moves by part of an hour.
+
 Five fields (minute hour day-of-month month day-of-week) are matched against the wall clock of
 ``spec.timeZone``. Two rules make that clock a function of time:
 
@@ -49,6 +58,8 @@ CRON_PATTERN: str = (
 )
 
 _DIGITS = re.compile("[0-9]+")
+# robfig/cron reads a step with strconv.Atoi: a larger one is refused there, so here too.
+_MAX_STEP = 2**63 - 1
 _FIVE = "use 5 (minute hour day-of-month month day-of-week) or @every 30s / @hourly"
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
@@ -280,12 +291,12 @@ def _every_seconds(duration: str) -> float:
 
 
 def _parse_fields(text: str, words: list[str]) -> Schedule:
-    minutes, hours, days, months, weekdays = (
+    (minutes, _), (hours, _), (days, any_day), (months, _), (weekdays, any_weekday) = (
         _parse_field(word, field) for word, field in zip(words, _FIELDS, strict=True)
     )
     weekdays = {0 if day == 7 else day for day in weekdays}
     # The cron day rule: only when both day fields are restricted does either one suffice.
-    either_day = words[2][0] not in "*?" and words[4][0] not in "*?"
+    either_day = not any_day and not any_weekday
     if not either_day and not any(
         day <= _MONTH_DAYS[month - 1] for day in days for month in months
     ):
@@ -307,15 +318,20 @@ def _parse_fields(text: str, words: list[str]) -> Schedule:
     )
 
 
-def _parse_field(word: str, field: _Field) -> set[int]:
+def _parse_field(word: str, field: _Field) -> tuple[set[int], bool]:
+    """The field's values, and whether it is unrestricted: robfig/cron sets its star bit for an
+    item * or ? without a step above 1, whatever the other items ("5,*" is "*", "*/2" is not)."""
     values: set[int] = set()
+    unrestricted = False
     for item in word.split(","):
         if not item:
             raise CronError(
                 f"{field.where()}: {word!r} has an empty item; separate values by one ,"
             )
-        values.update(_parse_item(item, field))
-    return values
+        span = _parse_item(item, field)
+        values.update(span)
+        unrestricted |= item.partition("/")[0] in ("*", "?") and span.step == 1
+    return values, unrestricted
 
 
 def _parse_item(item: str, field: _Field) -> range:
@@ -332,6 +348,11 @@ def _parse_item(item: str, field: _Field) -> range:
         step = int(step_text)
         if step < 1:
             raise CronError(f"{field.where()}: the step in {item!r} is 0; use 1 or more")
+        if step > _MAX_STEP:
+            raise CronError(
+                f"{field.where()}: the step in {item!r} is too large; "
+                f"use 1 to {field.top - field.low + 1}"
+            )
     if span in ("*", "?"):
         return range(field.low, field.top + 1, step)
     start_text, dash, end_text = span.partition("-")
@@ -339,13 +360,13 @@ def _parse_item(item: str, field: _Field) -> range:
         raise CronError(f"{field.where()}: {item!r} has more than one -; write a range like 1-5")
     start = _value(start_text, item, field)
     if dash:
-        sunday_end = field.name == "day-of-week" and end_text.lower() == "sun"  # "fri-sun"
-        end = 7 if sunday_end else _value(end_text, item, field)
+        end = _value(end_text, item, field)
         if start > end:
-            late = str(start) if start == field.top else f"{start}-{field.top}"
-            raise CronError(
-                f"{field.where()}: {span} runs backwards; write {late},{field.low}-{end}"
-            )
+            late = str(start) if start >= field.top else f"{start}-{field.top}"
+            early = str(end) if end == field.low else f"{field.low}-{end}"
+            # sun is 0, as in robfig/cron, which refuses "fri-sun" ("beyond end of range")
+            sunday = " (sun is 0)" if field.names == _WEEKDAYS and end == 0 else ""
+            raise CronError(f"{field.where()}: {span} runs backwards{sunday}; write {late},{early}")
     else:
         end = max(start, field.top) if slash else start  # "a/n" runs from a to the field's end
     return range(start, end + 1, step)

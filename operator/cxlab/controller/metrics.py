@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from cxlab.conditions import condition_of
 from cxlab.experiments.status import Phase
 from cxlab.schedules.history import METRICS, newest_succeeded
 from cxlab.schedules.status import ScheduleStatus
@@ -55,10 +56,23 @@ class _QueueCollector(Collector):
         )
 
 
+def refusal(status: ScheduleStatus) -> str | None:
+    """Why the schedule starts no runs, from its conditions: the apiserver refused its newest
+    run (RunRefused True) or its spec cannot run (Ready False, InvalidSpec); None if neither."""
+    refused = condition_of(status.conditions, "RunRefused")
+    if refused is not None and refused.true:
+        return "RunRefused"
+    ready = condition_of(status.conditions, "Ready")
+    if ready is not None and ready.status == "False" and ready.reason == "InvalidSpec":
+        return "InvalidSpec"
+    return None
+
+
 class _ScheduleCollector(Collector):
     """Every schedule as its last pass wrote it: the runs it started, skipped and missed, its
-    capacity plan, whether it regressed, and its newest run's medians per point (the capacity
-    dashboard draws them over time). Bounded: points and metrics come from the template."""
+    capacity plan, whether it regressed or is refused, and its newest run's medians per point
+    (the capacity dashboard draws them over time). Bounded: points and metrics come from the
+    template."""
 
     def __init__(self, schedules: dict[tuple[str, str], ScheduleStatus]) -> None:
         self._schedules = schedules
@@ -70,6 +84,12 @@ class _ScheduleCollector(Collector):
         )
         regressed = GaugeMetricFamily(
             "cxlab_schedule_regressed", "1 while the newest run regressed.", labels=key
+        )
+        refused = GaugeMetricFamily(
+            "cxlab_schedule_refused",
+            "1 while the schedule starts no runs: the apiserver refused the newest (reason "
+            "RunRefused) or the spec cannot run (InvalidSpec); 0 with no reason otherwise.",
+            labels=[*key, "reason"],
         )
         pods = GaugeMetricFamily(
             "cxlab_schedule_capacity_pods",
@@ -97,6 +117,8 @@ class _ScheduleCollector(Collector):
             for outcome, count in counted.items():
                 runs.add_metric([namespace, name, outcome], count or 0)
             regressed.add_metric([namespace, name], float(bool(status.regressed)))
+            why = refusal(status)
+            refused.add_metric([namespace, name, why or ""], float(why is not None))
             plan = status.capacity_plan
             for model in plan.models if plan else []:
                 if model.meets and plan is not None:
@@ -112,7 +134,7 @@ class _ScheduleCollector(Collector):
                 for metric in METRICS:
                     if metric in written:
                         values.add_metric([namespace, name, point.point, metric], written[metric])
-        yield from (runs, regressed, pods, cores, grew, values)
+        yield from (runs, regressed, refused, pods, cores, grew, values)
 
 
 class OperatorMetrics:

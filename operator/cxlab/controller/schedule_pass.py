@@ -162,10 +162,12 @@ class ScheduleReconciler:
         now: datetime,
     ) -> None:
         """A spec the schema could not refuse (an unknown time zone): no run starts, and the
-        Ready condition names the field."""
-        message = "; ".join(error.problems)
+        Ready condition names the field (cxlab_schedule_refused{reason="InvalidSpec"})."""
+        metadata, message = body["metadata"], "; ".join(error.problems)
+        key = (metadata["namespace"], metadata["name"])
         was = condition_of(old.conditions, "Ready")
         if was and was.reason == "InvalidSpec" and was.message == message:
+            self.metrics.observe_schedule(*key, old)
             return
         conditions = set_condition(
             old.conditions, "Ready", False, "InvalidSpec", message[:1000],
@@ -174,7 +176,8 @@ class ScheduleReconciler:
         status = old.model_copy(
             update={"observed_generation": generation, "conditions": conditions}
         )
-        if self._write(body, body["metadata"]["resourceVersion"], status):
+        if self._write(body, metadata["resourceVersion"], status):
+            self.metrics.observe_schedule(*key, status)
             event("Warning", "InvalidSpec", message[:1000])
 
     def _write(

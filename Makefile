@@ -66,6 +66,10 @@ bench-arrival: deps ## Each model's arrival generator at 100, 1,000, 10,000/s be
 bench-plan: deps ## Capacity plans run as planned: predicted P(wait), mean wait and p99 beside a simulation and a measured run, three service-time shapes
 	python operator/bench/bench_plan.py
 
+.PHONY: bench-regression
+bench-regression: deps ## Schedules' regression check on simulated histories: false alarms and detection by noise, correlation, baseline runs, points
+	python operator/bench/bench_regression.py
+
 .PHONY: bench-merge
 bench-merge: deps ## What merging a trial's Pods' Results costs (3, 8, 64 Pods)
 	python operator/bench/bench_merge.py

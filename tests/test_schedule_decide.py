@@ -210,3 +210,50 @@ def test_a_plan_needing_more_pods_than_the_run_before_is_a_plan_grew_event(
             kind == "Warning"
             and f"plans {after} Pods where {older.name} planned {before}" in message
         )
+
+
+def _regressed_history() -> list[dict[str, Any]]:
+    """Five steady runs of six points, then one where two points got slower in two metrics."""
+    history = []
+    for i in range(6):
+        points = []
+        for p in range(6):
+            wall = 1.0 + 0.01 * ((i + p) % 3)
+            if i == 5 and p < 2:
+                wall *= 1.5 + p / 10
+            points.append({"point": f"asyncio w={10 ** p}", "model": "asyncio", "n": 1,
+                           "wallSeconds": wall, "throughputPerSecond": 100 / wall})  # fmt: skip
+        slot = (CREATED + timedelta(hours=i)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        history.append({"run": f"tick-{i}", "phase": "Succeeded", "scheduledTime": slot,
+                        "points": points})  # fmt: skip
+    return history
+
+
+def test_a_regressed_run_raises_one_event_listing_its_findings_by_point() -> None:
+    old = {"history": _regressed_history()}
+    decided = decide(
+        schedule(), ScheduleStatus.read(old), [], lambda name: None, lambda name: None,
+        generation=1, now=CREATED + timedelta(hours=6),
+    )  # fmt: skip
+    [event] = [e for e in decided.events if e[1] == "Regressed"]
+    kind, _, message = event
+    assert kind == "Warning" and message.startswith("run tick-5: asyncio w=10: wallSeconds ")
+    # grouped by point, the worst point first, each point once
+    assert message.index("asyncio w=10: ") < message.index("; asyncio w=1: ")
+    assert message.count("asyncio w=10: ") == 1 and message.count("throughputPerSecond") == 2
+    assert "w=100:" not in message and message.endswith("(against 5 runs)")
+    status = written(decided).status
+    regression = status["regression"]
+    # plain typed data, no Python repr
+    assert regression["policy"] == {"minRelativeChange": 0.1, "significance": 0.01,
+                                    "baselineRuns": 5}  # fmt: skip
+    assert "checked" not in regression and regression["run"] == "tick-5"
+    assert {(f["point"], f["metric"], f["scope"]) for f in regression["found"]} == {
+        (p, m, "point") for p in ("asyncio w=1", "asyncio w=10")
+        for m in ("wallSeconds", "throughputPerSecond")
+    }  # fmt: skip
+    again = decide(
+        schedule(), ScheduleStatus.read(status), [], lambda name: None, lambda name: None,
+        generation=1, now=CREATED + timedelta(hours=6, seconds=10),
+    )  # fmt: skip
+    assert [e for e in again.events if e[1] == "Regressed"] == [], "one event per run"

@@ -25,6 +25,7 @@ from cxlab.schedules.history import HistoryEntry, appended, newest_succeeded
 from cxlab.schedules.regression import Policy, Regression, regressions, summary_line
 from cxlab.schedules.spec import ExperimentSchedule
 from cxlab.schedules.status import (
+    CheckedPolicy,
     FoundRegression,
     RegressionCheck,
     ScheduledPlan,
@@ -269,14 +270,21 @@ def _check_regressions(
     history = status.history or []
     policy, acknowledged = _policy(schedule), schedule.spec.regression.acknowledged_run
     newest = newest_succeeded(history)
-    key = f"{newest.run if newest else None}|{acknowledged}|{policy}"
+    checked = CheckedPolicy(
+        min_relative_change=policy.min_relative_change, significance=policy.significance,
+        baseline_runs=policy.baseline_runs,
+    )  # fmt: skip
     previous = status.regression
-    if newest is None or (previous is not None and previous.checked == key):
+    if newest is None or (
+        previous is not None
+        and (previous.run, previous.acknowledged_run, previous.policy)
+        == (newest.run, acknowledged, checked)
+    ):
         return
-    # The regression test reads the history as written (issue 28 takes it to the typed entries).
+    # The regression test reads entries as written, as `cxlab history` reads them from files.
     found = regressions([e.document() for e in history], policy, acknowledged)
     status.regression = RegressionCheck(
-        checked=key, run=newest.run, acknowledged_run=acknowledged,
+        run=newest.run, acknowledged_run=acknowledged, policy=checked,
         found=[_shown(r) for r in found[:MAX_REGRESSIONS_SHOWN]],
     )  # fmt: skip
     status.regressed = bool(found)
@@ -305,7 +313,7 @@ def _regressed_condition(
     why not."""
     conditions = status.conditions or []
     if found:
-        message = summary_line(found)
+        message = f"run {newest}: {summary_line(found)}"
         was = condition_of(conditions, "Regressed")
         if not (was and was.true) or (previous is not None and previous.run != newest):
             decided.event("Warning", "Regressed", message)
@@ -325,7 +333,8 @@ def _regressed_condition(
 
 def _shown(found: Regression) -> FoundRegression:
     return FoundRegression(
-        point=found.point, metric=found.metric, before=found.before, after=found.after,
+        point=found.point, scope=found.scope, metric=found.metric, before=found.before,
+        after=found.after,
         change=round(found.change, 4), p_value=float(f"{found.p_value:.3g}"),
         baseline_runs=len(found.baseline),
     )  # fmt: skip

@@ -70,7 +70,9 @@ class RegressionPolicy(Strict):
     """The smallest change, as a fraction of the baseline's median, that can count as a
     regression (0.10: 10 % slower, 10 % less throughput)."""
     significance: Annotated[float, Field(strict=True, gt=0, lt=0.5)] = 0.01
-    """The largest p-value of the one-sided Welch t-test that counts as significant."""
+    """The false discovery rate of a run's findings: the largest p-value, adjusted
+    (Benjamini-Yekutieli) over every point and metric of the run, that counts (so about this
+    share of unchanged runs raise any alarm, at most)."""
     baseline_runs: Annotated[int, between(1, MAX_BASELINE_RUNS)] = 5
     """How many succeeded runs before the newest one form its baseline."""
     acknowledged_run: RunName | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from cxlab.conditions import Condition
 from cxlab.experiments.capacity_plan import CapacityPlan
@@ -14,9 +14,11 @@ from cxlab.shape import Maybe, Shape, optional
 
 
 class FoundRegression(Shape):
-    """One metric of one point that got worse beyond the policy."""
+    """One metric of one point, or of the run as a whole, that got worse beyond the policy."""
 
     point: str
+    """The point's key, or "every point" for a shift of the whole run."""
+    scope: Literal["point", "run"] = "point"
     metric: str
     before: float
     """The baseline's median."""
@@ -25,18 +27,27 @@ class FoundRegression(Shape):
     change: float
     """(after - before) / before."""
     p_value: float
-    """One-sided Welch t-test of the newest run's repetitions against the baseline's."""
+    """The one-sided prediction test's p-value, adjusted (Benjamini-Yekutieli) over every
+    point and metric of the run (docs/schedules.md)."""
+    baseline_runs: int
+
+
+class CheckedPolicy(Shape):
+    """spec.regression as it was when the run was compared."""
+
+    min_relative_change: float
+    significance: float
     baseline_runs: int
 
 
 class RegressionCheck(Shape):
-    """The newest comparison of a run with its baseline."""
+    """The newest comparison of a run with its baseline: compared again when the run, the
+    acknowledged run or the policy changes."""
 
-    checked: str
-    """What was compared (run, acknowledged run, policy): compared again when it changes."""
     run: str
     """The run compared."""
     acknowledged_run: Maybe[str] = None
+    policy: CheckedPolicy
     found: Maybe[list[FoundRegression]] = None
 
 

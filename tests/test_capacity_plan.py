@@ -120,8 +120,9 @@ def test_a_hand_calculated_plan() -> None:
     #   c=6: 2.025 / (18.4 + 2.025) = 0.099143 <= 0.2: 6 workers per Pod (Little's law alone,
     #   L = 60 * 0.1 = 6 over 2 Pods, gave 3: every worker busy, every task waiting)
     # occupancy 3 / 6 = 0.5; mean wait C · T / (c - a) · (1 + cv²) / 2 = 0.099143 * 0.1 / 3 / 2
-    #   = 0.001652 s; a waiting task waits Exp(mean T / (c - a) / 2 = 1/60 s), so
-    #   p99: C · exp(-(t - 0.1) · 60) = 0.01 → t = 0.1 + ln(9.9143) / 60 = 0.138233 s
+    #   = 0.00165238678 s; a waiting task waits Exp(mean T / (c - a) / 2 = 1/60 s), so
+    #   p99: C · exp(-(t - 0.1) · 60) = 0.01 → t = 0.1 + ln(9.9143) / 60 = 0.138233004 s
+    #   (latencies to 9 significant digits, never fixed decimals)
     # cores 2, memory 2 * 80 MiB, CPU at the target: 30 * 50e-6 / 1 = 0.0015 → 0.002
     target = {"ratePerSecond": 60, "latency": {"percentile": "p99", "max": "250ms"}}
     spec = experiment([{"model": "asyncio", "workers": [4, 10]}], target)
@@ -155,8 +156,8 @@ def test_a_hand_calculated_plan() -> None:
                 "variant": "asyncio", "model": "asyncio", "meets": True, "workers": 4,
                 "workersPerPod": 6, "pods": 2, "coresPerPod": 1, "cores": 2,
                 "memoryBytes": 2 * 80 * MIB, "ratePerPod": 40.0, "holdingTimeSeconds": 0.1,
-                "expectedLatencySeconds": 0.138233, "expectedOccupancy": 0.5,
-                "expectedWaitProbability": 0.0991, "expectedMeanWaitSeconds": 0.001652,
+                "expectedLatencySeconds": 0.138233004, "expectedOccupancy": 0.5,
+                "expectedWaitProbability": 0.0991, "expectedMeanWaitSeconds": 0.00165238678,
                 "expectedCpuUtilization": 0.002, "basis": "extrapolated", "note": note,
             },
         ],
@@ -479,14 +480,14 @@ def test_sequential_runs_one_worker_per_pod_and_adds_pods_for_the_queue() -> Non
     # Exp(mean θ = T / (1 - rho) / 2), p99 = 0.1 + θ · ln(rho / 0.01):
     #   5 Pods: rho 0.2,  θ 0.0625:   0.1 + 0.0625 * ln(20) = 0.2872 > 0.25
     #   7 Pods: rho 1/7,  θ 0.05833:  0.1 + 0.05833 * ln(14.29) = 0.2551 > 0.25
-    #   8 Pods: rho 1/8,  θ 0.05714:  0.1 + 0.05714 * ln(12.5) = 0.244327 <= 0.25: 8 Pods
+    #   8 Pods: rho 1/8,  θ 0.05714:  0.1 + 0.05714 * ln(12.5) = 0.244327351 <= 0.25: 8 Pods
     target = {"ratePerSecond": 10, "latency": {"max": "250ms"}}
     spec = experiment([{"model": "sequential"}], target)
     measured = result(1, x=10, p99=0.1, p50=0.1, cpu_per_task=50e-6, service=CONSTANT)
     plan = plan_of(spec, point("sequential", 0, measured))
     [sequential] = plan["models"]
     assert (sequential["pods"], sequential["workersPerPod"]) == (8, 1)
-    assert sequential["expectedLatencySeconds"] == 0.244327
+    assert sequential["expectedLatencySeconds"] == 0.244327351
     assert (sequential["expectedOccupancy"], sequential["expectedWaitProbability"]) == (
         0.125,
         0.125,

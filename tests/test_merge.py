@@ -13,6 +13,7 @@ import pytest
 
 from cxlab.experiments.merge import merge_results, skew_seconds
 from cxlab_contract import histogram, result_schema
+from cxlab_contract.figures import significant
 from cxlab_contract.result import latency_seconds, percentile
 
 MIB = 2**20
@@ -143,17 +144,30 @@ def test_merging_equals_computing_on_the_union(seed: int, shape: str) -> None:
     got = histogram.merge([r["latencyHistogram"] for r in results])
     for key in ("schema", "offset", "counts", "zeroCount"):
         assert got[key] == expected[key], key
-    for key in ("sum", "min", "max"):
-        assert got[key] == pytest.approx(expected[key], abs=1e-5), key
+    assert (got["min"], got["max"]) == (expected["min"], expected["max"])
+    assert got["sum"] == pytest.approx(expected["sum"], rel=1e-8)
 
     result = merged(results)
     assert result["latencyHistogram"] == got
     for name, fraction in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
         value = result["latencySeconds"][name]
-        assert value == round(histogram.quantile(expected, fraction), 6), name
+        assert value == significant(histogram.quantile(expected, fraction)), name
         exact = percentile(union, fraction)
         assert within_bucket(value, exact, got["schema"]), (name, value, exact)
-    assert result["latencySeconds"]["max"] == round(union[-1], 6)
+    assert result["latencySeconds"]["max"] == significant(union[-1])
+
+
+def test_a_trial_of_microsecond_tasks_keeps_their_digits() -> None:
+    # 1.4 µs and 1.5 µs stay themselves in the Pods' and the merged figures, not 1 and 2 µs
+    results = [pod_result([1.4e-6] * 50, pod=0), pod_result([1.5e-6] * 50, pod=1)]
+    assert results[0]["latencySeconds"] == dict.fromkeys(("p50", "p90", "p99", "max"), 1.4e-6)
+    result = merged(results)
+    figures, own = result["latencySeconds"], result["latencyHistogram"]
+    assert (own["min"], own["max"], figures["max"]) == (1.4e-6, 1.5e-6, 1.5e-6)
+    assert figures["p50"] == 1.4e-6  # the bucket's middle, kept within [min, max]
+    # 1.5 µs's bucket's middle, within the bound of schema 5 (1.08 %)
+    for name in ("p90", "p99"):
+        assert figures[name] == pytest.approx(1.5e-6, rel=histogram.error_bound(5)), name
 
 
 def test_the_merged_p99_is_not_the_average_of_the_pods() -> None:

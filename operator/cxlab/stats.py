@@ -1,6 +1,6 @@
 """Repeated measurements of one point: their centre, spread and confidence interval, and
-whether two points can be told apart at all. Pure, no dependency: the few t quantiles needed
-are a table."""
+whether two points can be told apart at all. Pure, no dependency but the contract's rounding
+(cxlab_contract.figures): the few t quantiles needed are a table."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypedDict
+
+from cxlab_contract.figures import significant
 
 # Repetitions from which a point gets a confidence interval: with two, the t interval is
 # ±12.7 sd wide, which says nothing a reader can use.
@@ -47,17 +49,18 @@ def stats(values: Sequence[float]) -> Spread:
     ties rather than wins, which is the safe side."""
     mean = statistics.fmean(values)
     stddev = statistics.stdev(values) if len(values) > 1 else 0.0
+    # To significant digits, never fixed decimals: a p99 of 1.4 µs stays 1.4 µs.
     spread: Spread = {
-        "mean": round(mean, 6),
-        "median": round(float(statistics.median(values)), 6),
-        "stddev": round(stddev, 6),
+        "mean": significant(mean),
+        "median": significant(float(statistics.median(values))),
+        "stddev": significant(stddev),
         "cv": round(stddev / mean, 4) if mean else 0.0,
     }
     if len(values) >= MIN_FOR_INTERVAL:
         half = t975(len(values) - 1) * stddev / len(values) ** 0.5
         # Times, bytes and counts cannot be negative: cut there, not at "-0.012 s".
         low = max(mean - half, 0.0) if min(values) >= 0 else mean - half
-        spread["ci95"] = [round(low, 6), round(mean + half, 6)]
+        spread["ci95"] = [significant(low), significant(mean + half)]
     return spread
 
 

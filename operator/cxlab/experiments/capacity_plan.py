@@ -66,6 +66,7 @@ from cxlab.experiments.summary import PointRuns, group_points
 from cxlab.shape import Maybe, Shape, nullable
 from cxlab_contract import runner_contract
 from cxlab_contract.durations import format_duration, parse_duration
+from cxlab_contract.figures import significant
 from cxlab_contract.histogram import count as histogram_count
 from cxlab_contract.histogram import quantile
 from cxlab_contract.result import Result
@@ -401,11 +402,11 @@ class _Planner:
             workers_per_pod=queue.workers, pods=pods, cores_per_pod=self.cores_per_pod,
             cores=pods * self.cores_per_pod, memory_bytes=pods * point.memory,
             rate_per_pod=round(rate_per_pod, 3),
-            holding_time_seconds=round(point.service.mean, 6),
-            expected_latency_seconds=round(queue.latency, 6),
+            holding_time_seconds=significant(point.service.mean),
+            expected_latency_seconds=significant(queue.latency),
             expected_occupancy=round(queue.occupancy, 3),
             expected_wait_probability=round(queue.wait_probability, 4),
-            expected_mean_wait_seconds=round(queue.mean_wait, 6),
+            expected_mean_wait_seconds=significant(queue.mean_wait),
             expected_cpu_utilization=round(
                 self.rate / pods * point.cpu_per_task / self.cores_per_pod, 3
             ),
@@ -562,7 +563,7 @@ def verification_of(spec: ExperimentSpec, outcome: TrialOutcome) -> Verification
     figures = Verification(
         attempt=trial.verify, trial=trial.name, pods=trial.pods,
         workers_per_pod=trial.workers, rate_per_second=round(trial.rate or 0.0, 3),
-        percentile=percentile, objective_seconds=round(objective, 6), holds=False,
+        percentile=percentile, objective_seconds=significant(objective), holds=False,
     )  # fmt: skip
     result = outcome.result
     if result is None or outcome.error:
@@ -570,13 +571,13 @@ def verification_of(spec: ExperimentSpec, outcome: TrialOutcome) -> Verification
         return figures
     arrival = result.get("arrival")
     latency = result["latencySeconds"][percentile]
-    figures.latency_seconds = round(latency, 6)
+    figures.latency_seconds = significant(latency)
     short = []
     if arrival is not None:
         waits = arrival["waitHistogram"]
         figures.achieved_rate_per_second = round(arrival["achievedRatePerSecond"], 3)
-        figures.mean_wait_seconds = round(waits["sum"] / max(1, histogram_count(waits)), 6)
-        figures.wait_p99_seconds = round(quantile(waits, 0.99), 6)
+        figures.mean_wait_seconds = significant(waits["sum"] / max(1, histogram_count(waits)))
+        figures.wait_p99_seconds = significant(quantile(waits, 0.99))
         figures.dropped = arrival["dropped"]
         figures.generator_saturated = arrival["generatorSaturated"]
         if arrival["generatorSaturated"]:
@@ -653,7 +654,7 @@ def _plan(
             )
     plan_target = PlanTarget(
         rate_per_second=round(target.rate_per_second, 3), percentile=target.latency.percentile,
-        latency_seconds=round(planner.objective, 6),
+        latency_seconds=significant(planner.objective),
         cpu_utilization=round(target.cpu_utilization, 3),
         max_wait_probability=round(target.max_wait_probability, 4),
     )  # fmt: skip

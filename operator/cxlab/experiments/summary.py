@@ -23,6 +23,7 @@ from cxlab.experiments.recommend import (
 )
 from cxlab.stats import present_stats, stats
 from cxlab_contract import histogram
+from cxlab_contract.figures import significant
 from cxlab_contract.result import Result
 
 Point = dict[str, Any]
@@ -107,8 +108,8 @@ def _measures(results: list[Result]) -> dict[str, Any]:
         "throughputPerSecond": round(
             statistics.fmean(r["throughputPerSecond"] for r in results), 3
         ),
-        "latencyP99Seconds": round(
-            statistics.fmean(r["latencySeconds"]["p99"] for r in results), 6
+        "latencyP99Seconds": significant(
+            statistics.fmean(r["latencySeconds"]["p99"] for r in results)
         ),
     } | _arrival_measures(results)
 

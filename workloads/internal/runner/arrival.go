@@ -94,7 +94,8 @@ func judgeGenerator(t *taskTimes, run, maxLag, warmup time.Duration) verdict {
 	var p99 time.Duration
 	if len(lags) > 0 {
 		p99 = nearestRank(lags, 99)
-		v.lag = Lag{P50: round6(nearestRank(lags, 50).Seconds()), P99: round6(p99.Seconds()), Max: round6(lags[len(lags)-1].Seconds())}
+		v.lag = Lag{P50: significant(nearestRank(lags, 50).Seconds()), P99: significant(p99.Seconds()),
+			Max: significant(lags[len(lags)-1].Seconds())}
 	}
 	var reasons []string
 	if p99 > maxLag {

@@ -37,6 +37,9 @@ type runnerContract struct {
 		MinSchema     int `json:"minSchema"`
 		MaxBuckets    int `json:"maxBuckets"`
 	} `json:"latencyHistogram"`
+	LatencyFigures struct {
+		SignificantDigits int `json:"significantDigits"`
+	} `json:"latencyFigures"`
 	Metrics          map[string]string `json:"metrics"`
 	ArrivalProcesses []string          `json:"arrivalProcesses"`
 	OnBusy           []string          `json:"onBusy"`
@@ -102,6 +105,10 @@ func TestTheGoRunnerKeepsTheContract(t *testing.T) {
 	if h := c.Histogram; h.InitialSchema != initialSchema || h.MinSchema != minSchema || h.MaxBuckets != maxBuckets {
 		t.Errorf("latencyHistogram: contract %+v, Go runner schema %d down to %d, %d buckets",
 			h, initialSchema, minSchema, maxBuckets)
+	}
+	if c.LatencyFigures.SignificantDigits != significantDigits {
+		t.Errorf("latencyFigures: %d significant digits in the contract, %d here",
+			c.LatencyFigures.SignificantDigits, significantDigits)
 	}
 }
 

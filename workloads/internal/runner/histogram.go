@@ -14,6 +14,12 @@ const (
 	maxBuckets    = 100
 )
 
+// significantDigits: latencies and what is drawn from them (latencySeconds, the histograms'
+// sum, min and max, the timeline's p99, the lag) are written to this many significant digits,
+// never to fixed decimals, which would write 1.4 µs as 1 µs (runner-contract.json's
+// latencyFigures; cxlab_contract/figures.py).
+const significantDigits = 9
+
 // Histogram is the Result's latencyHistogram: counts[k] is bucket offset+k, which holds the
 // latencies v with base^(i-1) < v <= base^i.
 type Histogram struct {
@@ -78,7 +84,7 @@ func buildHistogram(durations []time.Duration) Histogram {
 			h.Counts = append(h.Counts, buckets[i])
 		}
 	}
-	h.Sum, h.Min, h.Max = round6(h.Sum), round6(h.Min), round6(h.Max)
+	h.Sum, h.Min, h.Max = significant(h.Sum), significant(h.Min), significant(h.Max)
 	return h
 }
 
@@ -110,6 +116,13 @@ func span(buckets map[int]int64) (low, high int) {
 }
 
 func round6(v float64) float64 { return roundTo(v, 6) }
+
+// significant is v to significantDigits significant digits, from its exact decimal value,
+// half to even on a true tie, as Python's f"{v:.9g}" (cxlab_contract.figures.significant).
+func significant(v float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', significantDigits, 64), 64) // always parses
+	return r
+}
 
 // roundTo rounds v to n decimals from its exact decimal value, half to even on a true tie, as
 // Python's round(v, n) does: math.Round(v*1e6)/1e6 would round v*1e6 first, and the two

@@ -18,7 +18,7 @@ type Latency struct {
 const failedTask time.Duration = -1
 
 // latencies sorts durations in place and returns nearest-rank percentiles of
-// the successful tasks.
+// the successful tasks, to significantDigits as the Python runner writes them.
 func latencies(durations []time.Duration) Latency {
 	slices.Sort(durations)
 	durations = durations[sort.Search(len(durations), func(i int) bool { return durations[i] >= 0 }):]
@@ -26,10 +26,10 @@ func latencies(durations []time.Duration) Latency {
 		return Latency{}
 	}
 	return Latency{
-		P50: nearestRank(durations, 50).Seconds(),
-		P90: nearestRank(durations, 90).Seconds(),
-		P99: nearestRank(durations, 99).Seconds(),
-		Max: durations[len(durations)-1].Seconds(),
+		P50: significant(nearestRank(durations, 50).Seconds()),
+		P90: significant(nearestRank(durations, 90).Seconds()),
+		P99: significant(nearestRank(durations, 99).Seconds()),
+		Max: significant(durations[len(durations)-1].Seconds()),
 	}
 }
 

@@ -63,3 +63,26 @@ func TestLatenciesLeaveFailedTasksOut(t *testing.T) {
 		t.Fatalf("latencies of only failures = %+v, want zeros", got)
 	}
 }
+
+// Microsecond figures keep their digits (9 significant, never fixed decimals): 1.4 µs is not
+// written as 1 µs, nor 1.5 µs as 2 µs, in latencySeconds, the timeline's p99 or the lag.
+func TestMicrosecondFiguresKeepTheirDigits(t *testing.T) {
+	if got := latencies([]time.Duration{1400, 1400, 1500}); got != (Latency{1.4e-6, 1.5e-6, 1.5e-6, 1.5e-6}) {
+		t.Errorf("latencySeconds %+v", got)
+	}
+	var times taskTimes
+	for k := range 10 {
+		scheduled := time.Duration(k) * 10 * time.Millisecond
+		times.scheduled = append(times.scheduled, scheduled)
+		times.issued = append(times.issued, scheduled+1500)
+		times.started = append(times.started, scheduled+1500)
+		times.ended = append(times.ended, scheduled+2900)
+		times.outcome = append(times.outcome, succeeded)
+	}
+	if p99 := buildTimeline(&times).P99; len(p99) != 1 || p99[0] != 2.9e-6 {
+		t.Errorf("timeline p99 %v, want [2.9e-06]", p99)
+	}
+	if lag := judgeGenerator(&times, time.Second, 10*time.Millisecond, 0).lag; lag != (Lag{1.5e-6, 1.5e-6, 1.5e-6}) {
+		t.Errorf("lag %+v, want 1.5 µs each", lag)
+	}
+}

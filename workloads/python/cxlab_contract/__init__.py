@@ -48,6 +48,7 @@ class RunnerContract:
     result_max_bytes: int
     latency_buckets_seconds: tuple[float, ...]
     latency_histogram: dict[str, int]  # the Result's: initialSchema, minSchema, maxBuckets
+    latency_significant_digits: int  # latencies and their figures: never fixed decimals
     metrics: dict[str, str]  # name: Prometheus type
     limits: dict[str, Limit]  # flag (or spec field) name: inclusive bounds
     arrival_processes: tuple[str, ...]  # --arrival: uniform, poisson
@@ -78,6 +79,7 @@ def runner_contract() -> RunnerContract:
         latency_histogram={
             k: int(v) for k, v in document["latencyHistogram"].items() if k != "description"
         },
+        latency_significant_digits=int(document["latencyFigures"]["significantDigits"]),
         metrics=dict(document["metrics"]),
         limits={
             name: Limit(bounds["min"], bounds["max"])

@@ -14,6 +14,7 @@ import math
 from typing import Any, TypedDict
 
 from cxlab_contract import histogram, result_schema, runner_contract
+from cxlab_contract.figures import significant
 from cxlab_contract.histogram import Histogram
 from cxlab_contract.timeline import Timeline, halve
 
@@ -147,12 +148,13 @@ def percentile(ordered: list[float], fraction: float) -> float:
 
 
 def latency_seconds(ordered: list[float]) -> Latencies:
-    """The Result's latencySeconds: exact nearest-rank percentiles of sorted latencies."""
+    """The Result's latencySeconds: exact nearest-rank percentiles of sorted latencies (to
+    figures.SIGNIFICANT_DIGITS significant digits)."""
     return {
-        "p50": round(percentile(ordered, 0.50), 6),
-        "p90": round(percentile(ordered, 0.90), 6),
-        "p99": round(percentile(ordered, 0.99), 6),
-        "max": round(ordered[-1] if ordered else 0.0, 6),
+        "p50": significant(percentile(ordered, 0.50)),
+        "p90": significant(percentile(ordered, 0.90)),
+        "p99": significant(percentile(ordered, 0.99)),
+        "max": significant(ordered[-1] if ordered else 0.0),
     }
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cxlab_contract import histogram, runner_contract
+from cxlab_contract.figures import significant
 from cxlab_contract.result import latency_seconds, percentile
 from cxlab_contract.timeline import Timeline, interval_for
 
@@ -82,7 +83,7 @@ def timeline(times: TaskTimes) -> Timeline:
         "intervalSeconds": interval,
         "completed": completed,
         "inFlight": [round(b / interval, 3) for b in busy],
-        "p99": [round(percentile(sorted(values), 0.99), 6) for values in latencies],
+        "p99": [significant(percentile(sorted(values), 0.99)) for values in latencies],
     }
 
 
@@ -95,9 +96,9 @@ def generator_verdict(
     lags = sorted(i - s for s, i in zip(times.scheduled, times.issued, strict=True) if s >= warmup)
     rate, achieved = scheduled / duration, issued / duration
     lag = {
-        "p50": round(max(0.0, percentile(lags, 0.50)), 6),
-        "p99": round(max(0.0, percentile(lags, 0.99)), 6),
-        "max": round(max(0.0, lags[-1] if lags else 0.0), 6),
+        "p50": significant(max(0.0, percentile(lags, 0.50))),
+        "p99": significant(max(0.0, percentile(lags, 0.99))),
+        "max": significant(max(0.0, lags[-1] if lags else 0.0)),
     }
     reasons = []
     if lag["p99"] > max_lag:

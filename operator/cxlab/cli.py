@@ -1,9 +1,12 @@
 """`cxlab plan FILE` and `cxlab run FILE [--history DIR]`: the local backend from the command
 line; `cxlab history DIR`: the trend, regressions and capacity plan of a history folder;
-`cxlab summary` and `cxlab report`; `cxlab operator`: the Kubernetes operator.
+`cxlab compare A B`: two runs point by point; `cxlab summary` and `cxlab report`;
+`cxlab operator`: the Kubernetes operator.
 
 Exit status: 0 done (even when trials failed: the table says which), 1 when a trial failed,
-2 for a spec or set-up that cannot run — reported before anything is written.
+2 for a spec or set-up that cannot run — reported before anything is written. `cxlab compare`:
+0 when no point of B is worse than A's, 1 when one is, 2 for a source it cannot read or two
+runs without a point in common.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from cxlab.compare import ComparePolicy, NothingToCompare, compare
 from cxlab.experiments.fields import MAX_TRIAL_TIMEOUT, MIN_TRIAL_TIMEOUT, SpecError
 from cxlab.experiments.labels import workers_label
 from cxlab.experiments.plan import PYTHON_RUNNER, floor_seconds, plan_trials, runner_command
@@ -31,9 +35,11 @@ from cxlab.local.cores import DoesNotFit, check_fits, helper_cores, trial_cores
 from cxlab.local.history_folder import load_history, save_run
 from cxlab.local.progress import Progress
 from cxlab.report import render_report
+from cxlab.report.compare import render_comparison
+from cxlab.schedules.history import HistoryEntry, history_entry
 from cxlab.schedules.regression import Policy, flagged, regressions
 from cxlab.schedules.spec import MAX_BASELINE_RUNS
-from cxlab.table import capacity_text, render_summary, render_table, rtt_cell
+from cxlab.table import capacity_text, comparison_text, render_summary, render_table, rtt_cell
 from cxlab.trend import plan_trend, regressions_text, trend_tables
 from cxlab_contract.durations import format_duration, parse_duration
 
@@ -257,31 +263,127 @@ def summary_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_document(source: str, namespace: str) -> dict[str, Any]:
+def _read_document(source: str, namespace: str, label: str | None = None) -> dict[str, Any]:
     """A result.json, `-` for stdin (kubectl get cx NAME -o json), or cx/NAME from the cluster
-    in KUBECONFIG: a ConcurrencyExperiment with a status, checked before anything is shown."""
+    in KUBECONFIG: a ConcurrencyExperiment with a status, checked before anything is shown.
+    Problems are told as `cxlab: LABEL: ...` (the source unless given)."""
+    label = label or source
     if source.startswith("cx/"):
+        from kubernetes.client.exceptions import ApiException
+
         from cxlab.controller.kube import read_experiment
 
-        document = read_experiment(namespace, source.removeprefix("cx/"))
+        name = source.removeprefix("cx/")
+        try:
+            document = read_experiment(namespace, name)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            problem = f"no ConcurrencyExperiment {name} in namespace {namespace}"
+            raise _usage(label, problem) from None
     else:
         try:
             document = load_json_document(None if source == "-" else Path(source))
         except InputError as error:
-            raise _usage(source, str(error)) from None
+            raise _usage(label, str(error)) from None
+    return _checked_document(document, label)
+
+
+def _checked_document(document: dict[str, Any], label: str) -> dict[str, Any]:
+    """An experiment document with a status cxlab wrote, or exit 2 saying which field is not."""
     try:
         parse_experiment(document)
     except SpecError as error:
-        raise _usage(source, error.problems[0]) from None
+        raise _usage(label, error.problems[0]) from None
     if not document.get("status"):
-        raise _usage(source, "has no status yet: the experiment has not started")
+        raise _usage(label, "has no status yet: the experiment has not started")
     try:
         ExperimentStatus.read(document["status"])
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise _usage(source, f"status.{where}: {first['msg']} (not a status cxlab wrote)") from None
+        raise _usage(label, _first_problem(error, "status", "a status")) from None
     return document
+
+
+def _first_problem(error: ValidationError, prefix: str, what: str) -> str:
+    """e.g. "status.phase: Input should be ... (not a status cxlab wrote)"."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in (prefix, *first["loc"]) if part != "")
+    return f"{where}: {first['msg']} (not {what} cxlab wrote)"
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    """B against A, point by point: 1 when a point of B is worse."""
+    before = _compare_side(args.a, "A", args.namespace)
+    after = _compare_side(args.b, "B", args.namespace)
+    policy = ComparePolicy(significance=args.significance, min_change=args.min_change)
+    try:
+        comparison = compare(before, after, policy)
+    except NothingToCompare as error:
+        print(f"cxlab: compare: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    print(comparison_text(comparison, (args.a, args.b)))
+    if args.html:
+        args.html.write_text(render_comparison(comparison, (args.a, args.b)))
+        print(f"\nreport: {args.html}")
+    return 1 if comparison.worse else 0
+
+
+def _compare_side(source: str, which: str, namespace: str) -> HistoryEntry:
+    """One side of `cxlab compare` as a history entry: cx/NAME or `-` (as `cxlab summary`
+    reads them), a result.json, one history entry's JSON, DIR#RUN (a run of a history
+    folder) or FILE#RUN (a run of an ExperimentSchedule's status.history)."""
+    label = f"{which} {source}"
+    if source.startswith("cx/") or source == "-":
+        return history_entry(_read_document(source, namespace, label))
+    path, run = Path(source), None
+    if not path.exists() and "#" in source:
+        head, run = source.rsplit("#", 1)
+        path = Path(head)
+    if path.is_dir():
+        return _history_run(path, run, label)
+    try:
+        document = load_json_document(path)
+    except InputError as error:
+        raise _usage(label, str(error)) from None
+    if run is not None:
+        history = (document.get("status") or {}).get("history")
+        if not isinstance(history, list):
+            raise _usage(
+                label,
+                "has no status.history: #RUN names a run of an ExperimentSchedule "
+                "(kubectl get cxs NAME -o json) or of a history folder",
+            )
+        return _named_run(history, run, label)
+    if "run" in document and "metadata" not in document:
+        return _history_entry(document, label)
+    return history_entry(_checked_document(document, label))
+
+
+def _history_run(folder: Path, run: str | None, label: str) -> HistoryEntry:
+    """A run of a history folder (`cxlab run --history DIR`)."""
+    try:
+        entries, _ = load_history(folder)
+    except InputError as error:
+        raise _usage(label, str(error)) from None
+    if run is None:
+        names = ", ".join(str(e["run"]) for e in entries[-3:])
+        raise _usage(label, f"is a history folder: name one of its runs, {folder}#RUN ({names})")
+    return _named_run(entries, run, label)
+
+
+def _named_run(entries: list[Any], run: str, label: str) -> HistoryEntry:
+    names = [e.get("run") if isinstance(e, dict) else None for e in entries]
+    if run not in names:
+        shown = ", ".join(str(n) for n in names[-5:])
+        raise _usage(label, f"{run!r} is not a run there; name one of: {shown or 'none'}")
+    return _history_entry(entries[names.index(run)], label)
+
+
+def _history_entry(document: dict[str, Any], label: str) -> HistoryEntry:
+    try:
+        return HistoryEntry.read(document)
+    except ValidationError as error:
+        raise _usage(label, _first_problem(error, "", "a history entry")) from None
 
 
 def _usage(source: str, problem: str) -> SystemExit:
@@ -429,6 +531,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="the largest p-value that counts (default 0.01)",
     )
     history.set_defaults(handler=history_command)
+
+    compared = commands.add_parser(
+        "compare",
+        help="compare two runs point by point; exit 1 when a point of B is worse than A's",
+    )
+    either = (
+        "a result.json, one history entry's JSON, DIR#RUN (a history folder's run), FILE#RUN "
+        "(a run in an ExperimentSchedule's status.history), - or cx/NAME"
+    )
+    compared.add_argument("a", metavar="A", help=f"the run before: {either}")
+    compared.add_argument("b", metavar="B", help="the run after, the same")
+    compared.add_argument("-n", "--namespace", default="default", help="of cx/NAME")
+    compared.add_argument(
+        "--min-change",
+        type=_fraction,
+        default=Policy.min_relative_change,
+        help="the smallest relative change that counts (default 0.10)",
+    )
+    compared.add_argument(
+        "--significance",
+        type=_fraction,
+        default=Policy.significance,
+        help="the largest adjusted p-value that counts (default 0.01)",
+    )
+    compared.add_argument("--html", type=Path, metavar="FILE", help="also write an HTML page")
+    compared.set_defaults(handler=compare_command)
 
     summary = commands.add_parser("summary", help="print an experiment's summary tables")
     summary.add_argument("source", help=sources)

@@ -1,10 +1,12 @@
-"""The experiment's answer as plain-text tables for a terminal."""
+"""The experiment's answer as plain-text tables for a terminal, and `cxlab compare`'s table."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from cxlab.compare import VERDICTS, Comparison
 from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.labels import NOISE_CHECKED, share_text, spread_cells, workers_label
 from cxlab.experiments.status import ExperimentStatus, Progress
@@ -13,7 +15,8 @@ from cxlab.stats import MIN_FOR_INTERVAL, center
 from cxlab_contract.durations import format_duration
 
 
-def render_table(headers: list[str], rows: list[list[str]]) -> str:
+def render_table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
+    """Columns aligned right but the first `left` ones (names)."""
     widths = [
         max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
     ]
@@ -21,7 +24,7 @@ def render_table(headers: list[str], rows: list[list[str]]) -> str:
     out = [line, "  ".join("-" * w for w in widths)]
     out += [
         "  ".join(
-            c.rjust(w) if i else c.ljust(w)
+            c.rjust(w) if i >= left else c.ljust(w)
             for i, (c, w) in enumerate(zip(row, widths, strict=True))
         )
         for row in rows
@@ -288,3 +291,88 @@ def render_summary(document: Mapping[str, Any]) -> str:
     if failed:
         parts += ["", "Failed trials:"] + [f"  {t.name}: {t.message or ''}" for t in failed]
     return "\n".join(parts)
+
+
+# Each compared metric's unit in a cell, as the trend's (cxlab.trend.trend_tables).
+_METRIC_UNITS = {
+    "wallSeconds": "s",
+    "throughputPerSecond": "/s",
+    "cpuSecondsPerTask": "µs",
+    "latencyP99Seconds": "s",
+    "peakRssBytes": "B",
+}
+COMPARISON_HEADERS = [
+    "point", "metric", "n", "before", "95% CI", "after", "95% CI", "change", "p", "verdict",
+]  # fmt: skip
+
+
+def metric_cell(metric: str, value: float | None) -> str:
+    """A value of one of the history's metrics, with its unit."""
+    unit = _METRIC_UNITS.get(metric, "")
+    if value is not None and unit == "/s":
+        return f"{unit_cell(value)}/s"
+    return unit_cell(value, unit)
+
+
+def _interval_cell(metric: str, interval: tuple[float, float] | None) -> str:
+    if interval is None:
+        return "—"
+    low, high = interval
+    return f"[{metric_cell(metric, low)}, {metric_cell(metric, high)}]"
+
+
+def p_cell(p: float | None) -> str:
+    if p is None:
+        return "—"
+    return f"{p:.2g}" if p >= 1e-4 else "< 0.0001"
+
+
+def comparison_rows(comparison: Comparison) -> list[list[str]]:
+    """One row per point and metric (the point named on its first), COMPARISON_HEADERS' cells:
+    the terminal's table and the HTML page's."""
+    rows, previous = [], None
+    for c in comparison.changes:
+        rows.append([
+            "" if c.point == previous else c.point, c.metric, f"{c.before.n} → {c.after.n}",
+            metric_cell(c.metric, c.before.median), _interval_cell(c.metric, c.before.interval),
+            metric_cell(c.metric, c.after.median), _interval_cell(c.metric, c.after.interval),
+            "—" if c.change is None else f"{100 * c.change:+.1f} %", p_cell(c.p_value),
+            c.verdict,
+        ])  # fmt: skip
+        previous = c.point
+    return rows
+
+
+def comparison_legend(comparison: Comparison) -> str:
+    """What the comparison's columns hold and when a change counts."""
+    policy = comparison.policy
+    return (
+        "n: repetitions compared (an entry that kept only a median counts 1); before, after: "
+        "medians; 95% CI: of the geometric mean, from 2 repetitions on; p: Welch's t test on "
+        "the logarithms, two-sided, adjusted by Benjamini-Yekutieli over the "
+        f"{comparison.tests} tests; worse or better: p at most {policy.significance:g} and a "
+        f"change by a factor of at least {1 + policy.min_change:g}; n/a: fewer than 2 "
+        "repetitions on a side."
+    )
+
+
+def comparison_tally(comparison: Comparison) -> str:
+    """e.g. "B against A: 1 worse, 0 better, 8 same, 1 n/a"."""
+    counts = ", ".join(f"{comparison.count(v)} {v}" for v in VERDICTS)
+    return f"B against A: {counts}"
+
+
+def comparison_text(comparison: Comparison, sources: tuple[str, str]) -> str:
+    """`cxlab compare A B` for a terminal: which runs, the table, the points of one run only."""
+    lines = [
+        f"A: {comparison.before} ({sources[0]})",
+        f"B: {comparison.after} ({sources[1]})",
+        "",
+        render_table(COMPARISON_HEADERS, comparison_rows(comparison), left=2),
+    ]
+    if comparison.added:
+        lines.append(f"added (only in B): {', '.join(comparison.added)}")
+    if comparison.removed:
+        lines.append(f"removed (only in A): {', '.join(comparison.removed)}")
+    lines += [textwrap.fill(comparison_legend(comparison), 100), "", comparison_tally(comparison)]
+    return "\n".join(lines)

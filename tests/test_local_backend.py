@@ -347,3 +347,24 @@ def test_cxlab_run_verifies_its_plan_and_refutes_a_sizing_too_small(tmp_path: Pa
     assert (check["workersPerPod"], check["holds"]) == (40, False)
     assert "p99" in check["shortfall"] and check["latencySeconds"] > 0.15
     assert "the sizing spec.capacity.verify gives fell short" in small["capacityPlan"]["message"]
+
+
+def test_a_calibrated_run_records_its_environment(tmp_path: Path) -> None:
+    """spec.calibration: the CPU loop and the 1 ms sleeps run after the matrix, outside its
+    summary, and status.environment holds their medians and this machine's fingerprint."""
+    spec = {"workload": SLEEP, "models": [{"model": "asyncio"}], "calibration": True}
+    completed = cxlab("run", str(write_experiment(tmp_path / "cal.yaml", spec, "cal")),
+                      cwd=tmp_path)  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    status = json.loads((tmp_path / "out" / "cal" / "result.json").read_text())["status"]
+    names = [t["name"] for t in status["trials"]]
+    assert names == ["000-asyncio-w0-rtt1ms-r1", "001-calcpu-sequential-w1-r1",
+                     "002-calsleep-sequential-w1-rtt1ms-r1"]  # fmt: skip
+    assert [p["variant"] for p in status["summary"]["points"]] == ["asyncio"]
+    environment = status["environment"]
+    assert environment["node"] == os.uname().nodename
+    assert environment["kernel"] == os.uname().release and environment["cpuModel"]
+    assert environment["cpuManagerPolicy"] == "local" and "runnerImage" not in environment
+    calibration = environment["calibration"]
+    assert 0.001 <= calibration["sleepSeconds"] < 0.05, calibration
+    assert 0.005 < calibration["cpuLoopSeconds"] < 5, calibration

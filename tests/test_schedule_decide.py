@@ -257,3 +257,24 @@ def test_a_regressed_run_raises_one_event_listing_its_findings_by_point() -> Non
         generation=1, now=CREATED + timedelta(hours=6, seconds=10),
     )  # fmt: skip
     assert [e for e in again.events if e[1] == "Regressed"] == [], "one event per run"
+
+
+def test_a_regression_the_calibration_moved_with_blames_the_environment() -> None:
+    history = _regressed_history()
+    for i, entry in enumerate(history):
+        loop = 0.13 if i == 5 else 0.100 + 0.001 * (i % 2)
+        entry["environment"] = {"node": "node-b" if i == 5 else "node-a",
+                                "calibration": {"cpuLoopSeconds": loop}}  # fmt: skip
+    decided = decide(
+        schedule(), ScheduleStatus.read({"history": history}), [], lambda name: None,
+        lambda name: None, generation=1, now=CREATED + timedelta(hours=6),
+    )  # fmt: skip
+    [(_, _, message)] = [e for e in decided.events if e[1] == "Regressed"]
+    assert message.startswith(
+        "run tick-5 [environment: CPU loop 100 ms → 130 ms (+30.0 %); node node-a → node-b]: "
+    ), message
+    status = written(decided).status
+    [condition] = [c for c in status["conditions"] if c["type"] == "Regressed"]
+    assert (condition["status"], condition["reason"]) == ("True", "Environment")
+    assert {f["cause"] for f in status["regression"]["found"]} == {"environment"}
+    assert status["regression"]["environment"].startswith("environment: CPU loop")

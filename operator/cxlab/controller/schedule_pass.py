@@ -45,8 +45,10 @@ def view_run(body: Mapping[str, Any]) -> RunView:
 
 def run_spec(template: Mapping[str, Any]) -> dict[str, Any]:
     """The template's spec as the user wrote it; a capacity plan is verified unless the
-    template says verify: {enabled: false} (a schedule exists to plan capacity)."""
+    template says verify: {enabled: false} (a schedule exists to plan capacity), and the run
+    calibrates unless it says calibration: false (a schedule compares runs over time)."""
     spec = copy.deepcopy(dict(template))
+    spec.setdefault("calibration", True)
     capacity = spec.get("capacity")
     if isinstance(capacity, dict) and capacity.get("verify") is None:
         capacity["verify"] = {}

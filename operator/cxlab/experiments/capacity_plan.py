@@ -495,7 +495,8 @@ def capacity_plan(
     be."""
     if spec.capacity is None:
         return None
-    sweep = [o for o in outcomes if not o.trial.verify]
+    # the matrix and the rate search plan; calibrations measure the environment
+    sweep = [o for o in outcomes if not (o.trial.verify or o.trial.calibrate)]
     checks = sorted((o for o in outcomes if o.trial.verify), key=lambda o: o.trial.verify)
     plan = _plan(spec, sweep)
     if plan.choice is None:

@@ -102,6 +102,8 @@ def _entry(outcome: TrialOutcome, pods: Sequence[PodView]) -> TrialEntry:
     if pods:
         entry.attempts = pods[0].attempt
         entry.node = pods[0].node or None
+        if outcome.trial.calibrate:  # part of the environment's fingerprint
+            entry.image = pods[0].image_id
         if len(pods) > 1:
             entry.nodes = [p.node or "" for p in pods]
     return entry

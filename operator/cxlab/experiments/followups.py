@@ -1,7 +1,8 @@
-"""Every trial of an experiment: the sweep (plan_trials), then the trials its outcomes call
-for — each model's rate search, probe by probe, then a capacity plan's verification, attempt
-by attempt. Pure, and a function of what is recorded: after a crash the same entries give the
-same trials, so none runs twice.
+"""Every trial of an experiment: the sweep (plan_trials), the calibration trials when the spec
+asks for them (plan.calibration_trials), then the trials its outcomes call for — each
+model's rate search, probe by probe, then a capacity plan's verification, attempt by attempt.
+Pure, and a function of what is recorded: after a crash the same entries give the same
+trials, so none runs twice.
 
 Rate search (spec.search.rate), model by model: a probe at `start`; while probes hold, the
 next doubles the highest that held, while none has, it halves the lowest that failed; once
@@ -18,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cxlab.experiments.capacity_plan import attempt_plan, plan_rtt, verification_of
-from cxlab.experiments.plan import Trial, plan_trials, trial_spec
+from cxlab.experiments.plan import Trial, calibration_trials, plan_trials, trial_spec
 from cxlab.experiments.record import outcomes_of
 from cxlab.experiments.spec import (
     MAX_PROCESS_WORKERS,
@@ -55,12 +56,17 @@ def trials_of(
     verify = spec.capacity.verifying if spec.capacity else None
     searching = spec.search is not None and spec.search.rate is not None
     recorded = {e.name: e for e in entries}
-    if spec.capacity is None or not (verify or searching):
+    planning = spec.capacity is not None and bool(verify or searching)
+    if not (planning or spec.calibration) or any(t.name not in recorded for t in sweep):
         return Trials(sweep)
-    if any(t.name not in recorded for t in sweep):
-        return Trials(sweep)
-    rate = spec.capacity.target.rate_per_second
     trials = list(sweep)
+    if spec.calibration:  # alone on its cores, after the matrix and before what follows
+        trials += calibration_trials(len(trials))
+        if any(t.name not in recorded for t in trials):
+            return Trials(trials)
+    if spec.capacity is None or not planning:
+        return Trials(trials)
+    rate = spec.capacity.target.rate_per_second
     if spec.search is not None and spec.search.rate is not None:
         for variant in variants(spec):
             probes = _search(spec, spec.search.rate, variant, len(trials), recorded)

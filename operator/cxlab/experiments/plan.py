@@ -4,9 +4,10 @@ local backend and the operator plan the same experiment identically."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from cxlab.experiments.fields import LIMITS
-from cxlab.experiments.spec import GO_MODELS, ArrivalSpec, ExperimentSpec
+from cxlab.experiments.spec import GO_MODELS, ArrivalSpec, ExperimentSpec, ModelSpec, WorkloadSpec
 from cxlab_contract.arrivals import format_stages
 from cxlab_contract.durations import format_duration, parse_duration
 from cxlab_contract.result import floor_seconds as runner_floor_seconds
@@ -18,6 +19,13 @@ GO_RUNNER = ("cxlab-runner-go",)
 # most this) are its warm-up, left out of its latencies.
 VERIFY_SEED = 27
 VERIFY_WARMUP_SECONDS = 5.0
+# The calibration trials (spec.calibration): a count loop of this many iterations per task,
+# about 0.1 s of CPython on a 2020s core, and sleeps of 1 ms; one sequential worker each.
+CALIBRATION_MODEL: Literal["sequential"] = "sequential"
+CALIBRATION_ITERATIONS = 2_000_000
+CALIBRATION_CPU_TASKS = 5
+CALIBRATION_SLEEP_SECONDS = 0.001
+CALIBRATION_SLEEP_TASKS = 200
 
 
 @dataclass(frozen=True)
@@ -34,11 +42,13 @@ class Trial:
     rate: float | None = None  # arrival runs: the whole trial's arrivals per second
     verify: int = 0  # a capacity plan's verification: its attempt (1, 2, ...); 0: the sweep
     probe: int = 0  # a rate search's probe of this model: 1, 2, ...; 0: not one
+    calibrate: str = ""  # a calibration trial: "cpu" or "sleep"; "": not one
 
     @property
     def follows(self) -> bool:
-        """Added after the matrix's trials, from their outcomes (a probe or a verification)."""
-        return bool(self.verify or self.probe)
+        """Added after the matrix's trials (a calibration, a probe or a verification): not a
+        point of the matrix."""
+        return bool(self.verify or self.probe or self.calibrate)
 
     @property
     def name(self) -> str:
@@ -47,6 +57,8 @@ class Trial:
         arrival run's rate: 009-asyncio-w0-rtt50ms-a2000-r1 (2,000 a second), and a capacity
         plan's verification its attempt: 012-v1-asyncio-n2-w6-rtt100ms-a60-r1."""
         parts = [f"{self.index:03d}", self.model]
+        if self.calibrate:
+            parts.insert(1, f"cal{self.calibrate}")
         if self.verify:
             parts.insert(1, f"v{self.verify}")
         if self.probe:
@@ -121,6 +133,8 @@ def trial_spec(spec: ExperimentSpec, trial: Trial) -> ExperimentSpec:
     plan's verification the same with its workload arriving at random at the trial's rate
     for search.rate.duration or verify.duration, queueing for the workers (so the wait is in
     every latency)."""
+    if trial.calibrate:
+        return calibration_spec(spec, trial.calibrate)
     verify = spec.capacity.verifying if spec.capacity else None
     search = spec.search.rate if spec.search else None
     if trial.probe and search is not None:
@@ -128,6 +142,28 @@ def trial_spec(spec: ExperimentSpec, trial: Trial) -> ExperimentSpec:
     if not trial.verify or verify is None:
         return spec
     return _arriving(spec, trial, verify.duration)
+
+
+def calibration_trials(first: int) -> list[Trial]:
+    """The two calibration trials, indexed from `first`: a CPU loop, then 1 ms sleeps."""
+    return [
+        Trial(first, CALIBRATION_MODEL, 1, None, None, 1, calibrate="cpu"),
+        Trial(first + 1, CALIBRATION_MODEL, 1, None, CALIBRATION_SLEEP_SECONDS, 1,
+              calibrate="sleep"),
+    ]  # fmt: skip
+
+
+def calibration_spec(spec: ExperimentSpec, kind: str) -> ExperimentSpec:
+    """The spec a calibration trial runs: the experiment's resources and placement, its fixed
+    workload and one sequential worker."""
+    if kind == "cpu":
+        workload = WorkloadSpec(type="cpu", tasks=CALIBRATION_CPU_TASKS,
+                                iterations=CALIBRATION_ITERATIONS)  # fmt: skip
+    else:
+        workload = WorkloadSpec(type="sleep", tasks=CALIBRATION_SLEEP_TASKS,
+                                rtt=format_duration(CALIBRATION_SLEEP_SECONDS))  # fmt: skip
+    models = [ModelSpec(model=CALIBRATION_MODEL, workers=[1])]
+    return spec.model_copy(update={"workload": workload, "models": models, "syscalls": False})
 
 
 def _arriving(spec: ExperimentSpec, trial: Trial, duration: str) -> ExperimentSpec:

@@ -64,6 +64,7 @@ class PodView:
     # Its container passed its startup probe (a trial Pod of several: at the start barrier),
     # or runs without one.
     container_started: bool = False
+    image_id: str | None = None  # the container's image as the kubelet ran it (its digest)
 
     @property
     def live(self) -> bool:
@@ -97,7 +98,9 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
     terminated: Mapping[str, Any] = {}
     waiting: Mapping[str, Any] = {}
     container_started = False
+    image_id = None
     for container in status.get("containerStatuses") or []:
+        image_id = container.get("imageID") or None
         terminated = (container.get("state") or {}).get("terminated") or {}
         waiting = (container.get("state") or {}).get("waiting") or {}
         container_started = bool(container.get("started"))
@@ -135,4 +138,5 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         gated=bool((pod.get("spec") or {}).get("schedulingGates")),
         pod=int(labels.get(LABEL_POD, "0") or 0),
         container_started=container_started,
+        image_id=image_id,
     )

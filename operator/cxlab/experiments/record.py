@@ -10,6 +10,7 @@ from datetime import datetime
 
 from cxlab.conditions import Condition, condition_of, is_true, set_condition
 from cxlab.experiments.capacity_plan import capacity_plan
+from cxlab.experiments.environment import environment_of
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
 from cxlab.experiments.recommend import LatencyObjective, best_line
@@ -92,6 +93,7 @@ class Recording:
     generation: int
     now: datetime
     unverified: str | None = None  # why a verification asked for does not run
+    host: str | None = None  # the local backend's machine (trials there have no node)
 
     @property
     def failed(self) -> int:
@@ -137,11 +139,12 @@ def build_status(
     now: datetime,
     spec_changed: bool = False,
     unverified: str | None = None,
+    host: str | None = None,
 ) -> ExperimentStatus:
     """The whole status, the same for both backends. `old` is the status written before (its
     start time, queue wait and conditions carry over); `entries` every ended trial's."""
     old = old or ExperimentStatus()
-    made = Recording(spec, trials, entries, live, generation, now, unverified)
+    made = Recording(spec, trials, entries, live, generation, now, unverified, host)
     status = ExperimentStatus(
         phase=made.phase(), observed_generation=generation,
         started_spec=old.started_spec or started_spec, progress=_progress(made),
@@ -194,6 +197,7 @@ def _finish(
     summary = summarize(sweep, made.spec.tolerance, made.spec.pinning, latency_objective(made.spec))
     status.summary = summary
     status.capacity_plan = capacity_plan(made.spec, outcomes, made.unverified)
+    status.environment = environment_of(made.trials, made.entries, made.host)
     status.completion_time = old.completion_time or whole_seconds(made.now)
     if summary["recommendations"]:  # saying so when it is noisy or tied
         status.best = best_line(summary["recommendations"][0])

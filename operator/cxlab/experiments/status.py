@@ -98,6 +98,8 @@ class TrialEntry(Shape):
     node: Maybe[str] = None
     nodes: Maybe[list[str]] = None
     """Each Pod's node, in Pod order, for a trial of several Pods."""
+    image: Maybe[str] = None
+    """A calibration trial's runner image as the kubelet ran it (its image ID, a digest)."""
     pinned: Maybe[bool] = None
     """Whether the trial ran on exactly the cores it asked for (set once it has a Result)."""
     metrics_scraped: Maybe[bool] = None
@@ -145,6 +147,33 @@ class QueuePlace(Shape):
     message: Maybe[str] = None
 
 
+class Calibration(Shape):
+    """What the calibration trials measured (spec.calibration)."""
+
+    cpu_loop_seconds: Maybe[float] = None
+    """The median time of one task of the CPU loop (2,000,000 iterations, one worker)."""
+    sleep_seconds: Maybe[float] = None
+    """The median time of a 1 ms sleep: 1 ms and the timer's and scheduler's slack."""
+
+
+class Environment(Shape):
+    """Where and with what the run measured: its fingerprint and calibration."""
+
+    node: Maybe[str] = None
+    """The node the calibration ran on (the local backend: this machine's host name)."""
+    cpu_model: Maybe[str] = None
+    kernel: Maybe[str] = None
+    """As the runner read them (its Result's host)."""
+    cpu_manager_policy: Maybe[str] = None
+    """static when the calibration ran on exclusive cores (which only the kubelet's static
+    CPU manager gives), none when it did not; local for the local backend."""
+    runner_image: Maybe[str] = None
+    """The runner image's ID (digest) the kubelet ran; absent locally."""
+    cxlab_version: Maybe[str] = None
+    """The cxlab that recorded the run."""
+    calibration: Maybe[Calibration] = None
+
+
 class ExperimentStatus(Shape):
     """Written by the operator: progress as trials end, the summary at the end."""
 
@@ -170,6 +199,8 @@ class ExperimentStatus(Shape):
     """How long it waited for capacity before its first trial started."""
     capacity_plan: Maybe[CapacityPlan] = None
     """Pods and cores for spec.capacity.target, from the measured points (once finished)."""
+    environment: Maybe[Environment] = None
+    """The calibration's fingerprint and figures (spec.calibration, once finished)."""
 
     @classmethod
     def read(cls, document: Any) -> Self:

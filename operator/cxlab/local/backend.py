@@ -8,6 +8,7 @@ import contextlib
 import functools
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -98,6 +99,7 @@ def local_status(
         started_spec=spec_json(_spec_document(experiment)),
         generation=1,
         now=now,
+        host=socket.gethostname(),
     )
 
 

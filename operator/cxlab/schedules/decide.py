@@ -22,7 +22,13 @@ from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.status import Phase
 from cxlab.schedules.cron import Schedule
 from cxlab.schedules.history import HistoryEntry, appended, newest_succeeded
-from cxlab.schedules.regression import Policy, Regression, regressions, summary_line
+from cxlab.schedules.regression import (
+    Policy,
+    Regression,
+    newest_environment_change,
+    regressions,
+    summary_line,
+)
 from cxlab.schedules.spec import ExperimentSchedule
 from cxlab.schedules.status import (
     CheckedPolicy,
@@ -36,6 +42,8 @@ from cxlab.times import timestamp
 # Regressions listed in status (the condition names the worst; the rest are for `kubectl get
 # -o yaml` and the dashboard): bounded like everything in status.
 MAX_REGRESSIONS_SHOWN = 20
+# A condition message: the API server caps it at 32 KiB; the summary keeps to ~1,000 chars.
+MAX_MESSAGE = 2000
 
 
 @dataclass(frozen=True)
@@ -282,10 +290,12 @@ def _check_regressions(
     ):
         return
     # The regression test reads entries as written, as `cxlab history` reads them from files.
-    found = regressions([e.document() for e in history], policy, acknowledged)
+    documents = [e.document() for e in history]
+    found = regressions(documents, policy, acknowledged)
+    environment = newest_environment_change(documents, policy, acknowledged).text()
     status.regression = RegressionCheck(
         run=newest.run, acknowledged_run=acknowledged, policy=checked,
-        found=[_shown(r) for r in found[:MAX_REGRESSIONS_SHOWN]],
+        environment=environment or None, found=[_shown(r) for r in found[:MAX_REGRESSIONS_SHOWN]],
     )  # fmt: skip
     status.regressed = bool(found)
     if found:  # out of the next runs' baselines until acknowledged
@@ -313,11 +323,16 @@ def _regressed_condition(
     why not."""
     conditions = status.conditions or []
     if found:
-        message = f"run {newest}: {summary_line(found)}"
+        regression = status.regression
+        environment = regression.environment if regression else None
+        message = f"run {newest}" + (f" [{environment}]" if environment else "")
+        message += f": {summary_line(found)}"
+        # The code is blamed unless the calibration moved with every finding.
+        blamed = "Environment" if all(r.cause == "environment" for r in found) else "Regressed"
         was = condition_of(conditions, "Regressed")
         if not (was and was.true) or (previous is not None and previous.run != newest):
             decided.event("Warning", "Regressed", message)
-        return set_condition(conditions, "Regressed", True, "Regressed", message,
+        return set_condition(conditions, "Regressed", True, blamed, message[:MAX_MESSAGE],
                              generation=generation, now=now)  # fmt: skip
     names = {e.run for e in status.history or []}
     if acknowledged and acknowledged not in names:
@@ -333,8 +348,8 @@ def _regressed_condition(
 
 def _shown(found: Regression) -> FoundRegression:
     return FoundRegression(
-        point=found.point, scope=found.scope, metric=found.metric, before=found.before,
-        after=found.after,
+        point=found.point, scope=found.scope, cause=found.cause, metric=found.metric,
+        before=found.before, after=found.after,
         change=round(found.change, 4), p_value=float(f"{found.p_value:.3g}"),
         baseline_runs=len(found.baseline),
     )  # fmt: skip

@@ -1,6 +1,6 @@
 """A finished run (a ConcurrencyExperiment document, from the cluster or a local result.json)
 as one compact history entry: per point the median of each compared metric and, with
-repetitions, every repetition's value (what the regression test needs). Pure; the operator
+repetitions, every repetition's value (the spread `cxlab compare` shows). Pure; the operator
 keeps the entries in the schedule's status, `cxlab history` reads them from a folder."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.record import outcomes_of
 from cxlab.experiments.resource import ConcurrencyExperiment, parse_experiment
-from cxlab.experiments.status import ExperimentStatus, Phase
+from cxlab.experiments.status import Environment, ExperimentStatus, Phase
 from cxlab.experiments.summary import group_points
 from cxlab.shape import Maybe, Shape
 from cxlab.times import parse_time, timestamp
@@ -62,7 +62,8 @@ class HistoryPoint(Shape):
     latency_p99_seconds: Maybe[float] = None
     peak_rss_bytes: Maybe[float] = None
     samples: Maybe[dict[str, list[float]]] = None
-    """Every repetition's value per metric (only when n > 1): the regression test's input."""
+    """Every repetition's value per metric (only when n > 1): the spread `cxlab compare`
+    shows (the regression test compares runs by their medians)."""
 
 
 class PlanBrief(Shape):
@@ -95,6 +96,9 @@ class HistoryEntry(Shape):
     message: Maybe[str] = None
     points: Maybe[list[HistoryPoint]] = None
     plan: Maybe[PlanBrief] = None
+    environment: Maybe[Environment] = None
+    """The run's calibration and fingerprint (status.environment): where a regression's
+    calibration moved with it, the environment is blamed, not the code."""
     regressed: Maybe[bool] = None
     """Found regressed against its baseline: kept out of later baselines until acknowledged."""
 
@@ -162,7 +166,7 @@ def history_entry(document: Mapping[str, Any], scheduled_time: str | None = None
         finished_time=status.completion_time,
         message=failed.message[:300] if failed and failed.true and failed.message else None,
         points=_points(experiment, status) if status.trials else None,
-        plan=None if plan is None else plan_brief(plan),
+        plan=None if plan is None else plan_brief(plan), environment=status.environment,
     )  # fmt: skip
     return entry
 
@@ -191,8 +195,8 @@ def appended(
     """The history with the entry in its place (by scheduled time, then name): at most
     `limit` entries and MAX_HISTORY_BYTES as written, the oldest going first. An entry for a
     run already there replaces it, so recording a run twice (a restart between two writes)
-    keeps one. Only the newest succeeded entry keeps its repetitions' samples: the
-    regression test reads them for the run it judges, and the baseline by the runs' medians."""
+    keeps one. Only the newest succeeded entry keeps its repetitions' samples (the spread
+    `cxlab compare` shows): the regression test compares runs by their medians."""
     kept = [e for e in history if e.run != entry.run] + [entry]
     kept.sort(key=lambda e: (timestamp(e.scheduled_time) if e.scheduled_time else "", e.run))
     newest = newest_succeeded(kept)

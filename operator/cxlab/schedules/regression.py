@@ -116,6 +116,7 @@ class Regression:
     p_value: float  # adjusted (Benjamini-Yekutieli) over every hypothesis of the run
     baseline: tuple[str, ...]  # names of the baseline runs
     scope: Literal["point", "run"] = "point"
+    cause: Literal["code", "environment"] = "code"  # environment: its calibration moved too
 
     def finding(self) -> str:
         """e.g. "wallSeconds 1.00 s → 2.01 s (+101.0 %, p < 0.0001)"."""
@@ -173,13 +174,83 @@ def regressions(
     after = _points(newest)
     tested = [t for metric in policy.metrics for t in _tested(metric, after, before, policy)]
     adjusted = benjamini_yekutieli([t.p for t in tested])
+    cause: Literal["code", "environment"] = (
+        "environment" if environment_change(newest, baseline, policy).moved else "code"
+    )
     found = [
         Regression(str(newest.get("run")), t.point, t.metric, t.before, t.after, t.change,
-                   p, t.baseline, t.scope)
+                   p, t.baseline, t.scope, cause)
         for t, p in zip(tested, adjusted, strict=True)
         if t.big and p <= policy.significance
     ]  # fmt: skip
     return sorted(found, key=lambda r: (-abs(r.change), r.point, r.metric))
+
+
+# A history entry's calibration figures (environment.calibration), each worse upwards.
+CALIBRATION = {"cpuLoopSeconds": "CPU loop", "sleepSeconds": "1 ms sleep"}
+# The fingerprint's fields (environment), as named in a message.
+FINGERPRINT = {"node": "node", "cpuModel": "CPU", "kernel": "kernel",
+               "cpuManagerPolicy": "CPU manager", "runnerImage": "runner image",
+               "cxlabVersion": "cxlab"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EnvironmentChange:
+    """How the newest run's environment differs from its baseline's."""
+
+    moved: tuple[str, ...] = ()  # calibration figures worse beyond the policy
+    changed: tuple[str, ...] = ()  # fingerprint fields unlike the newest baseline run's
+
+    def text(self) -> str:
+        """e.g. "environment: CPU loop 101 ms → 131 ms (+29.7 %); node a → b"; empty if none."""
+        parts = [*self.moved, *self.changed]
+        return "environment: " + "; ".join(parts) if parts else ""
+
+
+def environment_change(
+    newest: Mapping[str, Any], baseline: Sequence[Mapping[str, Any]], policy: Policy
+) -> EnvironmentChange:
+    """Whether the calibration moved with the newest run: each figure tested as a point's
+    metric is (log scale, prediction test against the baseline runs that have it, the
+    minimum change, the figures' p-values adjusted together), and which fingerprint fields
+    differ from those of the newest baseline run that has a fingerprint."""
+    mine = newest.get("environment") or {}
+    theirs = [e.get("environment") or {} for e in baseline]
+    tested = []
+    for key, name in CALIBRATION.items():
+        after = _positive((mine.get("calibration") or {}).get(key))
+        before = [
+            v
+            for env in theirs
+            if (v := _positive((env.get("calibration") or {}).get(key))) is not None
+        ]
+        if after is None or len(before) < 2:
+            continue
+        logs = [math.log(v) for v in before]
+        difference = math.log(after) - statistics.fmean(logs)
+        p = _prediction_p(difference, _variance(logs), len(logs), len(logs) - 1.0)
+        median = float(statistics.median(before))
+        shown = (f"{name} {_show('wallSeconds', median)} → {_show('wallSeconds', after)} "
+                 f"({100 * (after / median - 1):+.1f} %)")  # fmt: skip
+        tested.append((shown, p, difference >= math.log1p(policy.min_relative_change)))
+    adjusted = benjamini_yekutieli([p for _, p, _ in tested])
+    moved = tuple(shown for (shown, _, big), p in zip(tested, adjusted, strict=True)
+                  if big and p <= policy.significance)  # fmt: skip
+    last: Mapping[str, Any] = next((env for env in reversed(theirs) if env), {})
+    changed = tuple(
+        f"{name} {last.get(key)} → {mine.get(key)}"
+        for key, name in FINGERPRINT.items()
+        if mine and last and last.get(key) != mine.get(key)
+    )
+    return EnvironmentChange(moved, changed)
+
+
+def newest_environment_change(
+    history: Sequence[Mapping[str, Any]], policy: Policy = Policy(), acknowledged: str | None = None
+) -> EnvironmentChange:
+    """environment_change of the newest succeeded run against the baseline regressions() uses."""
+    newest, baseline = baseline_of(history, acknowledged, policy.baseline_runs)
+    return EnvironmentChange() if newest is None else environment_change(newest, baseline, policy)
 
 
 def flagged(

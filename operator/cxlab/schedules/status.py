@@ -19,6 +19,8 @@ class FoundRegression(Shape):
     point: str
     """The point's key, or "every point" for a shift of the whole run."""
     scope: Literal["point", "run"] = "point"
+    cause: Literal["code", "environment"] = "code"
+    """environment when the run's calibration moved with it (RegressionCheck.environment)."""
     metric: str
     before: float
     """The baseline's median."""
@@ -48,6 +50,9 @@ class RegressionCheck(Shape):
     """The run compared."""
     acknowledged_run: Maybe[str] = None
     policy: CheckedPolicy
+    environment: Maybe[str] = None
+    """How the run's environment differs from its baseline's: calibration figures that got
+    worse beyond the policy, fingerprint fields that changed."""
     found: Maybe[list[FoundRegression]] = None
 
 

@@ -38,7 +38,7 @@ def test_the_calibration_runs_after_the_sweep_and_before_the_verification() -> N
     sweep = sweep_outcomes(spec)
     assert trials_of(spec, entries(sweep[:-1])).trials == plan_trials(spec)
     cpu, sleep = calibration_trials(len(sweep))
-    assert trials_of(spec, entries(sweep)).trials == [*plan_trials(spec), cpu, sleep]
+    assert trials_of(spec, entries(sweep)).trials == [*plan_trials(spec), cpu]
     assert (cpu.name, sleep.name) == ("001-calcpu-sequential-w1-r1",
                                       "002-calsleep-sequential-w1-rtt1ms-r1")  # fmt: skip
     assert cpu.follows and sleep.follows, "not points of the matrix"

@@ -60,10 +60,11 @@ def trials_of(
     if not (planning or spec.calibration) or any(t.name not in recorded for t in sweep):
         return Trials(sweep)
     trials = list(sweep)
-    if spec.calibration:  # alone on its cores, after the matrix and before what follows
-        trials += calibration_trials(len(trials))
-        if any(t.name not in recorded for t in trials):
-            return Trials(trials)
+    if spec.calibration:  # one at a time, after the matrix and before what follows
+        for trial in calibration_trials(len(trials)):
+            trials.append(trial)
+            if trial.name not in recorded:
+                return Trials(trials)
     if spec.capacity is None or not planning:
         return Trials(trials)
     rate = spec.capacity.target.rate_per_second

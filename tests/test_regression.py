@@ -160,7 +160,7 @@ def test_without_any_spread_a_difference_is_certain() -> None:
 def test_the_prediction_test_holds_its_false_positive_rate() -> None:
     """Six normal draws: the sixth against the first five at p < 0.05, one time in twenty."""
     rng = random.Random(11)
-    trials = 20_000
+    trials = 12_000
     hits = 0
     for _ in range(trials):
         draws = [rng.gauss(10, 1) for _ in range(6)]
@@ -444,13 +444,13 @@ def test_skewed_noise_keeps_the_nominal_rate_of_one_test() -> None:
     to 1.5-1.7 %, the audit's finding)."""
     rng = random.Random(8)
     policy = Policy(min_relative_change=1e-9, metrics=("wallSeconds",))
-    trials = 20_000
+    trials = 12_000
     hits = sum(
         bool(regressions(walls(*([rng.lognormvariate(0, 0.15)] for _ in range(6))), policy))
         for _ in range(trials)
     )
     print(f"skewed noise, one test at 1 %: {hits / trials:.2%}")
-    assert 0.0079 <= hits / trials <= 0.0121  # binomial sd 0.07 %: 3 sd either side
+    assert 0.0073 <= hits / trials <= 0.0127  # binomial sd 0.09 %: 3 sd either side
 
 
 # --- false alarms and detection on simulated histories (make bench-regression's) -------------
@@ -482,7 +482,7 @@ def alarm_rate(
 def test_an_unchanged_matrix_of_20_points_rarely_alarms(correlation: str) -> None:
     """20 points x 5 metrics at 10 % run-to-run noise: at most 1 % of runs raise anything
     (without the correction: 19-75 % in the audit)."""
-    measured = alarm_rate(5, 20, 0.10, correlation, trials=300)
+    measured = alarm_rate(5, 20, 0.10, correlation, trials=200)
     print(f"false alarms, 20 points, 10 %, {correlation}: {measured:.1%}")
     assert measured <= 0.01
 
@@ -490,10 +490,10 @@ def test_an_unchanged_matrix_of_20_points_rarely_alarms(correlation: str) -> Non
 def test_one_point_25_percent_slower_is_found_and_more_history_does_not_hurt() -> None:
     """20 points, 10 % run-to-run noise shared by the run: found in 92-96 % of runs with 5 or
     30 baseline runs (make bench-regression); the old gate lost it as history grew."""
-    five = alarm_rate(5, 20, 0.10, "shared", trials=150, step=0.25)
-    thirty = alarm_rate(30, 20, 0.10, "shared", trials=150, step=0.25)
+    five = alarm_rate(5, 20, 0.10, "shared", trials=100, step=0.25)
+    thirty = alarm_rate(30, 20, 0.10, "shared", trials=100, step=0.25)
     print(f"+25 % of one point found: {five:.0%} with 5 runs, {thirty:.0%} with 30")
-    assert five >= 0.8 and thirty >= five - 0.08
+    assert five >= 0.8 and thirty >= five - 0.1
 
 
 def test_a_lasting_regression_keeps_alarming_until_it_is_acknowledged() -> None:

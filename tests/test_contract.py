@@ -4,8 +4,12 @@ runner's tests (internal/runner/shared_cases_test.go) run the same files."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from helpers import ROOT
 
@@ -14,6 +18,7 @@ from cxlab_contract.arrivals import RateProfile, parse_stages
 from cxlab_contract.durations import format_duration, parse_duration
 from cxlab_contract.result import encode, floor_seconds
 from cxlab_contract.timeline import Timeline, halve
+from cxlab_runner import host
 from cxlab_runner.config import UsageError, build_parser, parse_config
 from cxlab_runner.duration import FAILED, OK, TaskTimes, generator_verdict, result_parts
 
@@ -35,6 +40,96 @@ def test_an_oversized_arrival_result_is_cut_by_the_contracts_rule() -> None:
     line = encode(oversized) + "\n"
     assert len(line.encode()) <= runner_contract().result_max_bytes
     assert json.loads(line) == json.loads((TESTDATA / "truncated-arrival-result.json").read_text())
+
+
+@pytest.mark.parametrize("oversized", ["oversized-result.json", "oversized-arrival-result.json"])
+def test_the_cut_keeps_the_host(oversized: str) -> None:
+    # the longest host the schema allows, kept whole however far the cut goes: the Go
+    # runner's half is TestTheCutKeepsTheHost
+    longest: result.Host = {"cpuModel": "c" * 256, "kernel": "k" * 256}
+    oversized_result = json.loads((TESTDATA / oversized).read_text())
+    oversized_result["host"] = longest
+    cut = json.loads(encode(oversized_result))
+    assert len(json.dumps(cut, separators=(",", ":"))) + 1 <= runner_contract().result_max_bytes
+    assert cut["host"] == longest
+
+
+@pytest.mark.parametrize(
+    "case",
+    json.loads((TESTDATA / "cpuinfo.json").read_text())["cases"],
+    ids=lambda case: case["name"],
+)
+def test_the_cpu_model_is_the_contracts(case: dict[str, Any]) -> None:
+    # the Go runner's half: TestSharedCPUInfoCases (internal/measure/host_test.go)
+    cpuinfo = None if case["cpuinfo"] is None else case["cpuinfo"].encode()
+    assert host.cpu_model(cpuinfo, case["machine"].encode()) == case["cpuModel"]
+
+
+def test_the_host_is_this_machines() -> None:
+    uname_r = subprocess.run(["uname", "-r"], capture_output=True, text=True, check=True)
+    read = host.read_host(host.CPUINFO)
+    assert read["cpuModel"] not in ("", host.UNKNOWN)
+    assert read["kernel"] == os.uname().release == uname_r.stdout.strip()
+
+
+def test_an_unreadable_cpuinfo_is_an_unknown_cpu_not_an_error(tmp_path: Path) -> None:
+    read = host.read_host(str(tmp_path / "no-cpuinfo"))
+    assert read == {"cpuModel": "unknown", "kernel": os.uname().release}
+
+
+def test_the_host_is_read_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[str] = []
+
+    def counted(path: str) -> result.Host:
+        reads.append(path)
+        return {"cpuModel": "c", "kernel": "k"}
+
+    monkeypatch.setattr(host, "read_host", counted)
+    host.host.cache_clear()
+    try:
+        assert host.host() == host.host() == {"cpuModel": "c", "kernel": "k"}
+        assert reads == [host.CPUINFO]
+    finally:
+        host.host.cache_clear()
+
+
+def _with_host(**fields: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((TESTDATA / "truncated-arrival-result.json").read_text())
+    doc["host"] = {"cpuModel": "AMD EPYC 7R13 Processor", "kernel": "6.1.0-18-amd64", **fields}
+    return doc
+
+
+def test_the_schema_takes_a_result_with_or_without_its_host() -> None:
+    validator = jsonschema.Draft202012Validator(result_schema())
+    doc = _with_host()
+    validator.validate(doc)
+    validator.validate(_with_host(cpuModel="c" * 256, kernel="k" * 256))
+    del doc["host"]
+    validator.validate(doc)  # a Result written before it
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda d: d["host"].update(cores="8"),  # an extra key
+        lambda d: d["host"].pop("kernel"),
+        lambda d: d["host"].pop("cpuModel"),
+        lambda d: d["host"].update(cpuModel="c" * 257),
+        lambda d: d["host"].update(kernel="k" * 257),
+        lambda d: d["host"].update(kernel=6.1),
+        lambda d: d["host"].update(cpuModel=None),
+        lambda d: d.update(host="x86_64"),
+        lambda d: d.update(host=None),
+    ],
+    ids=[
+        "extra key", "no kernel", "no cpuModel", "cpuModel too long", "kernel too long",
+        "kernel a number", "cpuModel null", "host a string", "host null",
+    ],
+)  # fmt: skip
+def test_the_schema_refuses_a_bad_host(spoil: Any) -> None:
+    doc = _with_host()
+    spoil(doc)
+    assert list(jsonschema.Draft202012Validator(result_schema()).iter_errors(doc))
 
 
 def test_the_latency_histogram_is_the_contracts() -> None:
@@ -158,6 +253,7 @@ def _schema_keys(node: dict[str, object]) -> dict[str, set[str]]:
         (result.Lag, ("arrival", "lagSeconds")),
         (result.Warmup, ("warmup",)),
         (Timeline, ("timeline",)),
+        (result.Host, ("host",)),
     ],
 )
 def test_the_typed_result_has_the_schemas_keys(typed: type, path: tuple[str, ...]) -> None:

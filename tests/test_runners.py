@@ -43,6 +43,7 @@ def test_sleep_trial_is_measured(model: str) -> None:
     assert result["cpus"] == sorted(os.sched_getaffinity(0))
     assert result["peakRssBytes"] >= result["baselineRssBytes"] > 0
     assert (result["experiment"], result["trial"]) == ("e", "t1")
+    assert result["host"]["cpuModel"] and result["host"]["kernel"] == os.uname().release
     assert len(json.dumps(result, separators=(",", ":"))) < 4096
     timeline = result["rssTimeline"]
     assert 1 <= len(timeline["rssBytes"]) <= 64
@@ -69,6 +70,20 @@ def test_http_trial_against_the_delay_target(model: str, target_url: str) -> Non
     assert result["tasksOk"] == 30, result["errors"]
     assert result["wallSeconds"] >= result["floorSeconds"] > 0
     assert result["latencySeconds"]["p50"] >= 0.05  # the target really waited
+
+
+def test_every_runner_writes_the_same_host(target_url: str) -> None:
+    # The schedules' environment fingerprint: on one machine the Python runner (Locust's path
+    # too) and the Go runner write the same one, the kernel uname -r names.
+    flags = ["--workload", "http", "--tasks", "2", "--workers", "1", "--rtt", "1ms"]
+    hosts = {
+        model: run_runner(model, *flags, "--target-url", target_url)["host"]
+        for model in ("asyncio", "locust", "goroutines")
+    }
+    uname_r = subprocess.run(["uname", "-r"], capture_output=True, text=True, check=True)
+    assert hosts["asyncio"] == hosts["locust"] == hosts["goroutines"], hosts
+    assert hosts["goroutines"]["kernel"] == uname_r.stdout.strip()
+    assert hosts["goroutines"]["cpuModel"] not in ("", "unknown")
 
 
 class _CountingTarget(http.server.ThreadingHTTPServer):

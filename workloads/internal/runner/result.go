@@ -3,6 +3,8 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+
+	"cxlab.dev/workloads/internal/measure"
 )
 
 // Schema identifies the Result format (python/cxlab_contract/result-v1.schema.json).
@@ -63,6 +65,9 @@ type Result struct {
 	CPUs                []int        `json:"cpus"`
 	Runtime             string       `json:"runtime"`
 	Errors              []ErrorCount `json:"errors"`
+	// Host is the environment fingerprint (measure.ReadHost), never cut from an oversized
+	// Result; nil, and left out, only in a Result read from one written before it.
+	Host *measure.Host `json:"host,omitempty"`
 }
 
 // Syscalls is the Result's syscalls when they were asked for: this runner
@@ -80,8 +85,9 @@ type RSSTimeline struct {
 // Encode returns the Result as one line of compact JSON, newline included, of
 // at most MaxResultBytes: if it would not fit, it drops errors (least frequent
 // first), then halves the RSS timeline's resolution, then the timeline's, then
-// lowers the schema of the widest histogram. The contract's rule, the same in
-// the Python runner. The caller's Result is left as it was.
+// lowers the schema of the widest histogram; nothing else is cut (the labels
+// and the host stay whole). The contract's rule, the same in the Python
+// runner. The caller's Result is left as it was.
 func (r Result) Encode() ([]byte, error) {
 	for {
 		b, err := r.encode()

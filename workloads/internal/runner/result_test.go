@@ -6,11 +6,14 @@ import (
 	"maps"
 	"net"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"cxlab.dev/workloads/internal/measure"
 )
 
 func TestFloor(t *testing.T) {
@@ -144,6 +147,38 @@ func TestResultKeysMatchSchema(t *testing.T) {
 		if _, ok := got[arr].([]any); !ok {
 			t.Errorf("%s is %v, want an array", arr, got[arr])
 		}
+	}
+	// With its host, the one optional key, a Result has every property of the schema.
+	b, err = Result{Workers: 1, Host: &measure.Host{CPUModel: "c", Kernel: "k"}}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	keys = slices.Sorted(maps.Keys(got))
+	if properties := slices.Sorted(maps.Keys(schema.Properties)); !slices.Equal(keys, properties) {
+		t.Errorf("keys %v\nschema's properties %v", keys, properties)
+	}
+}
+
+// A trial's Result carries this machine's host: a CPU model and the kernel uname -r prints
+// (tests/test_runners.py checks both runners write the same).
+func TestTheResultHasItsHost(t *testing.T) {
+	out, err := exec.Command("uname", "-r").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := trial(t, "--model", "goroutines", "--workload", "sleep", "--tasks", "2", "--rtt", "1ms")
+	if r.Host == nil {
+		t.Fatal("no host")
+	}
+	if r.Host.CPUModel == "" {
+		t.Errorf("empty cpuModel")
+	}
+	if want := strings.TrimSpace(string(out)); r.Host.Kernel != want {
+		t.Errorf("kernel %q, uname -r says %q", r.Host.Kernel, want)
 	}
 }
 

@@ -61,6 +61,7 @@ func Run(c *Config, schedule []time.Duration, trial *metrics.Trial, barrier *sta
 	used := after.Sub(before)
 	ok, failed := trial.Counts()
 	gomaxprocs := runtime.GOMAXPROCS(0)
+	host := measure.ReadHost()
 	r := Result{
 		Schema:                     Schema,
 		Experiment:                 c.Experiment,
@@ -93,6 +94,7 @@ func Run(c *Config, schedule []time.Duration, trial *metrics.Trial, barrier *sta
 		},
 		CPUs:    cpus,
 		Runtime: runtime.Version(),
+		Host:    &host,
 		Errors:  errs.top(maxErrorKinds),
 	}
 	if c.Syscalls {

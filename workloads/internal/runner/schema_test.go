@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"cxlab.dev/workloads/internal/measure"
 )
 
 // validateResult checks a Result against result-v1.schema.json. The module takes no JSON
@@ -148,6 +150,7 @@ func TestTheSchemaCheckerCatchesViolations(t *testing.T) {
 	r := Result{Schema: Schema, Pods: 1, Model: "goroutines", Workload: "sleep", Workers: 1, Tasks: 1,
 		PeakThreads: 1, CPUs: []int{0}, RSSTimeline: RSSTimeline{IntervalSeconds: 0.05}}
 	r.PodIndex = new(int)
+	r.Host = &measure.Host{CPUModel: strings.Repeat("c", 256), Kernel: "6.1.0-18-amd64"} // at its bound
 	counted, err := r.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +190,12 @@ func TestTheSchemaCheckerCatchesViolations(t *testing.T) {
 		"a 65th interval":             func(d map[string]any) { d["timeline"].(map[string]any)["p99"] = make([]any, 65) },
 		"an unknown arrival process":  func(d map[string]any) { arrival(d)["process"] = "bursty" },
 		"a warm-up without its tasks": func(d map[string]any) { delete(d["warmup"].(map[string]any), "tasksOk") },
+		// The host: counted, not arrivals (a name starting with "a" takes the arrival Result).
+		"host with an extra key":   func(d map[string]any) { d["host"].(map[string]any)["cores"] = "8" },
+		"host without its kernel":  func(d map[string]any) { delete(d["host"].(map[string]any), "kernel") },
+		"host cpuModel too long":   func(d map[string]any) { d["host"].(map[string]any)["cpuModel"] = strings.Repeat("c", 257) },
+		"host kernel not a string": func(d map[string]any) { d["host"].(map[string]any)["kernel"] = 6.1 },
+		"host not an object":       func(d map[string]any) { d["host"] = "x86_64" },
 	} {
 		valid := counted
 		if strings.Contains(name, "$ref") || strings.HasPrefix(name, "a") {

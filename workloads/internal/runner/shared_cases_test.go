@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cxlab.dev/workloads/internal/measure"
 )
 
 // The contract's shared cases (workloads/testdata), the Python half in
@@ -36,6 +38,31 @@ func TestTruncationIsTheContractsRule(t *testing.T) {
 		t.Errorf("the Go runner truncates differently:\n got %d errors, %v timeline samples\nwant %d errors, %v",
 			len(got["errors"].([]any)), len(got["rssTimeline"].(map[string]any)["rssBytes"].([]any)),
 			len(want["errors"].([]any)), len(want["rssTimeline"].(map[string]any)["rssBytes"].([]any)))
+	}
+}
+
+// The host is never cut: the oversized Result with the longest host the schema allows is cut
+// as far as it needs and keeps it whole (the Python half in tests/test_contract.py).
+func TestTheCutKeepsTheHost(t *testing.T) {
+	host := measure.Host{CPUModel: strings.Repeat("c", 256), Kernel: strings.Repeat("k", 256)}
+	for _, path := range []string{"../../testdata/oversized-result.json", "../../testdata/oversized-arrival-result.json"} {
+		var r Result
+		readJSON(t, path, &r)
+		r.Host = &host
+		b, err := r.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > MaxResultBytes {
+			t.Fatalf("%s: %d bytes, over %d", path, len(b), MaxResultBytes)
+		}
+		var cut Result
+		if err := json.Unmarshal(b, &cut); err != nil {
+			t.Fatal(err)
+		}
+		if cut.Host == nil || *cut.Host != host {
+			t.Errorf("%s: host %+v after the cut", path, cut.Host)
+		}
 	}
 }
 

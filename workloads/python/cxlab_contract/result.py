@@ -5,13 +5,15 @@ runners build one, the operator and the local backend read, merge and summarise 
 prints it, a Pod's termination message carries it, a ConfigMap stores it), so a type checker
 reads it as a typed document and nothing is converted or imported at a runner's start-up
 (the runners' overhead is measured against bare programs). tests/test_contract.py keeps the
-keys and the schema's properties the same."""
+keys and the schema's properties the same.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: on Python 3.11 a TypedDict whose annotations
+are strings counts a NotRequired key as required (Result.__required_keys__), and the test
+above reads the keys at run time."""
 
 import json
 import math
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from cxlab_contract import histogram, result_schema, runner_contract
 from cxlab_contract.figures import significant
@@ -88,6 +90,14 @@ class Warmup(TypedDict):
     latencySeconds: Latencies
 
 
+class Host(TypedDict):
+    """The environment a runner sees from inside its container: the schedules' environment
+    fingerprint, which tells an environment change from a code change."""
+
+    cpuModel: str
+    kernel: str
+
+
 class Result(TypedDict):
     """One trial's (or one Pod's) Result, key for key the schema's."""
 
@@ -132,6 +142,7 @@ class Result(TypedDict):
     rssTimeline: RssTimeline
     cpus: list[int]
     runtime: str
+    host: NotRequired[Host]  # every runner writes it; Results written before it have none
     errors: list[Error]
     durationSeconds: float | None
     arrival: Arrival | None
@@ -181,8 +192,9 @@ def encode(result: Result) -> str:
     """Compact JSON whose line, newline included, fits in MAX_BYTES (a termination message).
     The contract's rule, the same in the Go runner: drop errors, least frequent first, then
     the least frequent system calls (futex last), then halve the RSS timeline's resolution,
-    then a duration run's timeline's, then lower the widest histogram's schema; only absurd
-    labels can still leave it too long."""
+    then a duration run's timeline's, then lower the widest histogram's schema; nothing else
+    is cut (the labels, the host stay whole), so only absurd labels can still leave it too
+    long."""
     while True:
         text = json.dumps(result, separators=(",", ":"))
         if len(text.encode()) + 1 <= MAX_BYTES:

@@ -16,6 +16,7 @@ from cxlab_contract.result import (
 )
 from cxlab_runner import duration, measure
 from cxlab_runner.config import RunnerConfig
+from cxlab_runner.host import host
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
 
@@ -87,6 +88,7 @@ def build_result(
         "rssTimeline": {"intervalSeconds": sampler.interval, "rssBytes": list(sampler.timeline)},
         "cpus": sorted(os.sched_getaffinity(0)),
         "runtime": runtime_version(config.model),
+        "host": host().copy(),  # the cached one stays as read
         "errors": [
             {"message": message, "count": count}
             for message, count in recorder.errors.most_common(MAX_ERRORS)

@@ -33,11 +33,14 @@ EVERY = 10  # seconds between slots: the shortest @every allows
 def template(
     rtt: str = "50ms", tasks: int = 1, repetitions: int = 1, **more: Any
 ) -> dict[str, Any]:
+    """Without calibration: these runs measure the schedule's timing, each in its slot, and two
+    more Pods a run would only slow them (test_observability's schedule calibrates)."""
     return {
         "spec": {
             "workload": {"type": "sleep", "tasks": tasks, "rtt": rtt},
             "models": [{"model": "asyncio"}],
             "repetitions": repetitions,
+            "calibration": False,
             **more,
         }
     }
@@ -116,7 +119,9 @@ def test_forbid_skips_a_slot_while_a_run_goes_on_and_counts_it(lab: Lab) -> None
 def _plan_by_hand(run: dict[str, Any], target: dict[str, Any]) -> tuple[int, Service]:
     """Pods from the run's Results, as docs/capacity-plan.md's worked example, and the
     service times the workers are sized with: the repetition with the median mean."""
-    results = [t["result"] for t in status(run)["trials"]]
+    # the sweep's: not a verification's, a probe's or a calibration's (NNN-v1-, -s1-, -calcpu-)
+    sweep = [t for t in status(run)["trials"] if not re.match(r"\d+-(v\d|s\d|cal)", t["name"])]
+    results = [t["result"] for t in sweep]
     rate = statistics.median(r["throughputPerSecond"] for r in results)
     cpu = statistics.median(
         (r["cpuUserSeconds"] + r["cpuSystemSeconds"]) / r["tasks"] for r in results

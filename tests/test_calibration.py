@@ -9,6 +9,8 @@ import copy
 from typing import Any
 
 import pytest
+import yaml
+from helpers import ROOT
 from test_capacity_plan import result
 from test_followups import entries, experiment, sweep_outcomes
 
@@ -66,8 +68,15 @@ def test_a_calibration_trial_runs_a_fixed_workload_with_one_sequential_worker() 
 def test_a_schedules_runs_calibrate_unless_the_template_says_not() -> None:
     template = {"workload": {"type": "sleep", "tasks": 1}, "models": [{"model": "asyncio"}]}
     assert run_spec(template)["calibration"] is True
+    assert run_spec({**template, "calibration": None})["calibration"] is True
     assert run_spec({**template, "calibration": False})["calibration"] is False
     assert "calibration" not in template, "the template itself is left as written"
+    # An apiserver default would fill the template's unset with false: the CRD has none.
+    crd = yaml.safe_load((ROOT / "manifests/crds/experimentschedules.cxlab.dev.yaml").read_text())
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    field = schema["properties"]["spec"]["properties"]["experimentTemplate"]["properties"][
+        "spec"]["properties"]["calibration"]  # fmt: skip
+    assert field["type"] == "boolean" and "default" not in field
 
 
 def _calibration_entries(node: str | None, pinned: bool, image: str | None) -> list[Any]:

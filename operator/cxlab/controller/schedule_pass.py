@@ -48,7 +48,8 @@ def run_spec(template: Mapping[str, Any]) -> dict[str, Any]:
     template says verify: {enabled: false} (a schedule exists to plan capacity), and the run
     calibrates unless it says calibration: false (a schedule compares runs over time)."""
     spec = copy.deepcopy(dict(template))
-    spec.setdefault("calibration", True)
+    if spec.get("calibration") is None:
+        spec["calibration"] = True
     capacity = spec.get("capacity")
     if isinstance(capacity, dict) and capacity.get("verify") is None:
         capacity["verify"] = {}

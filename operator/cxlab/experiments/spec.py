@@ -445,11 +445,11 @@ class ExperimentSpec(Strict):
     """required: a trial that did not run on exactly its own cores is marked unpinned
     (pinned: false) and left out of knees and recommendations. preferred: it counts all the
     same (a cluster without the kubelet's static CPU manager)."""
-    calibration: bool = False
+    calibration: bool | None = None
     """Run two calibration trials after the matrix (a fixed CPU loop, a fixed 1 ms sleep, one
     sequential worker, pinned like the others) and record the environment's fingerprint in
-    status.environment, so a schedule tells a slower environment from slower code. A
-    schedule's runs calibrate unless the template says calibration: false."""
+    status.environment, so a schedule tells a slower environment from slower code. Unset: off
+    for an experiment, on for a schedule's runs (no default, so a template's unset is seen)."""
     syscalls: bool = False
     """Count every trial's system calls with strace -c -f (futex included). It slows the
     trials, so it is off by default; where strace is missing or may not trace (the runner

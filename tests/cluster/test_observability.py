@@ -93,9 +93,41 @@ def operator_with_prometheus(operator: Operator, prometheus: str) -> Iterator[Op
     operator.start()
 
 
+@dataclass(frozen=True)
+class Drifting:
+    lab: Lab
+    name: str
+
+
+DRIFT_RTT = "100ms"
+
+
 @pytest.fixture(scope="module")
-def finished(operator_with_prometheus: Operator) -> Iterator[tuple[str, dict[str, Any], float]]:
-    """One experiment run to the end; (name, the finished resource, when it started)."""
+def drifting(operator_with_prometheus: Operator) -> Iterator[Drifting]:
+    """A schedule of one small point every 10 s, from the module's start: its baseline runs
+    pile up while the other tests run, for the regression alert's test at the end."""
+    namespace = f"{NAMESPACE_PREFIX}obs-{uuid.uuid4().hex[:6]}"
+    core = kubernetes.client.CoreV1Api()
+    core.create_namespace({"metadata": {"name": namespace}})
+    lab = Lab(namespace)
+    # Not calibrated: every trial here lingers 10 s for Prometheus, and two calibration
+    # trials would make a run of 40 s (test_operator's calibrated run proves the calibration).
+    template = experiment_spec(
+        [{"model": "asyncio"}], {"type": "sleep", "tasks": 10, "rtt": DRIFT_RTT},
+        calibration=False,
+    )  # fmt: skip
+    lab.apply_schedule("drift", {"schedule": "@every 10s", "concurrencyPolicy": "Forbid",
+                                 "experimentTemplate": {"spec": template}})  # fmt: skip
+    yield Drifting(lab, "drift")
+    core.delete_namespace(namespace)
+
+
+@pytest.fixture(scope="module")
+def finished(
+    operator_with_prometheus: Operator, drifting: Drifting
+) -> Iterator[tuple[str, dict[str, Any], float]]:
+    """One experiment run to the end; (name, the finished resource, when it started). After
+    the drifting schedule started (its runs go on beside)."""
     # the only namespaces the tests' operator watches (harness.py)
     namespace = f"{NAMESPACE_PREFIX}obs-{uuid.uuid4().hex[:6]}"
     core = kubernetes.client.CoreV1Api()
@@ -180,9 +212,10 @@ def scheduled(operator_with_prometheus: Operator) -> Iterator[Scheduled]:
     # Not verified (a schedule's runs verify by default): the panels read the plan's gauges,
     # which a minute's verification trial would only delay.
     capacity = {"target": target, "verify": {"enabled": False}}
+    # Nor calibrated: a run of the cluster tests' operator proves the calibration.
     template = experiment_spec([{"model": "asyncio", "workers": [5]}],
                                {"type": "sleep", "tasks": 10, "rtt": "50ms"},
-                               capacity=capacity)  # fmt: skip
+                               capacity=capacity, calibration=False)  # fmt: skip
     lab.apply_schedule(name, {"schedule": "@every 10s", "experimentTemplate": {"spec": template}})
     lab.wait_schedule(name, lambda s: bool((s.get("status") or {}).get("capacityPlan")), 120)
     lab.patch_schedule_spec(name, {"suspend": True})
@@ -311,3 +344,66 @@ def test_the_configuration_passes_promtool(prometheus: str) -> None:
     check = subprocess.run([promtool, "check", "config", config], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
     assert re.search(r"kubernetes_sd_configs", Path(config).read_text())
+
+
+def firing(alert: str, schedule: str) -> list[dict[str, Any]]:
+    """The alert's instances for the schedule that Prometheus holds firing now."""
+    return [a for a in ask("alerts")["alerts"]
+            if a["labels"].get("alertname") == alert and a["labels"].get("schedule") == schedule
+            and a["state"] == "firing"]  # fmt: skip
+
+
+def test_a_slowed_schedule_raises_one_regressed_event_and_its_alert_fires_and_resolves(
+    drifting: Drifting,
+) -> None:
+    """The chart's PrometheusRule groups, loaded by the real Prometheus (hack/prometheus.sh):
+    a template slowed on purpose regresses, one Warning event per regressed run names the
+    point and the metric, CxlabScheduleRegressed fires, and acknowledging the run resolves it."""
+    lab, name = drifting.lab, drifting.name
+
+    def history(schedule: dict[str, Any]) -> list[dict[str, Any]]:
+        return list((schedule.get("status") or {}).get("history") or [])
+
+    def rtt_of(entry: dict[str, Any]) -> str:
+        return str(lab.stored(entry["run"])["spec"]["workload"]["rtt"])
+
+    # three succeeded runs at least: the baseline of the slow one has two degrees of freedom
+    lab.wait_schedule(name, lambda s: sum(e["phase"] == "Succeeded" for e in history(s)) >= 3,
+                      timeout=120)  # fmt: skip
+    template = lab.get_schedule(name)["spec"]["experimentTemplate"]
+    template["spec"]["workload"]["rtt"] = "500ms"
+    lab.patch_schedule_spec(name, {"experimentTemplate": template})
+    regressed = lab.wait_schedule(
+        name, lambda s: bool(history(s)) and rtt_of(history(s)[-1]) == "500ms", timeout=90
+    )
+    found = (regressed.get("status") or {}).get("regression") or {}
+    assert (regressed["status"].get("regressed"), found.get("run")) == (
+        True, history(regressed)[-1]["run"]
+    ), found  # fmt: skip
+    assert {(f["point"], f["metric"]) for f in found["found"]} >= {
+        ("asyncio w=per-task", "wallSeconds")
+    }, found
+    # Prometheus: firing once the operator's gauge was scraped and the rule held for 5 s
+    deadline = time.monotonic() + 60
+    while not (alerts := firing("CxlabScheduleRegressed", name)):
+        assert time.monotonic() < deadline, ask("alerts")
+        time.sleep(1)
+    assert alerts[0]["labels"]["namespace"] == lab.namespace
+    assert alerts[0]["labels"]["severity"] == "warning"
+    assert "troubleshooting" in alerts[0]["annotations"]["runbook_url"]
+    newest = history(regressed)[-1]["run"]
+    lab.patch_schedule_spec(name, {"regression": {"acknowledgedRun": newest}, "suspend": True})
+    final = lab.wait_schedule(name, lambda s: not (s.get("status") or {}).get("active"), 60)
+    # one Warning event per regressed run, naming the run, the point and the metric
+    regressed_runs = {e["run"] for e in history(final) if e.get("regressed")}
+    events = lab.events(name, "Regressed", kind="ExperimentSchedule")
+    shown = [e for e in events if e.reason == "Regressed"]
+    assert sum(e.count or 1 for e in shown) == len(regressed_runs) >= 1, [e.message for e in shown]
+    for event in shown:
+        assert event.type == "Warning" and "asyncio w=per-task: " in event.message
+        assert "wallSeconds " in event.message, event.message
+    assert {e.message.split()[1].rstrip(":") for e in shown} == regressed_runs
+    deadline = time.monotonic() + 60
+    while firing("CxlabScheduleRegressed", name):
+        assert time.monotonic() < deadline, ask("alerts")
+        time.sleep(1)

@@ -43,6 +43,8 @@ def test_every_model_reaches_succeeded_pinned(lab: Lab, tmp_path: Path) -> None:
     http = {"type": "http", "tasks": 20, "rtt": "20ms"}
     # syscalls asked for where they cannot be had: the runner image has no strace
     lab.apply("web", experiment_spec([{"model": "locust", "workers": [5]}], http, syscalls=True))
+    # calibrated: a CPU loop and 1 ms sleeps after its one point, and where they ran
+    lab.apply("calibrated", experiment_spec([{"model": "asyncio"}], calibration=True))
     for name, count in (("sleepers", 6), ("web", 1)):
         experiment = lab.wait_finished(name, timeout=240)
         status = experiment["status"]
@@ -64,6 +66,19 @@ def test_every_model_reaches_succeeded_pinned(lab: Lab, tmp_path: Path) -> None:
         assert found["Pinned"]["status"] == "True", found["Pinned"]
         assert found["Progressing"]["status"] == "False"
         assert status["best"] and status["summary"]["recommendations"]
+    calibrated = lab.wait_finished("calibrated", timeout=120)
+    assert calibrated["status"]["phase"] == "Succeeded", why(calibrated)
+    assert [t["name"] for t in calibrated["status"]["trials"]] == [
+        "000-asyncio-w0-rtt20ms-r1", "001-calcpu-sequential-w1-r1",
+        "002-calsleep-sequential-w1-rtt1ms-r1",
+    ]  # fmt: skip
+    environment = calibrated["status"]["environment"]
+    # the local cluster's one node is this machine
+    assert environment["kernel"] == os.uname().release and environment["cpuModel"], environment
+    assert (environment["node"], environment["cpuManagerPolicy"]) == ("vm", "static"), environment
+    assert environment["runnerImage"].startswith("sha256:"), environment
+    assert set(environment["calibration"]) == {"cpuLoopSeconds", "sleepSeconds"}, environment
+    assert environment["calibration"]["sleepSeconds"] >= 0.001, environment
     # The report of a cluster experiment, read from its status: the local backend's plots.
     report = subprocess.run(
         [sys.executable, "-m", "cxlab.cli", "report", "cx/sleepers", "-n", lab.namespace,

@@ -219,8 +219,10 @@ def test_a_stall_reaches_every_arrival_but_only_one_task_per_closed_loop_worker(
     stalls = seconds / STALL_EVERY
     assert workers * (stalls - 1) <= slow <= workers * (stalls + 1), slow
     assert slow / closed["tasksOk"] < share / 3  # the stall all but vanishes from its share
-    # and its p90 does not show it at all, where the open loop's p99 is the stall itself
-    assert closed["latencySeconds"]["p90"] < SLOW < opened["latencySeconds"]["p99"]
+    # and its p90 does not show it at all, where the open loop's p99 is the stall itself (the
+    # line between them is the stall's wait, as for `slow`: a busy machine's unstalled answers
+    # reached 85 ms at the closed loop's p90 in a CI run, a tenth of them past SLOW)
+    assert closed["latencySeconds"]["p90"] < 0.15 < opened["latencySeconds"]["p99"]
 
 
 def test_locust_users_loop_for_a_duration(target_url: str) -> None:

@@ -4,6 +4,7 @@ what the templates produce, and no drift from the canonical CRD, RBAC rules and 
 from __future__ import annotations
 
 import filecmp
+import functools
 import json
 import subprocess
 from pathlib import Path
@@ -31,10 +32,18 @@ def helm(*args: str) -> str:
 
 
 def render(*sets: str, namespace: str = "cxlab-system") -> list[dict[str, Any]]:
+    """The chart's resources with these values (fresh dicts: a test may change them)."""
+    return [doc for doc in yaml.safe_load_all(_template(sets, namespace)) if doc]
+
+
+@functools.cache
+def _template(sets: tuple[str, ...], namespace: str) -> str:
+    """`helm template`, once per values in each test process: it takes seconds beside the
+    cluster tests, and the chart's tests render the same values many times."""
     args = ["template", "cx", str(CHART), "--namespace", namespace]
     for value in sets:
         args += ["--set", value]
-    return [doc for doc in yaml.safe_load_all(helm(*args)) if doc]
+    return helm(*args)
 
 
 def is_hook(doc: dict[str, Any]) -> bool:

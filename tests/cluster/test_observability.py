@@ -373,6 +373,14 @@ def test_a_slowed_schedule_raises_one_regressed_event_and_its_alert_fires_and_re
     template = lab.get_schedule(name)["spec"]["experimentTemplate"]
     template["spec"]["workload"]["rtt"] = "500ms"
     lab.patch_schedule_spec(name, {"experimentTemplate": template})
+
+    def slow_started(schedule: dict[str, Any]) -> bool:
+        active = (schedule.get("status") or {}).get("active") or []
+        return any(lab.stored(run)["spec"]["workload"]["rtt"] == "500ms" for run in active)
+
+    # one slow run, then no more: suspended as soon as it started (Forbid: nothing beside it)
+    lab.wait_schedule(name, slow_started, timeout=60)
+    lab.patch_schedule_spec(name, {"suspend": True})
     regressed = lab.wait_schedule(
         name, lambda s: bool(history(s)) and rtt_of(history(s)[-1]) == "500ms", timeout=90
     )
@@ -392,8 +400,8 @@ def test_a_slowed_schedule_raises_one_regressed_event_and_its_alert_fires_and_re
     assert alerts[0]["labels"]["severity"] == "warning"
     assert "troubleshooting" in alerts[0]["annotations"]["runbook_url"]
     newest = history(regressed)[-1]["run"]
-    lab.patch_schedule_spec(name, {"regression": {"acknowledgedRun": newest}, "suspend": True})
-    final = lab.wait_schedule(name, lambda s: not (s.get("status") or {}).get("active"), 60)
+    lab.patch_schedule_spec(name, {"regression": {"acknowledgedRun": newest}})
+    final = lab.get_schedule(name)
     # one Warning event per regressed run, naming the run, the point and the metric
     regressed_runs = {e["run"] for e in history(final) if e.get("regressed")}
     events = lab.events(name, "Regressed", kind="ExperimentSchedule")

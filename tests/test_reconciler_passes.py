@@ -103,3 +103,23 @@ def test_a_pod_just_created_is_not_read_back_nor_made_again_before_its_event() -
         again.written is None
         or again.written["status"]["attempts"] == done.written["status"]["attempts"]
     )
+
+
+def test_once_the_sweep_ended_what_follows_it_starts_without_a_verification() -> None:
+    """A rate search asked for without a verification, and a calibration: each runs on the
+    cluster after the sweep (the operator once waited for a verification to look)."""
+    for follows, first in (
+        ({"capacity": {"target": {"ratePerSecond": 50, "latency": {"max": "1s"}}},
+          "search": {"rate": {"start": 20}}}, "001-s1-threads-w4-rtt10ms-a20-r1"),
+        ({"calibration": True}, "001-calcpu-sequential-w1-r1"),
+    ):  # fmt: skip
+        body = experiment(models=[{"model": "threads", "workers": [4]}], **follows)
+        body["metadata"]["resourceVersion"] = "1"
+        [only] = plan_trials(parse_experiment(body).spec)
+        measured = {"phase": "Succeeded", "name": only.name, "model": "threads", "workers": 4,
+                    "gomaxprocs": None, "rttSeconds": 0.01, "repetition": 1}  # fmt: skip
+        body["status"] = {"phase": "Running", "trials": [measured]}
+        kube = Apiserver(copy.deepcopy(body))
+        reconciler(kube).reconcile(copy.deepcopy(body), [], lambda *_: None)
+        assert kube.created == ["bad-t001-a1"], (follows, kube.created)
+        assert kube.body["status"]["attempts"] == {first: 1}, kube.body["status"]

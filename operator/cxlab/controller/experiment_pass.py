@@ -168,13 +168,15 @@ class Reconciler:
         self, namespace: str, name: str, spec: ExperimentSpec, status: ExperimentStatus,
         fits: Fits, memory: Memory,
     ) -> Trials:  # fmt: skip
-        """The sweep, and once it has ended the calibration and a verification of the plan when
-        the spec asks for them: the plan is made from the sweep's Results, read back from their
-        ConfigMaps."""
+        """The sweep, and once it has ended what follows it when the spec asks for it (the
+        calibration, a rate search, a verification of the plan: followups.trials_of): the plan
+        is made from the sweep's Results, read back from their ConfigMaps."""
         sweep = plan_trials(spec)
         recorded = {e.name for e in status.entries}
         verifying = spec.capacity is not None and spec.capacity.verifying is not None
-        if not (verifying or spec.calibration) or any(t.name not in recorded for t in sweep):
+        searching = spec.search is not None and spec.search.rate is not None
+        follows = verifying or searching or spec.calibration
+        if not follows or any(t.name not in recorded for t in sweep):
             return Trials(sweep)
         key = frozenset(recorded)
         if memory.followed is None or memory.followed[0] != key:

@@ -9,6 +9,7 @@ import pytest
 from harness import Lab, experiment_spec, why
 
 from cxlab_contract import histogram
+from cxlab_contract.figures import significant
 
 # One node with 1 allocatable CPU (the static CPU manager keeps core 0): three Pods fit in
 # it only as fractions of a CPU, in the node's shared pool.
@@ -51,7 +52,7 @@ def test_a_three_pod_trial_starts_together_and_merges_exactly(lab: Lab) -> None:
     assert skew < SKEW_BOUND_SECONDS, skew
     # the merged p99 is the p99 of the three Pods' histograms together, exactly
     together = histogram.merge([p["latencyHistogram"] for p in pods])
-    assert merged["latencySeconds"]["p99"] == round(histogram.quantile(together, 0.99), 6)
+    assert merged["latencySeconds"]["p99"] == significant(histogram.quantile(together, 0.99))
     assert merged["latencyHistogram"]["counts"] == together["counts"]
     ends = [p["startedAtUnixSeconds"] + p["wallSeconds"] for p in pods]
     assert abs(merged["wallSeconds"] - (max(ends) - min(starts))) < 1e-5

@@ -4,6 +4,7 @@ answers from it, and the operator adds cAdvisor's view of each trial to its stat
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import re
 import subprocess
@@ -97,6 +98,7 @@ def operator_with_prometheus(operator: Operator, prometheus: str) -> Iterator[Op
 class Drifting:
     lab: Lab
     name: str
+    slowed: concurrent.futures.Future[None]  # done once one slow run started, then suspended
 
 
 DRIFT_RTT = "100ms"
@@ -118,8 +120,32 @@ def drifting(operator_with_prometheus: Operator) -> Iterator[Drifting]:
     )  # fmt: skip
     lab.apply_schedule("drift", {"schedule": "@every 10s", "concurrencyPolicy": "Forbid",
                                  "experimentTemplate": {"spec": template}})  # fmt: skip
-    yield Drifting(lab, "drift")
+    # Beside the module's other tests: the slowing, which takes a minute of runs
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        yield Drifting(lab, "drift", pool.submit(_slow_down, lab, "drift"))
     core.delete_namespace(namespace)
+
+
+def _history(schedule: dict[str, Any]) -> list[dict[str, Any]]:
+    return list((schedule.get("status") or {}).get("history") or [])
+
+
+def _slow_down(lab: Lab, name: str) -> None:
+    """Three succeeded runs (the slow one's baseline has two degrees of freedom), then the
+    template slowed on purpose (100 -> 500 ms), one slow run and no more: suspended as soon as
+    it started (Forbid: nothing runs beside it)."""
+    lab.wait_schedule(name, lambda s: sum(e["phase"] == "Succeeded" for e in _history(s)) >= 3,
+                      timeout=180)  # fmt: skip
+    template = lab.get_schedule(name)["spec"]["experimentTemplate"]
+    template["spec"]["workload"]["rtt"] = "500ms"
+    lab.patch_schedule_spec(name, {"experimentTemplate": template})
+
+    def slow_started(schedule: dict[str, Any]) -> bool:
+        active = (schedule.get("status") or {}).get("active") or []
+        return any(lab.stored(run)["spec"]["workload"]["rtt"] == "500ms" for run in active)
+
+    lab.wait_schedule(name, slow_started, timeout=60)
+    lab.patch_schedule_spec(name, {"suspend": True})
 
 
 @pytest.fixture(scope="module")
@@ -360,27 +386,12 @@ def test_a_slowed_schedule_raises_one_regressed_event_and_its_alert_fires_and_re
     a template slowed on purpose regresses, one Warning event per regressed run names the
     point and the metric, CxlabScheduleRegressed fires, and acknowledging the run resolves it."""
     lab, name = drifting.lab, drifting.name
-
-    def history(schedule: dict[str, Any]) -> list[dict[str, Any]]:
-        return list((schedule.get("status") or {}).get("history") or [])
+    history = _history
 
     def rtt_of(entry: dict[str, Any]) -> str:
         return str(lab.stored(entry["run"])["spec"]["workload"]["rtt"])
 
-    # three succeeded runs at least: the baseline of the slow one has two degrees of freedom
-    lab.wait_schedule(name, lambda s: sum(e["phase"] == "Succeeded" for e in history(s)) >= 3,
-                      timeout=120)  # fmt: skip
-    template = lab.get_schedule(name)["spec"]["experimentTemplate"]
-    template["spec"]["workload"]["rtt"] = "500ms"
-    lab.patch_schedule_spec(name, {"experimentTemplate": template})
-
-    def slow_started(schedule: dict[str, Any]) -> bool:
-        active = (schedule.get("status") or {}).get("active") or []
-        return any(lab.stored(run)["spec"]["workload"]["rtt"] == "500ms" for run in active)
-
-    # one slow run, then no more: suspended as soon as it started (Forbid: nothing beside it)
-    lab.wait_schedule(name, slow_started, timeout=60)
-    lab.patch_schedule_spec(name, {"suspend": True})
+    drifting.slowed.result(timeout=240)  # the slow run started beside the other tests
     regressed = lab.wait_schedule(
         name, lambda s: bool(history(s)) and rtt_of(history(s)[-1]) == "500ms", timeout=90
     )

@@ -468,6 +468,22 @@ def _trial_timeout(text: str) -> float:
     return seconds
 
 
+def _policy_flags(parser: argparse.ArgumentParser) -> None:
+    """--min-change and --significance, as the schedules' regression policy has them."""
+    parser.add_argument(
+        "--min-change",
+        type=_fraction,
+        default=Policy.min_relative_change,
+        help="the smallest relative change that counts (default 0.10)",
+    )
+    parser.add_argument(
+        "--significance",
+        type=_fraction,
+        default=Policy.significance,
+        help="the largest adjusted p-value that counts (default 0.01)",
+    )
+
+
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -518,18 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("folder", type=Path)
     history.add_argument("--acknowledged", help="a run accepted as the new normal")
     history.add_argument("--baseline-runs", type=_baseline_runs, default=Policy.baseline_runs)
-    history.add_argument(
-        "--min-change",
-        type=_fraction,
-        default=Policy.min_relative_change,
-        help="the smallest relative change that counts (default 0.10)",
-    )
-    history.add_argument(
-        "--significance",
-        type=_fraction,
-        default=Policy.significance,
-        help="the largest p-value that counts (default 0.01)",
-    )
+    _policy_flags(history)
     history.set_defaults(handler=history_command)
 
     compared = commands.add_parser(
@@ -543,18 +548,7 @@ def build_parser() -> argparse.ArgumentParser:
     compared.add_argument("a", metavar="A", help=f"the run before: {either}")
     compared.add_argument("b", metavar="B", help="the run after, the same")
     compared.add_argument("-n", "--namespace", default="default", help="of cx/NAME")
-    compared.add_argument(
-        "--min-change",
-        type=_fraction,
-        default=Policy.min_relative_change,
-        help="the smallest relative change that counts (default 0.10)",
-    )
-    compared.add_argument(
-        "--significance",
-        type=_fraction,
-        default=Policy.significance,
-        help="the largest adjusted p-value that counts (default 0.01)",
-    )
+    _policy_flags(compared)
     compared.add_argument("--html", type=Path, metavar="FILE", help="also write an HTML page")
     compared.set_defaults(handler=compare_command)
 

@@ -346,6 +346,47 @@ def semantics() -> Iterator[BadInput]:
     )  # fmt: skip
 
 
+def objectives() -> Iterator[BadInput]:
+    """Objectives on metrics that do not exist, bounds of the wrong type or sign, scopes
+    naming nothing."""
+    latency = {"latency": {"max": "250ms"}}
+    for label, objective, field in [
+        ("unknown-metric", {"p99Latency": {"max": "250ms"}}, "spec.objectives[0].p99Latency"),
+        ("no-metric", {"scope": "every"}, "spec.objectives[0]"),
+        ("unknown-percentile", {"latency": {"percentile": "p95", "max": "1s"}},
+         "spec.objectives[0].latency.percentile"),
+        ("latency-as-a-number", {"latency": {"max": 250}}, "spec.objectives[0].latency.max"),
+        ("latency-without-unit", {"latency": {"max": "250"}}, "spec.objectives[0].latency.max"),
+        ("negative-throughput", {"throughput": {"min": -5}}, "spec.objectives[0].throughput.min"),
+        ("throughput-as-a-string", {"throughput": {"min": "500/s"}},
+         "spec.objectives[0].throughput.min"),
+        ("throughput-as-max", {"throughput": {"max": 500}}, "spec.objectives[0].throughput.max"),
+        ("failure-ratio-as-percent", {"failureRatio": {"max": 5}},
+         "spec.objectives[0].failureRatio.max"),
+        ("negative-failure-ratio", {"failureRatio": {"max": -0.1}},
+         "spec.objectives[0].failureRatio.max"),
+        ("rss-as-a-number", {"peakRss": {"max": 268435456}}, "spec.objectives[0].peakRss.max"),
+        ("negative-dropped", {"dropped": {"max": -1}}, "spec.objectives[0].dropped.max"),
+        ("unknown-scope", {**latency, "scope": "worst"}, "spec.objectives[0].scope"),
+        ("abort-as-a-string", {**latency, "abortOnFail": "yes"},
+         "spec.objectives[0].abortOnFail"),
+        ("unknown-model-in-scope", {**latency, "models": ["fibers"]},
+         "spec.objectives[0].models[0]"),
+        ("model-not-in-the-experiment", {**latency, "models": ["asyncio"]}, "spec"),
+        ("workers-not-in-the-experiment", {**latency, "workers": [999]}, "spec"),
+        ("bad-name", {**latency, "name": "p99 under 250ms"}, "spec.objectives[0].name"),
+    ]:  # fmt: skip
+        yield BadInput("objectives", label, as_yaml(manifest(objectives=[objective])), field)
+    yield BadInput("objectives", "not-a-list", as_yaml(manifest(objectives=latency)),
+                   "spec.objectives")  # fmt: skip
+    yield BadInput("objectives", "empty-list", as_yaml(manifest(objectives=[])), "spec.objectives")
+    yield BadInput(
+        "objectives", "too-many",
+        as_yaml(manifest(objectives=[{"latency": {"max": f"{i + 1}ms"}} for i in range(17)])),
+        "spec.objectives",
+    )  # fmt: skip
+
+
 def _documents_text(*documents: Any) -> str:
     return "---\n".join(as_yaml(d) for d in documents)
 
@@ -406,6 +447,7 @@ CATEGORIES: dict[str, Callable[[], Iterator[BadInput]]] = {
     "references": references,
     "placement": placement,
     "semantics": semantics,
+    "objectives": objectives,
     "yaml": yaml_pathologies,
     "machine": machine,
 }

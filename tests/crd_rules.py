@@ -546,6 +546,147 @@ CASES = [
         ),
         field="spec.workload.warmup",
     ),
+    # spec.objectives: what each names must exist, and each has one metric
+    Case(
+        "spec",
+        "objectives[].models must name models of spec.models",
+        valid=manifest(objectives=[{"latency": {"max": "1s"}, "models": ["threads"]}]),
+        invalid=manifest(objectives=[{"latency": {"max": "1s"}, "models": ["asyncio"]}]),
+        field="spec",
+    ),
+    Case(
+        "spec",
+        "objectives[].workers must name worker counts of the models in the objective's scope",
+        valid=manifest(objectives=[{"latency": {"max": "1s"}, "workers": [2]}]),
+        invalid=manifest(objectives=[{"latency": {"max": "1s"}, "workers": [3]}]),
+        field="spec",
+    ),
+    Case(
+        "spec",
+        "objectives[].dropped: only arrivals are dropped (workload.arrival)",
+        valid=manifest(workload=arriving(), objectives=[{"dropped": {"max": 0}}]),
+        invalid=manifest(objectives=[{"dropped": {"max": 0}}]),
+        field="spec",
+    ),
+    Case(
+        "spec",
+        "objectives[].efficiency: a run for a time has no floor, so no efficiency: use "
+        "workload.tasks, or another metric",
+        valid=manifest(objectives=[{"efficiency": {"min": 0.5}}]),
+        invalid=manifest(workload=looping(), objectives=[{"efficiency": {"min": 0.5}}]),
+        field="spec",
+    ),
+    Case(
+        "spec",
+        "objectives[].startSkew: every trial runs one Pod, which has no start skew: give a "
+        "model pods above 1",
+        valid=manifest(
+            models=[{"model": "threads", "workers": [2], "pods": [2]}],
+            objectives=[{"startSkew": {"max": "10ms"}}],
+        ),
+        invalid=manifest(objectives=[{"startSkew": {"max": "10ms"}}]),
+        field="spec",
+    ),
+    Case(
+        "spec.objectives",
+        "an objective name is listed twice",
+        valid=manifest(
+            objectives=[
+                {"name": "a", "latency": {"max": "1s"}},
+                {"name": "b", "latency": {"max": "2s"}},
+            ]
+        ),
+        invalid=manifest(
+            objectives=[
+                {"name": "a", "latency": {"max": "1s"}},
+                {"name": "a", "latency": {"max": "2s"}},
+            ]
+        ),
+        field="spec.objectives",
+    ),
+    Case(
+        "spec.objectives[]",
+        "an objective needs exactly one metric: one of latency, failureRatio, throughput, "
+        "efficiency, cpuPerTask, peakRss, startSkew, dropped",
+        valid=manifest(objectives=[{"latency": {"max": "1s"}}]),
+        invalid=manifest(objectives=[{"latency": {"max": "1s"}, "peakRss": {"max": "1Gi"}}]),
+        field="spec.objectives[0]",
+    ),
+    Case(
+        "spec.objectives[]",
+        "scope recommended judges the recommended points themselves: leave models and workers "
+        "out, or use scope every",
+        valid=manifest(objectives=[{"latency": {"max": "1s"}, "scope": "recommended"}]),
+        invalid=manifest(
+            objectives=[{"latency": {"max": "1s"}, "scope": "recommended", "workers": [2]}]
+        ),
+        field="spec.objectives[0]",
+    ),
+    Case(
+        "spec.objectives[]",
+        "abortOnFail: the recommended point is known only at the end; use scope every",
+        valid=manifest(objectives=[{"latency": {"max": "1s"}, "abortOnFail": True}]),
+        invalid=manifest(
+            objectives=[{"latency": {"max": "1s"}, "scope": "recommended", "abortOnFail": True}]
+        ),
+        field="spec.objectives[0]",
+    ),
+    Case(
+        "spec.objectives[]",
+        "abortOnFail: throughput and efficiency do not only worsen with load, so a breach at one "
+        "point says nothing of the next: leave abortOnFail out",
+        valid=manifest(objectives=[{"throughput": {"min": 10}}]),
+        invalid=manifest(objectives=[{"throughput": {"min": 10}, "abortOnFail": True}]),
+        field="spec.objectives[0]",
+    ),
+    Case(
+        "spec.objectives[].models",
+        "a model is listed twice",
+        valid=manifest(objectives=[{"latency": {"max": "1s"}, "models": ["threads"]}]),
+        invalid=manifest(objectives=[{"latency": {"max": "1s"}, "models": ["threads", "threads"]}]),
+        field="spec.objectives[0].models",
+    ),
+    Case(
+        "spec.objectives[].workers",
+        "a worker count is listed twice",
+        valid=manifest(objectives=[{"latency": {"max": "1s"}, "workers": [2]}]),
+        invalid=manifest(objectives=[{"latency": {"max": "1s"}, "workers": [2, 2]}]),
+        field="spec.objectives[0].workers",
+    ),
+    Case(
+        "spec.objectives[].latency.max",
+        "must be a duration between 1ms and 1h",
+        valid=manifest(objectives=[{"latency": {"max": "1ms"}}]),
+        invalid=manifest(objectives=[{"latency": {"max": "999us"}}]),
+        field="spec.objectives[0].latency.max",
+    ),
+    Case(
+        "spec.objectives[].cpuPerTask.max",
+        "must be a duration between 1us and 1h",
+        valid=manifest(objectives=[{"cpuPerTask": {"max": "1h"}}]),
+        invalid=manifest(objectives=[{"cpuPerTask": {"max": "1h1s"}}]),
+        field="spec.objectives[0].cpuPerTask.max",
+    ),
+    Case(
+        "spec.objectives[].startSkew.max",
+        "must be a duration between 1us and 1h",
+        valid=manifest(
+            models=[{"model": "threads", "workers": [2], "pods": [2]}],
+            objectives=[{"startSkew": {"max": "1us"}}],
+        ),
+        invalid=manifest(
+            models=[{"model": "threads", "workers": [2], "pods": [2]}],
+            objectives=[{"startSkew": {"max": "999ns"}}],
+        ),
+        field="spec.objectives[0].startSkew.max",
+    ),
+    Case(
+        "spec.objectives[].peakRss.max",
+        "must be between 1Mi and 1Ti",
+        valid=manifest(objectives=[{"peakRss": {"max": "1Mi"}}]),
+        invalid=manifest(objectives=[{"peakRss": {"max": "1000Ki"}}]),
+        field="spec.objectives[0].peakRss.max",
+    ),
 ]
 
 

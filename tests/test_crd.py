@@ -77,7 +77,7 @@ def test_printer_columns_and_short_name() -> None:
     crd = custom_resource_definition()["spec"]
     assert crd["names"]["shortNames"] == ["cx"]
     columns = [c["name"] for c in crd["versions"][0]["additionalPrinterColumns"]]
-    assert columns == ["Phase", "Progress", "Best", "Plan", "Age"]
+    assert columns == ["Phase", "Progress", "Best", "Objectives", "Plan", "Age"]
     assert crd["versions"][0]["subresources"] == {"status": {}}
 
 

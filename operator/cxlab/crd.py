@@ -20,6 +20,7 @@ from cxlab.experiments.spec import (
     MAX_PROCESS_WORKERS,
     MAX_THREAD_WORKERS,
     MAX_TRIALS,
+    OBJECTIVE_METRICS,
     ExperimentSpec,
 )
 from cxlab.experiments.status import ExperimentStatus
@@ -141,6 +142,67 @@ RULES: dict[str, list[dict[str, str]]] = {
             "capacity: a capacity plan counts whole cores per Pod, and resources.cpu is a "
             "fraction of a CPU: set whole CPUs, or leave capacity out",
         ),
+        _rule(
+            "!has(self.objectives) || self.objectives.all(o, !has(o.models) || "
+            "o.models.all(m, self.models.exists(x, x.model == m)))",
+            "objectives[].models must name models of spec.models",
+        ),
+        _rule(
+            "!has(self.objectives) || self.objectives.all(o, !has(o.workers) || "
+            "o.workers.all(w, self.models.exists(x, (!has(o.models) || x.model in o.models) && "
+            "(has(x.workers) ? w in x.workers : w == 0))))",
+            "objectives[].workers must name worker counts of the models in the objective's scope",
+        ),
+        _rule(
+            "!has(self.objectives) || has(self.workload.arrival) || "
+            "self.objectives.all(o, !has(o.dropped))",
+            "objectives[].dropped: only arrivals are dropped (workload.arrival)",
+        ),
+        _rule(
+            "!has(self.objectives) || has(self.workload.tasks) || "
+            "self.objectives.all(o, !has(o.efficiency))",
+            "objectives[].efficiency: a run for a time has no floor, so no efficiency: use "
+            "workload.tasks, or another metric",
+        ),
+        _rule(
+            "!has(self.objectives) || self.objectives.all(o, !has(o.startSkew)) || "
+            "self.models.exists(x, has(x.pods) && x.pods.exists(p, p > 1))",
+            "objectives[].startSkew: every trial runs one Pod, which has no start skew: give a "
+            "model pods above 1",
+        ),
+    ],
+    "spec.objectives": [
+        _rule(
+            "self.all(o, !has(o.name) || self.exists_one(p, has(p.name) && p.name == o.name))",
+            "an objective name is listed twice",
+        ),
+    ],
+    "spec.objectives[]": [
+        _rule(
+            " + ".join(f"(has(self.{m}) ? 1 : 0)" for m in OBJECTIVE_METRICS) + " == 1",
+            "an objective needs exactly one metric: one of latency, failureRatio, throughput, "
+            "efficiency, cpuPerTask, peakRss, startSkew, dropped",
+        ),
+        _rule(
+            "self.scope != 'recommended' || !(has(self.models) || has(self.workers))",
+            "scope recommended judges the recommended points themselves: leave models and "
+            "workers out, or use scope every",
+        ),
+        _rule(
+            "!self.abortOnFail || self.scope != 'recommended'",
+            "abortOnFail: the recommended point is known only at the end; use scope every",
+        ),
+        _rule(
+            "!self.abortOnFail || !(has(self.throughput) || has(self.efficiency))",
+            "abortOnFail: throughput and efficiency do not only worsen with load, so a breach at "
+            "one point says nothing of the next: leave abortOnFail out",
+        ),
+    ],
+    "spec.objectives[].models": [
+        _rule("self.all(m, self.exists_one(v, v == m))", "a model is listed twice"),
+    ],
+    "spec.objectives[].workers": [
+        _rule("self.all(w, self.exists_one(v, v == w))", "a worker count is listed twice"),
     ],
     "spec.workload": [
         _rule(
@@ -494,6 +556,10 @@ def custom_resource_definition() -> Schema:
             _column("Phase", "string", ".status.phase"),
             _column("Progress", "string", ".status.progress.display"),
             _column("Best", "string", ".status.best"),
+            # True, False or Unknown (inconclusive) once finished: the verdict pipelines gate on
+            _column(
+                "Objectives", "string", '.status.conditions[?(@.type=="ObjectivesMet")].status'
+            ),
             # kubectl get -o wide: set only with spec.capacity
             _column("Plan", "string", ".status.capacityPlan.display", priority=1),
             AGE,

@@ -148,7 +148,7 @@ class Reconciler:
         target = next((p for p in pods if p.component == COMPONENT_TARGET), None)
         observed = Observed(
             spec, trials, recorded, attempts, pods, moment,
-            target_ready=bool(target and target.ready and target.ip),
+            target_ready=bool(target and target.ready and target.ip), skipped=followed.skipped,
         )  # fmt: skip
         admitted = status.phase == Phase.RUNNING or bool(recorded) or any(attempts.values())
         why_impossible = impossible(spec, observed, admitted, self.nodes)
@@ -170,13 +170,16 @@ class Reconciler:
     ) -> Trials:  # fmt: skip
         """The sweep, and once it has ended what follows it when the spec asks for it (the
         calibration, a rate search, a verification of the plan: followups.trials_of): the plan
-        is made from the sweep's Results, read back from their ConfigMaps."""
+        is made from the sweep's Results, read back from their ConfigMaps. With abortOnFail the
+        Results are read as trials end, to skip the trials an objective makes pointless."""
         sweep = plan_trials(spec)
         recorded = {e.name for e in status.entries}
         verifying = spec.capacity is not None and spec.capacity.verifying is not None
         searching = spec.search is not None and spec.search.rate is not None
         follows = verifying or searching or spec.calibration
-        if not follows or any(t.name not in recorded for t in sweep):
+        aborting = any(o.abort_on_fail for o in spec.objectives or ())
+        swept = all(t.name in recorded for t in sweep)
+        if not (aborting and not swept) and (not follows or not swept):
             return Trials(sweep)
         key = frozenset(recorded)
         if memory.followed is None or memory.followed[0] != key:

@@ -10,7 +10,7 @@ so a trial never runs twice unless its Pod was really lost.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -47,6 +47,7 @@ class Observed:
     now: datetime
     target_ready: bool = True  # the delay target of an http experiment answers
     capacity_exists: bool = True  # some node could hold a trial if it were empty
+    skipped: Mapping[str, str] = field(default_factory=dict)  # abortOnFail's: trial -> why
 
     def image(self, config: OperatorConfig) -> str:
         return self.spec.image or config.runner_image
@@ -167,6 +168,11 @@ def _decide_trial(
     if recorded is not None:
         keep = spec.keep_pods_on_failure and recorded.failed
         decision.delete += [p.name for p in mine if not p.deleting and not keep]
+        return
+    why_skipped = observed.skipped.get(trial.name)
+    if why_skipped is not None and not mine and not observed.attempts.get(trial.name):
+        # Not started, and an objective says it can only do worse: recorded as skipped.
+        decision.record(TrialOutcome(trial, None, skipped=why_skipped), [])
         return
     latest = max((p.attempt for p in mine), default=0)
     current = [p for p in mine if p.attempt == latest]

@@ -245,11 +245,40 @@ LatencyObjective = Annotated[
 MAX_TARGET_RATE = 1e9
 
 
-def _check_quantity(text: str) -> str:
-    size = memory_bytes(text)
-    if not memory_bytes(MIN_MEMORY) <= size <= memory_bytes(MAX_MEMORY):
-        raise ValueError(f"must be between {MIN_MEMORY} and {MAX_MEMORY}, got {text}")
-    return text
+def _number(low: float, high: float) -> Any:
+    """A number (integer or decimal, as YAML writes either) in [low, high]."""
+    return Annotated[
+        StrictInt | StrictFloat,
+        Field(ge=low, le=high),
+        WithJsonSchema({"type": "number", "minimum": low, "maximum": high}),
+    ]
+
+
+# Objectives (spec.objectives): a share (failures, efficiency) is 0 to 1; a throughput as
+# small as a runner issues and as large as a capacity target; a CPU time or start skew from a
+# microsecond (the clocks' grain) to an hour.
+Share = _number(0, 1)
+Throughput = _number(0.001, MAX_TARGET_RATE)
+MIN_OBJECTIVE_TIME, MAX_OBJECTIVE_TIME = "1us", "1h"
+ObjectiveTime = Annotated[
+    str,
+    _duration_field(MIN_OBJECTIVE_TIME, MAX_OBJECTIVE_TIME),
+    _duration_check(MIN_OBJECTIVE_TIME, MAX_OBJECTIVE_TIME),
+]
+DroppedCount = Annotated[int, between(0, LIMITS["tasks"].max)]
+ObjectiveName = Annotated[
+    str, Field(strict=True, min_length=1, max_length=63, pattern=LABEL_VALUE_PATTERN)
+]
+
+
+def _quantity_check(low: str, high: str) -> AfterValidator:
+    def check(text: str) -> str:
+        size = memory_bytes(text)
+        if not memory_bytes(low) <= size <= memory_bytes(high):
+            raise ValueError(f"must be between {low} and {high}, got {text}")
+        return text
+
+    return AfterValidator(check)
 
 
 def _check_image(text: str) -> str:
@@ -261,23 +290,30 @@ def _check_image(text: str) -> str:
     return text
 
 
-# The patterns only go into the CRD schema; here the validators give the friendlier message.
-Quantity = Annotated[
-    str,
-    Field(
-        strict=True,
-        max_length=DURATION_MAX_LENGTH,
-        json_schema_extra={
-            "pattern": _QUANTITY.pattern,
-            **_cel(
-                f"!isQuantity(self) || (quantity(self).compareTo(quantity('{MIN_MEMORY}')) >= 0"
-                f" && quantity(self).compareTo(quantity('{MAX_MEMORY}')) <= 0)",
-                f"must be between {MIN_MEMORY} and {MAX_MEMORY}",
-            ),
-        },
-    ),
-    AfterValidator(_check_quantity),
-]
+def _quantity(low: str, high: str) -> Any:
+    """A memory quantity in [low, high]. The patterns only go into the CRD schema; here the
+    validator gives the friendlier message."""
+    return Annotated[
+        str,
+        Field(
+            strict=True,
+            max_length=DURATION_MAX_LENGTH,
+            json_schema_extra={
+                "pattern": _QUANTITY.pattern,
+                **_cel(
+                    f"!isQuantity(self) || (quantity(self).compareTo(quantity('{low}')) >= 0"
+                    f" && quantity(self).compareTo(quantity('{high}')) <= 0)",
+                    f"must be between {low} and {high}",
+                ),
+            },
+        ),
+        _quantity_check(low, high),
+    ]
+
+
+Quantity = _quantity(MIN_MEMORY, MAX_MEMORY)
+# An objective's peak RSS: from a MiB, below any runner.
+ObjectiveMemory = _quantity("1Mi", MAX_MEMORY)
 Image = Annotated[
     str,
     Field(

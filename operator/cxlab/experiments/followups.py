@@ -16,9 +16,10 @@ falls short and attempts are left, the next attempt runs the choice with one mor
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cxlab.experiments.capacity_plan import attempt_plan, plan_rtt, verification_of
+from cxlab.experiments.objectives import skipped_trials
 from cxlab.experiments.plan import Trial, calibration_trials, plan_trials, trial_spec
 from cxlab.experiments.record import outcomes_of
 from cxlab.experiments.spec import (
@@ -40,11 +41,13 @@ Fits = Callable[[Trial], "str | None"]
 
 @dataclass(frozen=True)
 class Trials:
-    """The experiment's trials as its entries stand, and why a verification asked for will
-    not run (None when it runs, or was not asked for)."""
+    """The experiment's trials as its entries stand, why a verification asked for will not
+    run (None when it runs, or was not asked for), and the sweep's trials not yet run that
+    abortOnFail skips, with why (cxlab.experiments.objectives)."""
 
     trials: list[Trial]
     unverified: str | None = None
+    skipped: dict[str, str] = field(default_factory=dict)
 
 
 def trials_of(
@@ -57,7 +60,9 @@ def trials_of(
     searching = spec.search is not None and spec.search.rate is not None
     recorded = {e.name: e for e in entries}
     planning = spec.capacity is not None and bool(verify or searching)
-    if not (planning or spec.calibration) or any(t.name not in recorded for t in sweep):
+    if any(t.name not in recorded for t in sweep):
+        return Trials(sweep, skipped=skipped_trials(spec, sweep, outcomes_of(sweep, entries)))
+    if not (planning or spec.calibration):
         return Trials(sweep)
     trials = list(sweep)
     if spec.calibration:  # one at a time, after the matrix and before what follows

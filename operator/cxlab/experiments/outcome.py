@@ -25,6 +25,7 @@ class TrialOutcome:
     error: str | None = None
     unpinned: str | None = None  # why the trial did not run on exactly its own cores
     pod_results: list[Result] | None = None  # each Pod's own Result when it had several
+    skipped: str | None = None  # not run: why (abortOnFail, cxlab.experiments.objectives)
 
     @property
     def succeeded(self) -> bool:

@@ -11,38 +11,50 @@ from datetime import datetime
 from cxlab.conditions import Condition, condition_of, is_true, set_condition
 from cxlab.experiments.capacity_plan import capacity_plan
 from cxlab.experiments.environment import environment_of
+from cxlab.experiments.objectives import judge_objectives, summed_up
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
 from cxlab.experiments.recommend import LatencyObjective, best_line
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import (
+    SKIPPED,
     ExperimentStatus,
     Phase,
     Progress,
     QueuePlace,
     RunningTrial,
     TrialEntry,
+    TrialPhase,
 )
 from cxlab.experiments.summary import summarize
 from cxlab.times import whole_seconds
 from cxlab_contract.durations import parse_duration
 
+# A condition's message: metav1.Condition allows 32 KiB; a screenful is what anyone reads.
+MAX_MESSAGE = 2000
+
 
 def trial_entry(outcome: TrialOutcome) -> TrialEntry:
     """A finished trial's entry, as both backends record it."""
     trial, result = outcome.trial, outcome.result
-    message = outcome.error
+    message = outcome.error or outcome.skipped
     if result is not None and outcome.unpinned:
         message = f"not pinned: {outcome.unpinned}"
     return TrialEntry(
         name=trial.name, model=trial.model, variant=trial.variant, workers=trial.workers,
         gomaxprocs=trial.gomaxprocs, rtt_seconds=trial.rtt_seconds,
         rate_per_second=trial.rate, repetition=trial.repetition,
-        phase=Phase.SUCCEEDED if outcome.succeeded else Phase.FAILED,
+        phase=_phase(outcome),
         pods=trial.pods if trial.pods > 1 else None, message=message,
         pinned=None if result is None else outcome.unpinned is None,
         result=result, pod_results=outcome.pod_results or None,
     )  # fmt: skip
+
+
+def _phase(outcome: TrialOutcome) -> TrialPhase:
+    if outcome.skipped:
+        return SKIPPED
+    return Phase.SUCCEEDED if outcome.succeeded else Phase.FAILED
 
 
 def latency_objective(spec: ExperimentSpec) -> LatencyObjective | None:
@@ -57,7 +69,8 @@ def outcome_of(trial: Trial, entry: TrialEntry) -> TrialOutcome:
     """A recorded trial entry back as the summary's input."""
     unpinned = (entry.message or "not pinned") if entry.pinned is False else None
     error = entry.message if entry.failed else None
-    return TrialOutcome(trial, entry.result, error, unpinned, entry.pod_results)
+    skipped = (entry.message or "skipped") if entry.skipped else None
+    return TrialOutcome(trial, entry.result, error, unpinned, entry.pod_results, skipped)
 
 
 def outcomes_of(trials: Iterable[Trial], entries: Iterable[TrialEntry]) -> list[TrialOutcome]:
@@ -101,6 +114,11 @@ class Recording:
         it does not fail the experiment."""
         follows = {t.name for t in self.trials if t.follows}
         return sum(e.failed for e in self.entries if e.name not in follows)
+
+    @property
+    def skipped(self) -> int:
+        """Trials not run because an objective broke (abortOnFail)."""
+        return sum(e.skipped for e in self.entries)
 
     @property
     def done(self) -> bool:
@@ -183,7 +201,8 @@ def _progress(made: Recording) -> Progress:
     if made.queued and queue is not None:
         display = f"queued {queue.position}/{queue.length}" if queue.position else "queued (Kueue)"
     return Progress(
-        trials_total=total, trials_done=done, trials_failed=made.failed, display=display,
+        trials_total=total, trials_done=done, trials_failed=made.failed,
+        trials_skipped=made.skipped or None, display=display,
         running=list(made.live.running),
     )  # fmt: skip
 
@@ -198,12 +217,17 @@ def _finish(
     status.summary = summary
     status.capacity_plan = capacity_plan(made.spec, outcomes, made.unverified)
     status.environment = environment_of(made.trials, made.entries, made.host)
+    status.objectives = judge_objectives(made.spec, outcomes, summary) or None
+    met, why, verdict = summed_up(status.objectives or [])
+    conditions = made.set(conditions, "ObjectivesMet", met, why, verdict[:MAX_MESSAGE])
     status.completion_time = old.completion_time or whole_seconds(made.now)
     if summary["recommendations"]:  # saying so when it is noisy or tied
         status.best = best_line(summary["recommendations"][0])
     total, failed = len(made.trials), made.failed
     conditions = made.set(conditions, "Progressing", False, "Finished", f"all {total} trials ended")
-    succeeded = f"{total - failed} of {total} trials succeeded"
+    succeeded = f"{total - failed - made.skipped} of {total} trials succeeded"
+    if made.skipped:
+        succeeded += f", {made.skipped} skipped (an objective broke: abortOnFail)"
     if failed:
         live = made.live
         follows = {t.name for t in made.trials if t.follows}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from cxlab.experiments.fields import (
     LIMITS,
@@ -23,6 +23,7 @@ from cxlab.experiments.fields import (
     Connection,
     Count,
     Cpu,
+    DroppedCount,
     Gomaxprocs,
     Hold,
     Image,
@@ -32,6 +33,9 @@ from cxlab.experiments.fields import (
     LatencyObjective,
     MaxLag,
     Model,
+    ObjectiveMemory,
+    ObjectiveName,
+    ObjectiveTime,
     OnBusy,
     Pods,
     Priority,
@@ -42,9 +46,11 @@ from cxlab.experiments.fields import (
     Rtt,
     RunDuration,
     Seed,
+    Share,
     StageDuration,
     Strict,
     Tasks,
+    Throughput,
     Tolerations,
     TrialTimeout,
     TtlSeconds,
@@ -82,6 +88,8 @@ MAX_PROBES = 20
 # One OS thread per worker: every thread stack is two memory mappings, and the kernel's
 # default vm.max_map_count (65530) runs out near 32,000 threads in one process.
 MAX_THREAD_WORKERS = 30_000
+# Objectives an experiment may gate on (spec.objectives); bounds the CRD rules' cost too.
+MAX_OBJECTIVES = 16
 
 
 class StageSpec(Strict):
@@ -428,6 +436,140 @@ class Capacity(Strict):
         return self.verify if self.verify is not None and self.verify.enabled else None
 
 
+class LatencyBound(Strict):
+    """A task latency percentile's most."""
+
+    percentile: Literal["p50", "p90", "p99", "max"] = "p99"
+    """The Result's percentile (latencySeconds): from the intended start for arrivals."""
+    max: LatencyObjective
+    """The most it may be, e.g. 250ms."""
+
+
+class ShareAtMost(Strict):
+    max: Share
+    """The largest share allowed, 0 to 1 (0.01: one task in a hundred)."""
+
+
+class ShareAtLeast(Strict):
+    min: Share
+    """The smallest share allowed, 0 to 1."""
+
+
+class ThroughputAtLeast(Strict):
+    min: Throughput
+    """Tasks completed per second, at least (the Result's throughputPerSecond)."""
+
+
+class TimeAtMost(Strict):
+    max: ObjectiveTime
+    """The longest allowed, e.g. 2ms."""
+
+
+class MemoryAtMost(Strict):
+    max: ObjectiveMemory
+    """The most allowed, e.g. 256Mi."""
+
+
+class CountAtMost(Strict):
+    max: DroppedCount
+    """The most allowed per trial (0: none)."""
+
+
+# An objective's metric fields, as the spec spells them; each objective sets exactly one.
+OBJECTIVE_METRICS = (
+    "latency", "failureRatio", "throughput", "efficiency", "cpuPerTask", "peakRss",
+    "startSkew", "dropped",
+)  # fmt: skip
+# Metrics that only grow with load (more workers of a closed run, a higher rate of an arrival
+# run): a point that breaks its bound says the same of every point with more load.
+GROWS_WITH_LOAD = ("latency", "failureRatio", "cpuPerTask", "peakRss", "startSkew", "dropped")
+
+
+class Objective(Strict):
+    """What every point in scope must measure (k6's thresholds, Argo Rollouts' success
+    conditions): one metric of the Result, its bound, where it applies. Judged over each
+    point's repetitions: met when the 95 % interval of their mean is within the bound, broken
+    when it is beyond, unknown when it straddles (one repetition: its value decides)."""
+
+    name: ObjectiveName | None = None
+    """How messages and the table name it; unset: the metric and its bound."""
+    latency: LatencyBound | None = None
+    """A latency percentile's most (max: 250ms, percentile p99 by default)."""
+    failure_ratio: ShareAtMost | None = None
+    """Failed tasks over all tasks, at most."""
+    throughput: ThroughputAtLeast | None = None
+    """Tasks completed per second, at least."""
+    efficiency: ShareAtLeast | None = None
+    """The floor over the wall time, at least (a counted run: workload.tasks)."""
+    cpu_per_task: TimeAtMost | None = None
+    """CPU time (user + system) per task, at most."""
+    peak_rss: MemoryAtMost | None = None
+    """The runner's peak resident memory, at most."""
+    start_skew: TimeAtMost | None = None
+    """How far apart a trial's Pods started, at most (trials of several Pods)."""
+    dropped: CountAtMost | None = None
+    """Arrivals dropped per trial, at most (workload.arrival with onBusy: drop)."""
+    scope: Literal["every", "recommended"] = "every"
+    """every: each point of the matrix (narrowed by models and workers); recommended: the
+    points status.summary recommends."""
+    models: (
+        Annotated[list[Model], Field(min_length=1, max_length=MAX_MODELS), no_repeats("model")]
+        | None
+    ) = None
+    """Only the points of these models (each of spec.models)."""
+    workers: (
+        Annotated[
+            list[Workers],
+            Field(min_length=1, max_length=MAX_LIST_ITEMS),
+            no_repeats("worker count"),
+        ]
+        | None
+    ) = None
+    """Only the points of these worker counts (each in a scoped model's workers)."""
+    abort_on_fail: bool = False
+    """Once a point surely breaks it, skip the trials that can only be worse: more workers of
+    the same model, Pods and RTT (a counted or closed run), or higher rates (an arrival run).
+    Not for throughput and efficiency, which do not only worsen with load."""
+
+    @model_validator(mode="after")
+    def _rules(self) -> Objective:
+        if len(self.metrics()) != 1:
+            raise ValueError(
+                f"an objective needs exactly one metric: one of {', '.join(OBJECTIVE_METRICS)}"
+            )
+        if self.scope == "recommended" and (self.models or self.workers):
+            raise ValueError(
+                "scope recommended judges the recommended points themselves: leave models and "
+                "workers out, or use scope every"
+            )
+        if self.abort_on_fail and self.scope == "recommended":
+            raise ValueError(
+                "abortOnFail: the recommended point is known only at the end; use scope every"
+            )
+        if self.abort_on_fail and self.metric not in GROWS_WITH_LOAD:
+            raise ValueError(
+                f"abortOnFail: {self.metric} does not only worsen with load, so a breach at one "
+                f"point says nothing of the next: leave abortOnFail out"
+            )
+        return self
+
+    def metrics(self) -> list[str]:
+        return [m for m in OBJECTIVE_METRICS if getattr(self, _snake(m)) is not None]
+
+    @property
+    def metric(self) -> str:
+        return self.metrics()[0]
+
+
+def _names_once(objectives: list[Objective]) -> list[Objective]:
+    unique([o.name for o in objectives if o.name is not None], "objective name")
+    return objectives
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
 class ExperimentSpec(Strict):
     workload: WorkloadSpec
     """What each task does."""
@@ -480,6 +622,16 @@ class ExperimentSpec(Strict):
     """A capacity plan for a target load, from this experiment's measured points."""
     search: SearchSpec | None = None
     """Trials searched after the matrix's (search.rate: each model's largest rate per Pod)."""
+    objectives: (
+        Annotated[
+            list[Objective],
+            Field(min_length=1, max_length=MAX_OBJECTIVES),
+            AfterValidator(_names_once),
+        ]
+        | None
+    ) = None
+    """What the measurements must show: the ObjectivesMet condition (True, False, or Unknown
+    when the repetitions cannot tell), status.objectives and cxlab run's exit status."""
 
     @model_validator(mode="after")
     def _rules(self) -> ExperimentSpec:
@@ -540,6 +692,7 @@ class ExperimentSpec(Strict):
                 f"{self.resources.cpu} is a fraction of a CPU: set whole CPUs, or leave "
                 f"capacity out"
             )
+        self._objective_rules()
         count = self.trial_count()
         if count > MAX_TRIALS:
             raise ValueError(
@@ -555,6 +708,34 @@ class ExperimentSpec(Strict):
                 f"{MAX_RESULTS}: lower models[].pods or split the experiment"
             )
         return self
+
+    def _objective_rules(self) -> None:
+        """What each objective names must exist in this experiment."""
+        for index, objective in enumerate(self.objectives or ()):
+            where = f"objectives[{index}]"
+            models = [m for m in self.models if objective.models is None or m.model in
+                      objective.models]  # fmt: skip
+            for model in objective.models or ():
+                if model not in {m.model for m in self.models}:
+                    raise ValueError(f"{where}.models names {model}, which spec.models has not")
+            for workers in objective.workers or ():
+                if not any(workers in m.workers for m in models):
+                    raise ValueError(
+                        f"{where}.workers names {workers}, which no scoped model's workers has"
+                    )
+            if objective.dropped is not None and self.workload.arrival is None:
+                raise ValueError(f"{where}.dropped: only arrivals are dropped (workload.arrival)")
+            if objective.efficiency is not None and self.workload.tasks is None:
+                raise ValueError(
+                    f"{where}.efficiency: a run for a time has no floor, so no efficiency: "
+                    f"use workload.tasks, or another metric"
+                )
+            if objective.start_skew is not None and all(p == 1 for m in self.models
+                                                        for p in m.pods):  # fmt: skip
+                raise ValueError(
+                    f"{where}.startSkew: every trial runs one Pod, which has no start skew: "
+                    f"give a model pods above 1"
+                )
 
     def _duration_rules(self) -> None:
         """What each model can do with a duration run, and each Pod's share of the arrivals."""

@@ -50,6 +50,11 @@ class Phase(StrEnum):
         return text in (Phase.SUCCEEDED, Phase.FAILED)
 
 
+# A trial entry's phase when abortOnFail made it pointless (not an experiment's phase).
+SKIPPED: Literal["Skipped"] = "Skipped"
+TrialPhase = Literal[Phase.SUCCEEDED, Phase.FAILED, "Skipped"]
+
+
 class RunningTrial(Shape):
     trial: Maybe[str] = None
     pod: Maybe[str] = None
@@ -62,6 +67,8 @@ class Progress(Shape):
     trials_total: Maybe[int] = None
     trials_done: Maybe[int] = None
     trials_failed: Maybe[int] = None
+    trials_skipped: Maybe[int] = None
+    """Trials not run because an objective broke (abortOnFail)."""
     display: Maybe[str] = None
     running: Maybe[list[RunningTrial]] = None
 
@@ -90,7 +97,9 @@ class TrialEntry(Shape):
     rate_per_second: Maybe[float] = None
     """An arrival run's offered rate, the whole trial's (absent for other runs)."""
     repetition: int
-    phase: Literal[Phase.SUCCEEDED, Phase.FAILED]
+    phase: TrialPhase
+    """Skipped: not run, because a point it can only do worse than broke an objective
+    (abortOnFail); its message says which."""
     message: Maybe[str] = None
     pods: Maybe[int] = None
     """Runner Pods of a trial of several (absent: one)."""
@@ -120,6 +129,10 @@ class TrialEntry(Shape):
     @property
     def failed(self) -> bool:
         return self.phase == Phase.FAILED
+
+    @property
+    def skipped(self) -> bool:
+        return self.phase == SKIPPED
 
     @property
     def has_result(self) -> bool:
@@ -174,6 +187,54 @@ class Environment(Shape):
     calibration: Maybe[Calibration] = None
 
 
+# A verdict, of one point or of an objective (cxlab.experiments.objectives).
+Verdict = Literal["Met", "Broken", "Inconclusive"]
+
+
+class ObjectivePoint(Shape):
+    """One point of an objective's table: its repetitions' figure and 95 % interval."""
+
+    variant: str
+    model: str
+    pods: Maybe[int] = None
+    """Runner Pods of the point (absent: one)."""
+    workers: int
+    rtt_seconds: float | None = nullable()
+    rate_per_second: Maybe[float] = None
+    repetitions: int
+    """Repetitions with a value (failed trials have none)."""
+    value: Maybe[float] = None
+    """The mean of the repetitions' values, in the metric's unit (seconds, bytes, a share,
+    tasks per second, arrivals)."""
+    low: Maybe[float] = None
+    high: Maybe[float] = None
+    """The 95 % interval of the mean (Student t), from 2 repetitions; absent for one."""
+    verdict: Verdict
+    repetitions_needed: Maybe[int] = None
+    """Inconclusive: the repetitions in all that would decide it if the mean and spread held."""
+
+
+class ObjectiveStatus(Shape):
+    """One objective's verdict over the points in its scope (spec.objectives, in order)."""
+
+    name: str
+    """The objective's name, or its metric and bound."""
+    metric: str
+    """The metric as the tables name it (latency p99, failure ratio, ...)."""
+    bound: str
+    """e.g. "<= 250ms", ">= 500/s"."""
+    verdict: Verdict
+    message: str
+    met: int
+    broken: int
+    inconclusive: int
+    """Points of each verdict."""
+    skipped_trials: Maybe[int] = None
+    """Trials not run because a point broke this objective (abortOnFail)."""
+    points: list[ObjectivePoint]
+    """Broken points first, then inconclusive, then met; at most 100 (the counts are whole)."""
+
+
 class ExperimentStatus(Shape):
     """Written by the operator: progress as trials end, the summary at the end."""
 
@@ -201,6 +262,9 @@ class ExperimentStatus(Shape):
     """Pods and cores for spec.capacity.target, from the measured points (once finished)."""
     environment: Maybe[Environment] = None
     """The calibration's fingerprint and figures (spec.calibration, once finished)."""
+    objectives: Maybe[list[ObjectiveStatus]] = None
+    """Each objective's verdict and table (spec.objectives, once finished); the condition
+    ObjectivesMet sums them up."""
 
     @classmethod
     def read(cls, document: Any) -> Self:

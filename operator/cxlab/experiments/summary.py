@@ -148,8 +148,13 @@ class PointRuns:
     saturated: int = 0  # measured by a generator that could not keep its rate (left out)
 
     @property
+    def skipped(self) -> int:
+        """Not run: a point it can only do worse than broke an objective (abortOnFail)."""
+        return sum(o.skipped is not None for o in self.members)
+
+    @property
     def failed(self) -> int:
-        return len(self.members) - len(self.results) - self.unpinned - self.saturated
+        return len(self.members) - len(self.results) - self.unpinned - self.saturated - self.skipped
 
 
 def group_points(outcomes: Iterable[TrialOutcome], pinning: str) -> list[PointRuns]:
@@ -194,6 +199,8 @@ def _points(
             point["ratePerSecond"] = trial.rate
         if group.unpinned:
             point["unpinnedTrials"] = group.unpinned  # measured, but not on its own cores
+        if group.skipped:
+            point["skippedTrials"] = group.skipped  # not run (abortOnFail)
         if group.saturated:  # the generator could not keep the rate: the runner was measured
             point["saturatedTrials"] = group.saturated
             why = next(o.saturated for o in group.members if o.saturated is not None)

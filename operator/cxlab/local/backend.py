@@ -170,12 +170,21 @@ class LocalBackend:
 
     def _next(self, outcomes: list[TrialOutcome]) -> Trial | None:
         """The next trial to run: the sweep's in order, then a capacity plan's verification
-        once the sweep has ended (followups.trials_of), None when all have run."""
-        followed = trials_of(self.spec, [trial_entry(o) for o in outcomes], self._fits)
-        self.progress.total = len(followed.trials)
-        self.trials, self.unverified = followed.trials, followed.unverified
-        done = {o.trial.name for o in outcomes}
-        return next((t for t in self.trials if t.name not in done), None)
+        once the sweep has ended (followups.trials_of), None when all have run. Trials that
+        abortOnFail skips are recorded as skipped on the way (outcomes grows)."""
+        while True:
+            followed = trials_of(self.spec, [trial_entry(o) for o in outcomes], self._fits)
+            self.progress.total = len(followed.trials)
+            self.trials, self.unverified = followed.trials, followed.unverified
+            done = {o.trial.name for o in outcomes}
+            waiting = [t for t in self.trials if t.name not in done]
+            skipping = [t for t in waiting if t.name in followed.skipped]
+            for trial in skipping:
+                outcome = TrialOutcome(trial, None, skipped=followed.skipped[trial.name])
+                outcomes.append(outcome)
+                self.progress.finished(outcome)
+            if not skipping:
+                return waiting[0] if waiting else None
 
     def _fits(self, trial: Trial) -> str | None:
         """Why this machine cannot run a verification of so many Pods on cores of their own."""

@@ -41,6 +41,8 @@ class Progress:
             )
             if result["tasksFailed"]:
                 detail += f"  ({result['tasksFailed']} tasks failed)"
+        elif outcome.skipped:
+            detail = f"skipped: {outcome.skipped}"
         else:
             detail = f"FAILED: {outcome.error}"
         clear = "\r\x1b[2K" if self.live else ""

@@ -3,10 +3,13 @@ line; `cxlab history DIR`: the trend, regressions and capacity plan of a history
 `cxlab compare A B`: two runs point by point; `cxlab summary` and `cxlab report`;
 `cxlab operator`: the Kubernetes operator.
 
-Exit status: 0 done (even when trials failed: the table says which), 1 when a trial failed,
-2 for a spec or set-up that cannot run — reported before anything is written. `cxlab compare`:
-0 when no point of B is worse than A's, 1 when one is, 2 for a source it cannot read or two
-runs without a point in common.
+Exit status of `cxlab run` and `cxlab wait cx/NAME` (a pipeline's gate, docs/objectives.md):
+0 every trial ran and the objectives are met (or there are none), 1 a trial failed, 2 a spec
+or set-up that cannot run (reported before anything is written; for wait, no such experiment
+or a spec the operator refused), 3 an objective is broken (whatever else happened), 4 the
+objectives are inconclusive (the repetitions cannot tell; the message says how many would),
+124 wait's --timeout passed first. `cxlab compare`: 0 when no point of B is worse than A's, 1
+when one is, 2 for a source it cannot read or two runs without a point in common.
 """
 
 from __future__ import annotations
@@ -17,18 +20,20 @@ import os
 import shlex
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from cxlab.compare import ComparePolicy, NothingToCompare, compare
+from cxlab.conditions import condition_of
 from cxlab.experiments.fields import MAX_TRIAL_TIMEOUT, MIN_TRIAL_TIMEOUT, SpecError
 from cxlab.experiments.labels import workers_label
 from cxlab.experiments.plan import PYTHON_RUNNER, floor_seconds, plan_trials, runner_command
 from cxlab.experiments.resource import ConcurrencyExperiment, load_experiments, parse_experiment
 from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES, ExperimentSpec
-from cxlab.experiments.status import ExperimentStatus
+from cxlab.experiments.status import ExperimentStatus, Phase
 from cxlab.inputs import InputError, load_json_document
 from cxlab.local.backend import LocalBackend
 from cxlab.local.cores import DoesNotFit, check_fits, helper_cores, trial_cores
@@ -43,7 +48,27 @@ from cxlab.table import capacity_text, comparison_text, render_summary, render_t
 from cxlab.trend import plan_trend, regressions_text, trend_tables
 from cxlab_contract.durations import format_duration, parse_duration
 
+TRIAL_FAILED = 1
 USAGE_ERROR = 2
+OBJECTIVES_BROKEN = 3
+OBJECTIVES_INCONCLUSIVE = 4
+TIMED_OUT = 124  # as coreutils' timeout
+# Several experiments in one file: the run exits with the gravest of their statuses.
+_GRAVITY = (0, OBJECTIVES_INCONCLUSIVE, TRIAL_FAILED, OBJECTIVES_BROKEN)
+# How often `cxlab wait` reads the experiment: a status written by a pass is seen within it.
+WAIT_POLL_SECONDS = 2.0
+
+
+def exit_status(status: ExperimentStatus) -> int:
+    """A finished experiment's exit status (the module's docstring)."""
+    verdict = condition_of(status.conditions, "ObjectivesMet")
+    if verdict is not None and verdict.status == "False":
+        return OBJECTIVES_BROKEN
+    if status.phase != Phase.SUCCEEDED:
+        return TRIAL_FAILED
+    if verdict is not None and verdict.status == "Unknown":
+        return OBJECTIVES_INCONCLUSIVE
+    return 0
 
 
 def _load(path: Path) -> list[ConcurrencyExperiment]:
@@ -201,7 +226,7 @@ def run_command(args: argparse.Namespace) -> int:
     except FileNotFoundError as error:
         print(f"cxlab: {args.file}: {error}", file=sys.stderr)
         return USAGE_ERROR
-    succeeded = True
+    statuses = []
     for backend in backends:
         backend.progress.note(f"{backend.experiment.name}: {len(backend.trials)} trials")
         document = backend.run()
@@ -209,8 +234,57 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"\nresults: {backend.result_path}\nreport:  {backend.out_dir / 'report.html'}\n")
         if args.history:
             print(f"history: {save_run(document, args.history)} (cxlab history {args.history})\n")
-        succeeded &= document["status"]["phase"] == "Succeeded"
-    return 0 if succeeded else 1
+        statuses.append(exit_status(ExperimentStatus.read(document["status"])))
+    return max(statuses, key=_GRAVITY.index)
+
+
+def wait_command(args: argparse.Namespace) -> int:
+    """Wait for an applied experiment to finish, then exit as `cxlab run` would have."""
+    if not args.source.startswith("cx/"):
+        raise _usage(args.source, "name an applied experiment: cx/NAME")
+    status = _finished_status(args.source, args.namespace, args.timeout)
+    if status is None:
+        return TIMED_OUT
+    refused = condition_of(status.conditions, "Failed")
+    if refused is not None and refused.reason == "InvalidSpec":
+        raise _usage(args.source, refused.message or "the operator refused its spec")
+    print(render_summary(_read_document(args.source, args.namespace)))
+    return exit_status(status)
+
+
+def _finished_status(source: str, namespace: str, timeout: float) -> ExperimentStatus | None:
+    """The experiment's status once it has finished; None if it has not within `timeout`.
+    A passing apiserver error is tried again; no such experiment, or no right to read it,
+    ends the wait at once (exit 2)."""
+    from kubernetes.client.exceptions import ApiException
+
+    from cxlab.controller.kube import Kube, load_configuration
+
+    name = source.removeprefix("cx/")
+    load_configuration()
+    kube, deadline = Kube(), time.monotonic() + timeout
+    while True:
+        try:
+            document = kube.get_experiment(namespace, name)
+        except ApiException as error:
+            if error.status in (401, 403):
+                raise _usage(source, f"may not read it: {error.status} {error.reason}") from None
+            print(f"cxlab: {source}: {error.status} {error.reason}; trying again", file=sys.stderr)
+            document = {}
+        if document is None:
+            raise _usage(source, f"no ConcurrencyExperiment {name} in namespace {namespace}")
+        status = ExperimentStatus.read((document or {}).get("status"))
+        if status.finished:
+            return status
+        if time.monotonic() > deadline:
+            shown = status.progress.display if status.progress else ""
+            print(
+                f"cxlab: {source}: not finished after {format_duration(timeout)} "
+                f"({status.phase or 'Pending'}, {shown})",
+                file=sys.stderr,
+            )
+            return None
+        time.sleep(WAIT_POLL_SECONDS)
 
 
 def history_command(args: argparse.Namespace) -> int:
@@ -484,6 +558,16 @@ def _policy_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _wait_timeout(text: str) -> float:
+    try:
+        seconds = parse_duration(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (30m, 2h)") from None
+    if not 1 <= seconds <= parse_duration("168h"):
+        raise argparse.ArgumentTypeError(f"{text} is not between 1s and 168h")
+    return seconds
+
+
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -551,6 +635,19 @@ def build_parser() -> argparse.ArgumentParser:
     _policy_flags(compared)
     compared.add_argument("--html", type=Path, metavar="FILE", help="also write an HTML page")
     compared.set_defaults(handler=compare_command)
+
+    wait = commands.add_parser(
+        "wait",
+        help="wait for an applied experiment to finish; exit as cxlab run does (0 objectives "
+        "met, 1 a trial failed, 3 an objective broken, 4 inconclusive, 124 timed out)",
+    )
+    wait.add_argument("source", metavar="cx/NAME")
+    wait.add_argument("-n", "--namespace", default="default")
+    wait.add_argument(
+        "--timeout", type=_wait_timeout, default=parse_duration("24h"),
+        help="give up after this long (a duration, default 24h): exit 124",
+    )  # fmt: skip
+    wait.set_defaults(handler=wait_command)
 
     summary = commands.add_parser("summary", help="print an experiment's summary tables")
     summary.add_argument("source", help=sources)

@@ -7,9 +7,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cxlab.compare import VERDICTS, Comparison
+from cxlab.conditions import condition_of
 from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.labels import NOISE_CHECKED, share_text, spread_cells, workers_label
-from cxlab.experiments.status import ExperimentStatus, Progress
+from cxlab.experiments.objectives import shown
+from cxlab.experiments.status import ExperimentStatus, ObjectivePoint, ObjectiveStatus, Progress
 from cxlab.experiments.summary import Summary, syscalls_requested
 from cxlab.stats import MIN_FOR_INTERVAL, center
 from cxlab_contract.durations import format_duration
@@ -125,7 +127,8 @@ def points_table(summary: Summary) -> str:
     for p in summary["points"]:
         reps = str(p["repetitions"])
         if not p["repetitions"]:
-            label = [p["variant"], str(p["workers"]), rtt_cell(p["rttSeconds"]), reps, "failed"]
+            why = "skipped" if p.get("skippedTrials") and not p["failedTrials"] else "failed"
+            label = [p["variant"], str(p["workers"]), rtt_cell(p["rttSeconds"]), reps, why]
             blanks = [""] * (len(headers) - len(label) - 2)
             rows.append([*label, *blanks, str(p["failedTrials"]), ""])
             continue
@@ -147,6 +150,8 @@ def rates_table(summary: Summary) -> str:
         label += [f"{p['ratePerSecond']:g}", str(p["repetitions"])]
         if not p["repetitions"] or "p99Seconds" not in p:
             why = "saturated" if p.get("saturatedTrials") else "failed"
+            if p.get("skippedTrials") and not p["failedTrials"]:
+                why = "skipped"
             rows.append([*label, why, *[""] * (len(headers) - len(label) - 3),
                          str(p["failedTrials"]), ""])  # fmt: skip
             continue
@@ -243,6 +248,8 @@ def render_summary(document: Mapping[str, Any]) -> str:
         f"{document['metadata']['name']}: {status.phase} — {progress.trials_done}/"
         f"{progress.trials_total} trials, {progress.trials_failed} failed"
     )
+    if progress.trials_skipped:
+        head += f", {progress.trials_skipped} skipped (abortOnFail)"
     if status.queue:  # waiting for capacity on a cluster
         head += f"; queued: {status.queue.message or ''}"
     elif status.queued_seconds:
@@ -290,7 +297,63 @@ def render_summary(document: Mapping[str, Any]) -> str:
     failed = [t for t in status.entries if t.failed]
     if failed:
         parts += ["", "Failed trials:"] + [f"  {t.name}: {t.message or ''}" for t in failed]
+    skipped = [t for t in status.entries if t.skipped]
+    if skipped:
+        parts += ["", "Skipped trials:"] + [f"  {t.name}: {t.message or ''}" for t in skipped]
+    if status.objectives:
+        parts += ["", objectives_text(status)]
     return "\n".join(parts)
+
+
+_VERDICT_WORD = {"Met": "met", "Broken": "BROKEN", "Inconclusive": "inconclusive"}
+
+
+def objectives_text(status: ExperimentStatus) -> str:
+    """The verdict (the ObjectivesMet condition) and, per objective, its points that did not
+    meet it (or its closest, all met), as `cxlab run` ends with it."""
+    verdict = condition_of(status.conditions, "ObjectivesMet")
+    said = {"True": "met", "False": "NOT MET", "Unknown": "INCONCLUSIVE"}
+    head = f"Objectives: {said[verdict.status] if verdict else 'not judged yet'}"
+    lines = [head]
+    for objective in status.objectives or ():
+        lines.append(f"  {_VERDICT_WORD[objective.verdict]:<12} {objective.message}")
+    rows = [
+        _objective_row(objective, point)
+        for objective in status.objectives or ()
+        for point in objective.points
+        if point.verdict != "Met"
+    ]
+    if rows:
+        headers = ["objective", "model", "workers", "rtt", "rate/s", "reps", "value [95% CI]",
+                   "bound", "verdict", "reps needed"]  # fmt: skip
+        lines += ["", render_table(headers, rows)]
+    return "\n".join(lines)
+
+
+def _objective_row(objective: ObjectiveStatus, point: ObjectivePoint) -> list[str]:
+    needed = point.repetitions_needed if point.verdict == "Inconclusive" else None
+    return [
+        objective.name,
+        point.variant,
+        workers_label(point.model, point.workers, point.pods or 1),
+        rtt_cell(point.rtt_seconds),
+        "—" if point.rate_per_second is None else f"{point.rate_per_second:g}",
+        str(point.repetitions),
+        _objective_figure(objective.unit, point),
+        objective.bound,
+        _VERDICT_WORD[point.verdict],
+        "" if needed is None else str(needed),
+    ]
+
+
+def _objective_figure(unit: str, point: ObjectivePoint) -> str:
+    """A point's value and interval in the metric's unit (ms, MiB, %, /s)."""
+    if point.value is None:
+        return "no value"
+    text = shown(unit, point.value)
+    if point.low is not None and point.high is not None:
+        text += f" [{shown(unit, point.low)}, {shown(unit, point.high)}]"
+    return text
 
 
 # Each compared metric's unit in a cell, as the trend's (cxlab.trend.trend_tables).

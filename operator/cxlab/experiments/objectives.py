@@ -14,7 +14,7 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from cxlab.experiments.fields import memory_bytes
 from cxlab.experiments.labels import workers_label
@@ -28,6 +28,7 @@ from cxlab_contract.durations import format_duration, parse_duration
 from cxlab_contract.figures import significant
 from cxlab_contract.result import Result
 
+Unit = Literal["seconds", "bytes", "share", "rate", "count"]
 MET: Verdict = "Met"
 BROKEN: Verdict = "Broken"
 INCONCLUSIVE: Verdict = "Inconclusive"
@@ -45,7 +46,7 @@ class Bound:
     value: float
     at_most: bool  # the metric must stay at or below value (else at or above)
     metric: str  # as tables name it: "latency p99"
-    unit: str  # seconds, bytes, share, rate, count
+    unit: Unit
 
     def holds(self, value: float) -> bool:
         return value <= self.value if self.at_most else value >= self.value
@@ -314,6 +315,7 @@ def judge_objectives(
                 name=objective_name(objective),
                 metric=bound.metric,
                 bound=bound.text,
+                unit=bound.unit,
                 verdict=verdict,
                 message=_message(objective, ordered, verdict, skipped),
                 met=verdicts.count(MET),

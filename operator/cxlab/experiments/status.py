@@ -222,7 +222,10 @@ class ObjectiveStatus(Shape):
     metric: str
     """The metric as the tables name it (latency p99, failure ratio, ...)."""
     bound: str
-    """e.g. "<= 250ms", ">= 500/s"."""
+    """e.g. "≤ 250ms", "≥ 500/s"."""
+    unit: Literal["seconds", "bytes", "share", "rate", "count"]
+    """The unit of the points' values: seconds, bytes, a share (0 to 1), tasks per second,
+    arrivals."""
     verdict: Verdict
     message: str
     met: int

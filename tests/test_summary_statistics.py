@@ -76,9 +76,16 @@ def _t_cdf_above_zero(t: float, df: int, steps: int = 4000) -> float:
     return (density(0) + inner + density(t)) * h / 3
 
 
-@pytest.mark.parametrize("df", range(2, 32))
+@pytest.mark.parametrize("df", range(1, 32))
 def test_the_t_table_is_the_975_quantile(df: int) -> None:
     assert _t_cdf_above_zero(t975(df), df) == pytest.approx(0.475, abs=2e-5)
+
+
+def test_one_degree_of_freedom_is_the_cauchy_quantile_and_none_is_refused() -> None:
+    # two repetitions (an objective's verdict): t(0.975, 1) = tan(0.475 pi), not the table's end
+    assert t975(1) == pytest.approx(math.tan(0.475 * math.pi), abs=1e-4)
+    with pytest.raises(ValueError, match="degree of freedom"):
+        t975(0)
 
 
 def test_an_interval_from_three_repetitions_on_a_known_sample() -> None:

@@ -177,14 +177,8 @@ def _side(values: Sequence[float]) -> Side:
         return Side(len(values), median, None)
     logs = [math.log(v) for v in values]
     mean = statistics.fmean(logs)
-    half = _t975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    half = t975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
     return Side(len(values), median, (math.exp(mean - half), math.exp(mean + half)))
-
-
-def _t975(df: int) -> float:
-    """The two-sided 95 % Student t quantile; for one degree of freedom, the Cauchy
-    distribution's, tan(0.475 pi) = 12.706 (cxlab.stats' table starts at two)."""
-    return math.tan(0.475 * math.pi) if df == 1 else t975(df)
 
 
 def _two_sided_p(before: Sequence[float], after: Sequence[float]) -> float | None:

@@ -167,6 +167,10 @@ def _record_finished(
                 status.capacity_plan = _scheduled(plan, run.name, before, decided)
         kind = "Normal" if entry.phase == Phase.SUCCEEDED else "Warning"
         decided.event(kind, f"Run{entry.phase}", f"run {run.name} {entry.phase}")
+        if entry.objectives == "Broken":
+            add_count(status, "failed_objective_runs")
+            why = entry.objectives_message or "an objective is broken"
+            decided.event("Warning", "RunFailedObjectives", f"run {run.name}: {why}")
     if history:
         status.history = history
 

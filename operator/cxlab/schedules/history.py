@@ -16,7 +16,7 @@ from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.record import outcomes_of
 from cxlab.experiments.resource import ConcurrencyExperiment, parse_experiment
-from cxlab.experiments.status import Environment, ExperimentStatus, Phase
+from cxlab.experiments.status import Environment, ExperimentStatus, Phase, Verdict
 from cxlab.experiments.summary import group_points
 from cxlab.shape import Maybe, Shape
 from cxlab.times import parse_time, timestamp
@@ -101,6 +101,11 @@ class HistoryEntry(Shape):
     calibration moved with it, the environment is blamed, not the code."""
     regressed: Maybe[bool] = None
     """Found regressed against its baseline: kept out of later baselines until acknowledged."""
+    objectives: Maybe[Verdict] = None
+    """The run's verdict on spec.objectives (its ObjectivesMet condition); absent without
+    objectives."""
+    objectives_message: Maybe[str] = None
+    """What broke, or what could not be told (absent when met)."""
 
 
 def _round(value: float) -> float:
@@ -168,7 +173,16 @@ def history_entry(document: Mapping[str, Any], scheduled_time: str | None = None
         points=_points(experiment, status) if status.trials else None,
         plan=None if plan is None else plan_brief(plan), environment=status.environment,
     )  # fmt: skip
+    if status.objectives:
+        verdict = condition_of(status.conditions, "ObjectivesMet")
+        entry.objectives = _VERDICTS.get(verdict.status if verdict else "Unknown", "Inconclusive")
+        if entry.objectives != "Met" and verdict is not None and verdict.message:
+            entry.objectives_message = verdict.message[:300]
     return entry
+
+
+# The ObjectivesMet condition's status as the run's verdict.
+_VERDICTS: dict[str, Verdict] = {"True": "Met", "False": "Broken", "Unknown": "Inconclusive"}
 
 
 def plan_brief(plan: CapacityPlan) -> PlanBrief:

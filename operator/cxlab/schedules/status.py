@@ -85,6 +85,8 @@ class ScheduleStatus(Shape):
     """Slots that passed while the operator was down, or past startingDeadlineSeconds."""
     replaced_runs: Maybe[int] = None
     """Runs stopped for a newer slot (concurrencyPolicy Replace)."""
+    failed_objective_runs: Maybe[int] = None
+    """Finished runs that broke an objective of the template's spec.objectives."""
     history: Maybe[list[HistoryEntry]] = None
     """One compact entry per finished run, oldest first, at most spec.historyLimit."""
     regression: Maybe[RegressionCheck] = None

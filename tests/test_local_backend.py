@@ -368,3 +368,66 @@ def test_a_calibrated_run_records_its_environment(tmp_path: Path) -> None:
     calibration = environment["calibration"]
     assert 0.001 <= calibration["sleepSeconds"] < 0.05, calibration
     assert 0.005 < calibration["cpuLoopSeconds"] < 5, calibration
+
+
+# ---- objectives: the exit status a pipeline gates on (cli.py's docstring) ----
+
+
+def test_objectives_that_hold_exit_0(tmp_path: Path) -> None:
+    spec = {
+        "workload": SLEEP,
+        "models": [{"model": "asyncio"}],
+        "objectives": [{"latency": {"max": "1s"}}, {"failureRatio": {"max": 0}}],
+    }
+    completed = cxlab("run", str(write_experiment(tmp_path / "e.yaml", spec)), cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    assert "Objectives: met" in completed.stdout
+
+
+def test_an_objective_that_cannot_hold_exits_3_and_skips_what_can_only_be_worse(
+    tmp_path: Path,
+) -> None:
+    # every task sleeps 20 ms, so no p50 is under 10 ms: 1 worker breaks it, and 2, 4 and 8
+    # workers of the same model can only do worse (abortOnFail); asyncio still runs.
+    spec = {
+        "workload": {"type": "sleep", "tasks": 8, "rtt": "20ms"},
+        "models": [{"model": "threads", "workers": [1, 2, 4, 8]}, {"model": "asyncio"}],
+        "objectives": [
+            {"latency": {"percentile": "p50", "max": "10ms"}, "models": ["threads"],
+             "abortOnFail": True},
+        ],
+    }  # fmt: skip
+    path = write_experiment(tmp_path / "e.yaml", spec)
+    completed = cxlab("run", str(path), "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert completed.returncode == 3, completed.stderr
+    assert "5/5 trials, 0 failed, 3 skipped (abortOnFail)" in completed.stdout
+    assert "Objectives: NOT MET" in completed.stdout
+    status = json.loads((tmp_path / "out" / "result.json").read_text())["status"]
+    ran = [t["name"] for t in status["trials"] if t["phase"] == "Succeeded"]
+    assert ran == ["000-threads-w1-rtt20ms-r1", "004-asyncio-w0-rtt20ms-r1"]
+    skipped = [t for t in status["trials"] if t["phase"] == "Skipped"]
+    assert [t["workers"] for t in skipped] == [2, 4, 8]
+    assert all("broken at threads, 1 worker" in t["message"] for t in skipped)
+    assert status["objectives"][0]["skippedTrials"] == 3
+
+
+def test_an_objective_on_the_edge_with_two_repetitions_exits_4_naming_the_repetitions(
+    tmp_path: Path,
+) -> None:
+    # Poisson arrivals at 200/s for 2 s: the two repetitions draw (by their seeds) 410 and 403
+    # arrivals, so their throughputs differ by about 3/s and the t interval of two (±12.7 sd)
+    # straddles 200/s whatever the machine adds.
+    spec = {
+        "workload": {"type": "sleep", "rtt": "1ms",
+                     "arrival": {"ratePerSecond": 200, "duration": "2s"}},
+        "models": [{"model": "asyncio"}],
+        "repetitions": 2,
+        "objectives": [{"throughput": {"min": 200}}],
+    }  # fmt: skip
+    path = write_experiment(tmp_path / "e.yaml", spec)
+    completed = cxlab("run", str(path), "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert completed.returncode == 4, completed.stdout + completed.stderr
+    assert "Objectives: INCONCLUSIVE" in completed.stdout
+    [objective] = json.loads((tmp_path / "out" / "result.json").read_text())["status"]["objectives"]
+    needed = objective["points"][0]["repetitionsNeeded"]
+    assert needed > 2 and f"about {needed} repetitions would decide it" in objective["message"]

@@ -351,3 +351,21 @@ def test_running_or_waiting_for_nothing_has_no_deadline() -> None:
     running = [pod(trials[0].name)]
     assert next_deadline(run(s, running, attempts={trials[0].name: 1}), running, CONFIG) is None
     assert next_deadline(run(s, []), [], CONFIG) is None  # creates a Pod: its events follow
+
+
+def test_a_trial_abort_on_fail_skips_is_recorded_skipped_not_started() -> None:
+    s = spec(parallelism=2)
+    first, second, third = plan_trials(s)
+    observed = Observed(
+        spec=s, trials=plan_trials(s), recorded={}, attempts={first.name: 1},
+        pods=[pod(first.name)], now=NOW,
+        skipped={first.name: "objective x broken at ...", third.name: "objective x broken at y"},
+    )  # fmt: skip
+    decision = decide(observed, CONFIG)
+    # the running trial runs on; the one not started is recorded skipped, its slot to the next
+    [entry] = [e.document() for e in decision.finished]
+    assert (entry["name"], entry["phase"], entry["message"]) == (
+        third.name, "Skipped", "objective x broken at y",
+    )  # fmt: skip
+    assert [t for t, _ in decision.running] == [first]
+    assert decision.create == [(second, 1, 0)]

@@ -25,11 +25,12 @@ from cxlab.experiments.objectives import (
     value_of,
 )
 from cxlab.experiments.outcome import TrialOutcome
-from cxlab.experiments.plan import Trial, plan_trials
+from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.spec import ExperimentSpec, Objective
 from cxlab.experiments.summary import summarize
 from cxlab.local.backend import local_status
+from cxlab.schedules.history import history_entry
 
 MIB = 2**20
 # Two-sided 95 % Student t quantiles as published (NIST/SEMATECH e-Handbook of Statistical
@@ -40,7 +41,7 @@ PUBLISHED_T975 = {1: 12.706, 2: 4.303, 4: 2.776, 9: 2.262}
 def result(**fields: Any) -> dict[str, Any]:
     """A Result with the fields the objectives read; `fields` override."""
     base = {
-        "workers": 10, "tasksOk": 100, "tasksFailed": 0, "wallSeconds": 1.0,
+        "workers": 10, "tasks": 100, "tasksOk": 100, "tasksFailed": 0, "wallSeconds": 1.0,
         "cpuUserSeconds": 0.3, "cpuSystemSeconds": 0.1, "cpuPercent": 40.0,
         "peakRssBytes": 50 * MIB, "baselineRssBytes": 20 * MIB, "efficiency": 0.9,
         "throughputPerSecond": 100.0, "voluntaryContextSwitches": 1,
@@ -173,7 +174,7 @@ def outcomes_for(
             TrialOutcome(
                 trial,
                 result(latencySeconds={"p50": 0.1, "p90": 0.1, "p99": latency, "max": latency}),
-            )  # fmt: skip
+            )
         )
     return found
 
@@ -302,12 +303,10 @@ def test_arrivals_skip_higher_rates_at_the_same_workers() -> None:
     )  # fmt: skip
     trials = plan_trials(experiment)
     slow = {4: 0.08, 8: 0.02}  # 4 workers at 100/s already miss 50 ms; 8 workers hold
-    outcomes = [
-        TrialOutcome(
-            t, result(latencySeconds={"p50": 0.01, "p90": 0.01, "p99": slow[t.workers], "max": 0.1})
-        )  # fmt: skip
-        for t in trials[:2]
-    ]
+    outcomes = []
+    for t in trials[:2]:
+        latency = {"p50": 0.01, "p90": 0.01, "p99": slow[t.workers], "max": 0.1}
+        outcomes.append(TrialOutcome(t, result(latencySeconds=latency)))
     skipped = skipped_trials(experiment, trials, outcomes)
     assert sorted(skipped) == ["002-asyncio-w4-rtt10ms-a200-r1", "004-asyncio-w4-rtt10ms-a400-r1"]
 
@@ -335,3 +334,28 @@ def test_skipped_trials_are_neither_failed_nor_points_of_the_verdict() -> None:
     summary = summarize(outcomes, experiment.tolerance)
     eight = next(p for p in summary["points"] if p["workers"] == 8)
     assert (eight["skippedTrials"], eight["failedTrials"]) == (1, 0)
+
+
+def test_a_schedules_history_entry_keeps_the_runs_verdict() -> None:
+    document = {
+        "apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
+        "metadata": {"name": "gate-1"},
+        "spec": {"workload": {"type": "sleep", "tasks": 100, "rtt": "100ms"},
+                 "models": [{"model": "threads", "workers": [1, 2, 4, 8]}], "repetitions": 3,
+                 "objectives": [{"name": "p99", "latency": {"max": "300ms"}}]},
+    }  # fmt: skip
+    experiment = parse_experiment(document)
+    status = local_status(
+        experiment, plan_trials(experiment.spec), outcomes_for(experiment.spec, P99), set(),
+        None, datetime(2026, 1, 1, tzinfo=UTC),
+    )  # fmt: skip
+    entry = history_entry(document | {"status": status.document()})
+    assert entry.objectives == BROKEN
+    assert entry.objectives_message and entry.objectives_message.startswith("p99: broken at 2")
+    without = {**document, "spec": {k: v for k, v in document["spec"].items()
+                                    if k != "objectives"}}  # fmt: skip
+    status = local_status(
+        parse_experiment(without), plan_trials(experiment.spec),
+        outcomes_for(experiment.spec, P99), set(), None, datetime(2026, 1, 1, tzinfo=UTC),
+    )  # fmt: skip
+    assert history_entry(without | {"status": status.document()}).objectives is None

@@ -278,3 +278,26 @@ def test_a_regression_the_calibration_moved_with_blames_the_environment() -> Non
     assert (condition["status"], condition["reason"]) == ("True", "Environment")
     assert {f["cause"] for f in status["regression"]["found"]} == {"environment"}
     assert status["regression"]["environment"].startswith("environment: CPU loop")
+
+
+def test_a_run_that_broke_an_objective_is_an_event_and_is_counted() -> None:
+    broken = {"objectives": "Broken", "objectivesMessage": "p99: broken at 1 of 1 point(s)"}
+    old = {"lastScheduleTime": "2026-11-23T12:00:10Z", "startedRuns": 1}
+    decided = decide(
+        schedule(), ScheduleStatus.read(old), [run(10, "Succeeded")],
+        lambda name: HistoryEntry.read(entry(name) | broken), lambda name: None, generation=1,
+        now=CREATED + timedelta(seconds=12),
+    )  # fmt: skip
+    status = written(decided).status
+    assert status["failedObjectiveRuns"] == 1
+    assert status["history"][0]["objectives"] == "Broken"
+    assert ("Warning", "RunFailedObjectives", f"run {run(10).name}: p99: broken at 1 of 1 "
+            "point(s)") in decided.events  # fmt: skip
+    # a met run is neither
+    met = decide(
+        schedule(), ScheduleStatus.read(old), [run(10, "Succeeded")],
+        lambda name: HistoryEntry.read(entry(name) | {"objectives": "Met"}), lambda name: None,
+        generation=1, now=CREATED + timedelta(seconds=12),
+    )  # fmt: skip
+    assert "failedObjectiveRuns" not in written(met).status
+    assert "RunFailedObjectives" not in [e[1] for e in met.events]

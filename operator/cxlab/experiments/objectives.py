@@ -89,9 +89,9 @@ def value_of(objective: Objective, result: Result) -> float | None:
     if objective.efficiency is not None:
         efficiency = result.get("efficiency")
         return None if efficiency is None else float(efficiency)
-    if objective.cpu_per_task is not None:
+    if objective.cpu_per_task is not None:  # per task of the trial, as a schedule compares it
         cpu = result["cpuUserSeconds"] + result["cpuSystemSeconds"]
-        return cpu / tasks if tasks else None
+        return cpu / max(int(result["tasks"]), 1)
     if objective.peak_rss is not None:
         return float(result["peakRssBytes"])
     if objective.start_skew is not None:

@@ -1,14 +1,34 @@
 """Experiment overview: one experiment's trials while they run — progress, throughput,
-in-flight tasks, latency, arrivals and their queue, CPU and memory by model and trial."""
+in-flight tasks, latency, arrivals and their queue, CPU and memory by model and trial — and
+its objectives' verdicts once it finished."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dashboards.panels import CONTAINER, RUNNER, build, experiment_variables, graph, query, single
+from dashboards.panels import (
+    CONTAINER,
+    OPERATOR_JOB,
+    RUNNER,
+    build,
+    experiment_variables,
+    graph,
+    query,
+    single,
+    verdicts,
+)
 
 BY_TRIAL = "{{model}} {{trial}}"
 OK = ',outcome="ok"'
+# The experiment's objectives on the operator's /metrics (its own labels: namespace, name).
+OBJECTIVES = f'{OPERATOR_JOB},name="$experiment"'
+# One value per objective, max over replicas: the met gauge (1, 0) where the repetitions
+# decided; where they did not the operator exports no met value, and the inconclusive gauge
+# (1) shows as -1, a value of this panel's only.
+VERDICTS = (
+    f"max by (namespace, objective) (cxlab_experiment_objective_met{{{OBJECTIVES}}})"
+    f" or -max by (namespace, objective) (cxlab_experiment_objective_inconclusive{{{OBJECTIVES}}})"
+)
 
 
 def _rate(metric: str, extra: str = "") -> str:
@@ -46,6 +66,16 @@ def dashboard() -> Any:
             "several Pods: their peaks summed).",
             "bytes",
             f"max(sum by (trial) (max_over_time(cxlab_peak_rss_bytes{{{RUNNER}}}[$__range])))",
+        ),
+        verdicts(
+            "Objectives",
+            "Each of spec.objectives once the experiment finished, as the operator judged it "
+            "from the repetitions' 95% intervals: Met, Broken, or Inconclusive (an interval "
+            "straddles the bound: more repetitions would decide). Empty while it runs, and "
+            "for an experiment without objectives.",
+            {"1": ("Met", "green"), "0": ("Broken", "red"), "-1": ("Inconclusive", "orange")},
+            VERDICTS,
+            "{{objective}}",
         ),
         graph(
             "Throughput",

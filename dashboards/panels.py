@@ -116,6 +116,30 @@ def tallies(title: str, description: str, unit: str, expr: str, legend: str) -> 
     )
 
 
+def _value_map(names: dict[str, tuple[str, str]]) -> model.ValueMap:
+    """`names` maps a value to the (text, colour) a panel shows for it."""
+    return model.ValueMap(
+        options={
+            value: model.ValueMappingResult(text=text, color=color, index=index)
+            for index, (value, (text, color)) in enumerate(names.items())
+        }
+    )
+
+
+def verdicts(
+    title: str, description: str, names: dict[str, tuple[str, str]], expr: str, legend: str
+) -> Any:
+    """A row of tiles, one per series of an instant query, each showing the name of its value
+    on that value's colour."""
+    return (
+        tallies(title, description, "none", expr, legend)
+        .span(24)
+        .height(4)
+        .mappings([_value_map(names)])
+        .color_mode(common.BigValueColorMode.BACKGROUND)
+    )
+
+
 def states(
     title: str,
     description: str,
@@ -125,12 +149,7 @@ def states(
     legend: str,
 ) -> Any:
     """A state timeline of one query; `names` maps a value to the (text, colour) it shows."""
-    mapping = model.ValueMap(
-        options={
-            value: model.ValueMappingResult(text=text, color=color, index=index)
-            for index, (value, (text, color)) in enumerate(names.items())
-        }
-    )
+    mapping = _value_map(names)
     return (
         statetimeline.Panel()
         .title(title)

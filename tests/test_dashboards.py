@@ -1,10 +1,11 @@
 """The Grafana dashboards, rendered without Grafana: committed JSON matches the sources, and
 every panel says what it shows (title, description, unit) over templated queries that parse
 (promtool); the capacity dashboard queries only series the operator exports, and marks the
-moment a schedule turns regressed."""
+moment a schedule turns regressed; the experiment overview names each objective's verdict."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 from helpers import ROOT, program
+from test_operator_metrics import judged
 
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.schedules.history import METRICS
@@ -268,6 +270,58 @@ def test_capacity_regression_mark_is_the_step_where_it_turned_regressed(tmp_path
                         "exp_samples": marked if m in turned else [],
                     }
                     for m in range(len(regressed))
+                ],
+            }
+        ]
+    }
+    path = tmp_path / "test.yml"
+    path.write_text(json.dumps(tests))
+    check = subprocess.run([program("promtool"), "test", "rules", str(path)],
+                           capture_output=True, text=True)  # fmt: skip
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+OVERVIEW = "experiment-overview.json"
+
+
+def test_the_objectives_panel_names_each_verdict_from_the_operators_series(
+    tmp_path: Path,
+) -> None:
+    # The panel's query over what the operator really exports (two replicas scraped alike, and
+    # another experiment), then its value mappings: one tile per objective, named its verdict.
+    given = {"fast": "Met", "lean": "Broken", "near": "Inconclusive"}
+    metrics = OperatorMetrics()
+    metrics.observe_objectives("ns", "exp", [judged(n, v) for n, v in given.items()])
+    metrics.observe_objectives("ns", "other", [judged("lean", "Met")])  # not this one's
+    series = []
+    for family in metrics.registry.collect():
+        if not family.name.startswith("cxlab_experiment_objective_"):
+            continue
+        for sample, instance in itertools.product(family.samples, ("10.0.0.1:81", "10.0.0.2:81")):
+            labels = {**sample.labels, "job": SCRAPE_JOB, "instance": instance}
+            selector = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+            series.append({"series": f"{sample.name}{{{selector}}}", "values": f"{sample.value}x2"})
+    (panel,) = (p for p in panels(OVERVIEW) if p["title"] == "Objectives")
+    (mapping,) = panel["fieldConfig"]["defaults"]["mappings"]
+    value_of = {shown["text"]: value for value, shown in mapping["options"].items()}
+    assert sorted(value_of) == ["Broken", "Inconclusive", "Met"]
+    (target,) = panel["targets"]
+    assert target["instant"] and target["legendFormat"] == "{{objective}}"
+    expected = [
+        {"labels": f'{{namespace="ns",objective="{name}"}}', "value": float(value_of[verdict])}
+        for name, verdict in given.items()
+    ]
+    tests = {
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "promql_expr_test": [
+                    {
+                        "expr": target["expr"].replace("$experiment", "exp"),
+                        "eval_time": "1m",
+                        "exp_samples": expected,
+                    }
                 ],
             }
         ]

@@ -6,11 +6,14 @@ import subprocess
 from datetime import UTC, datetime
 from typing import Any
 
-from helpers import program
+from helpers import ApiserverBase, program
 from prometheus_client import generate_latest
 
+from cxlab.config import OperatorConfig
+from cxlab.controller.experiment_pass import Reconciler
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.schedule_pass import ScheduleReconciler
+from cxlab.experiments.status import ExperimentStatus, ObjectiveStatus, Phase, Verdict
 from cxlab.schedules.status import ScheduleStatus
 
 
@@ -56,6 +59,63 @@ def test_the_queue_is_its_length_and_its_oldest_wait() -> None:
     )  # fmt: skip
     assert float(oldest.split()[1]) > 3600
     assert "cxlab_operator_queue_wait_seconds_count 1.0" in text
+
+
+def judged(name: str, verdict: Verdict) -> ObjectiveStatus:
+    """An objective as status.objectives holds it (its points do not reach the metrics)."""
+    return ObjectiveStatus(
+        name=name, metric="latency p99", bound="≤ 250ms", unit="seconds", verdict=verdict,
+        message=f"{name}: {verdict}", met=0, broken=0, inconclusive=0, points=[],
+    )  # fmt: skip
+
+
+def objective_series(metrics: OperatorMetrics) -> dict[tuple[str, str, str], tuple[float, ...]]:
+    """(met, inconclusive) by (namespace, name, objective); met absent: one value."""
+    found: dict[tuple[str, str, str], tuple[float, ...]] = {}
+    for metric in ("cxlab_experiment_objective_met", "cxlab_experiment_objective_inconclusive"):
+        (family,) = (f for f in metrics.registry.collect() if f.name == metric)
+        for sample in family.samples:
+            key = (sample.labels["namespace"], sample.labels["name"], sample.labels["objective"])
+            found[key] = (*found.get(key, ()), sample.value)
+    return found
+
+
+def test_objectives_are_met_1_broken_0_and_inconclusive_a_series_of_their_own() -> None:
+    metrics = OperatorMetrics()
+    metrics.observe_objectives("lab", "a", [
+        judged("p99-fast", "Met"), judged("lean", "Broken"), judged("near", "Inconclusive"),
+        # unnamed objectives of one metric and bound (other scopes): the worst speaks for all
+        judged("failure ratio ≤ 0", "Met"), judged("failure ratio ≤ 0", "Broken"),
+        judged("failure ratio ≤ 0", "Inconclusive"),
+    ])  # fmt: skip
+    metrics.observe_objectives("lab", "none", None)
+    assert objective_series(metrics) == {
+        ("lab", "a", "p99-fast"): (1.0, 0.0),
+        ("lab", "a", "lean"): (0.0, 0.0),
+        ("lab", "a", "near"): (1.0,),  # no met series: only its inconclusive 1
+        ("lab", "a", "failure ratio ≤ 0"): (0.0, 0.0),
+    }
+    value = metrics.registry.get_sample_value
+    near = {"namespace": "lab", "name": "a", "objective": "near"}
+    assert value("cxlab_experiment_objective_met", near) is None
+    assert value("cxlab_experiment_objective_inconclusive", near) == 1
+    text = generate_latest(metrics.registry).decode()
+    lint = subprocess.run(
+        [program("promtool"), "check", "metrics"], input=text, capture_output=True, text=True
+    )
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_a_finished_experiments_pass_sets_its_objectives_and_forgetting_it_drops_them() -> None:
+    # A finished experiment's pass only tidies up (no Pods here, no TTL): no apiserver calls.
+    metrics = OperatorMetrics()
+    reconciler = Reconciler(ApiserverBase(), OperatorConfig(), metrics)  # type: ignore[arg-type]
+    status = ExperimentStatus(phase=Phase.SUCCEEDED, objectives=[judged("p99-fast", "Broken")])
+    body = {"metadata": {"namespace": "lab", "name": "a"}, "spec": {}, "status": status.document()}
+    reconciler.reconcile(body, [], lambda *_: None)
+    assert objective_series(metrics) == {("lab", "a", "p99-fast"): (0.0, 0.0)}
+    reconciler.forget("lab", "a")
+    assert objective_series(metrics) == {}
 
 
 def refused_series(metrics: OperatorMetrics) -> dict[tuple[str, str], tuple[str, float]]:

@@ -15,12 +15,14 @@ from typing import Any
 
 import pytest
 
+from cxlab.experiments.objectives import skipped_trials
 from cxlab.experiments.outcome import TrialOutcome, parse_result
 from cxlab.experiments.plan import Trial, floor_seconds, plan_trials
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.local.backend import local_status
 from cxlab.report import render_report
+from cxlab.report.rates import rate_points_table
 from cxlab.report.svg import (
     Axis,
     Point,
@@ -145,19 +147,22 @@ def build_document(
     spec_dict: dict[str, Any], *, fail: str | None = None, done: int | None = None
 ) -> dict[str, Any]:
     """The local backend's document: spec plus the status of the first `done` trials, with the
-    trial named `fail` failed (no Result, a message)."""
+    trial named `fail` failed (no Result, a message) and those abortOnFail skips skipped."""
     experiment = parse_experiment(
         {"apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
          "metadata": {"name": "sweep"}, "spec": spec_dict}
     )  # fmt: skip
     spec = experiment.spec
     trials = plan_trials(spec)
-    outcomes = [
-        TrialOutcome(t, None, "runner killed: OOMKilled <exit 137>")
-        if t.name == fail
-        else TrialOutcome(t, fake_result(spec, t))
-        for t in trials[:done]
-    ]
+    outcomes: list[TrialOutcome] = []
+    for t in trials[:done]:
+        skipped = skipped_trials(spec, trials, outcomes).get(t.name)  # before each, as the backend
+        if skipped:
+            outcomes.append(TrialOutcome(t, None, skipped=skipped))
+        elif t.name == fail:
+            outcomes.append(TrialOutcome(t, None, "runner killed: OOMKilled <exit 137>"))
+        else:
+            outcomes.append(TrialOutcome(t, fake_result(spec, t)))
     return {
         "apiVersion": "cxlab.dev/v1alpha1",
         "kind": "ConcurrencyExperiment",
@@ -520,3 +525,120 @@ def test_floor_line_follows_the_tasks() -> None:
     steps = [b - a for a, b in itertools.pairwise(ys)]
     assert len(ys) == 4
     assert all(math.isclose(s, steps[0], abs_tol=0.2) for s in steps)
+
+
+# --- objectives -------------------------------------------------------------------------------
+
+# fake_result's p99 is the wall time: with one worker 3.2 s (x 0.97 and x 1 over the two
+# repetitions), with 4 or 16 about 1.6 s.
+GATED_SPEC: dict[str, Any] = {
+    "workload": {"type": "cpu", "tasks": 8, "iterations": 1_000_000},
+    "models": [{"model": "threads", "workers": [1, 4, 16]}],
+    "repetitions": 2,
+}
+P99_UNDER_2S = {"name": "p99-fast", "latency": {"max": "2s"}, "abortOnFail": True}
+PEAK_RSS = {"peakRss": {"max": "1Gi"}}
+# 4 workers' two p99s, 1.552 s and 1.6 s: their interval straddles 1.6 s
+P99_NEAR = {"name": "p99-near", "latency": {"max": "1600ms"}, "workers": [4]}
+
+
+def gated_document(*objectives: dict[str, Any], done: int | None = None) -> dict[str, Any]:
+    return build_document({**GATED_SPEC, "objectives": list(objectives)}, done=done)
+
+
+def rows(table: Node) -> list[list[str]]:
+    return [[td.all_text() for td in tr.find_all("td")] for tr in table.find_all("tr")[1:]]
+
+
+def test_a_broken_objective_is_a_banner_on_top_and_a_table_of_its_points() -> None:
+    document = gated_document(P99_UNDER_2S, PEAK_RSS)
+    judged = document["status"]["objectives"]
+    root = parse(render_report(document))
+    (banner,) = root.find_all("div", "verdict")
+    assert "broken" in banner.attrs["class"].split()
+    assert banner.find_all("strong")[0].text == "Objectives broken"
+    assert [li.text for li in banner.find_all("li")] == [o["message"] for o in judged]
+    # near the top: right under the header, before the recommendation
+    main = root.find_all("main")[0].children
+    assert [n.tag for n in main[:3]] == ["header", "div", "section"]
+    (section,) = [s for s in root.find_all("section") if s.attrs.get("id") == "objectives"]
+    titles = [h.all_text() for h in section.find_all("h3")]
+    assert titles == ["p99-fast Broken", "peak RSS ≤ 1024 MiB Met"]
+    p99, rss = section.find_all("table")
+    assert [th.text for th in p99.find_all("th")] == [
+        "Configuration", "Reps", "Mean [95% CI]", "Bound", "Verdict", "Reps needed",
+    ]  # fmt: skip
+    # broken first; the skipped repetitions leave 4 and 16 workers one value each
+    assert rows(p99) == [
+        ["threads, 1 worker", "2", "3.15s [2.54s, 3.76s]", "≤ 2s", "Broken", "—"],
+        ["threads, 4 workers", "1", "1.55s (no interval)", "≤ 2s", "Met", "—"],
+        ["threads, 16 workers", "1", "1.55s (no interval)", "≤ 2s", "Met", "—"],
+    ]
+    assert len(rows(rss)) == 3 and {r[4] for r in rows(rss)} == {"Met"}
+    assert "2 trial(s) skipped (abortOnFail)" in section.all_text()
+
+
+def test_an_inconclusive_point_says_how_many_repetitions_would_decide() -> None:
+    document = gated_document(P99_NEAR, PEAK_RSS)
+    (near, _) = document["status"]["objectives"]
+    (point,) = near["points"]
+    assert point["verdict"] == "Inconclusive" and point["repetitionsNeeded"] > 2
+    root = parse(render_report(document))
+    (banner,) = root.find_all("div", "verdict")
+    assert "inconclusive" in banner.attrs["class"].split()
+    assert banner.find_all("strong")[0].text == "Objectives inconclusive"
+    table = root.find_all("section")[1].find_all("table")[0]
+    ((configuration, reps, figure, _, verdict, needed),) = rows(table)
+    assert (configuration, reps, verdict) == ("threads, 4 workers", "2", "Inconclusive")
+    assert figure.startswith("1.58s [") and needed == f"{point['repetitionsNeeded']:,}"
+
+
+def test_objectives_met_and_objectives_not_judged_yet() -> None:
+    met = parse(render_report(gated_document(PEAK_RSS)))
+    (banner,) = met.find_all("div", "verdict")
+    assert banner.attrs["class"] == "verdict met"
+    running = parse(render_report(gated_document(PEAK_RSS, done=2)))
+    (banner,) = running.find_all("div", "verdict")
+    assert "Not judged yet" in banner.all_text()
+    assert not [s for s in running.find_all("section") if s.attrs.get("id") == "objectives"]
+
+
+def test_a_report_without_objectives_has_no_banner(sleep_document: dict[str, Any]) -> None:
+    root = parse(render_report(sleep_document))
+    assert not root.find_all("div", "verdict")
+    shown = root.find_all("main")[0].all_text()
+    assert "Objectives" not in shown and "skipped" not in shown
+
+
+def test_skipped_trials_are_shown_as_skipped_not_failed() -> None:
+    document = gated_document(P99_UNDER_2S)
+    entries = document["status"]["trials"]
+    skipped = [e for e in entries if e["phase"] == "Skipped"]
+    assert [e["name"] for e in skipped] == ["004-threads-w4-r2", "005-threads-w16-r2"]
+    root = parse(render_report(document))
+    assert "6 of 6 trials done, 2 skipped (abortOnFail)" in root.find_all("header")[0].all_text()
+    headings = [h.text for h in root.find_all("h2")]
+    assert "Skipped trials" in headings and "Failed trials" not in headings
+    tables = root.find_all("table")
+    listed = rows(tables[-1])
+    assert [(r[0], r[-1]) for r in listed] == [(e["name"], e["message"]) for e in skipped]
+    points = tables[-2]
+    assert set(column(points, "Failed")) == {"—"}
+    tagged = [r for r in points.find_all("tr") if r.find_all("span", "skipped")]
+    assert [r.find_all("td")[2].text for r in tagged] == ["4", "16"]
+    assert {r.find_all("span", "skipped")[0].text for r in tagged} == {"skipped: 1 trial"}
+
+
+def test_an_arrival_point_not_run_says_skipped() -> None:
+    point = {
+        "variant": "asyncio",
+        "model": "asyncio",
+        "workers": 10,
+        "rttSeconds": 0.05,
+        "ratePerSecond": 800.0,
+        "repetitions": 0,
+        "failedTrials": 0,
+        "skippedTrials": 1,
+    }
+    (row,) = rows(parse(rate_points_table([point])).find_all("table")[0])
+    assert row[5] == "skipped: 1 trial (an objective broke)"

@@ -1,6 +1,7 @@
 """A real Prometheus (hack/prometheus.sh) next to the real cluster: it finds the trial Pods,
-stores the runners' series with experiment and trial labels, every dashboard panel's PromQL
-answers from it, and the operator adds cAdvisor's view of each trial to its status entry."""
+stores the runners' series with experiment and trial labels and the operator's objective
+verdicts, every dashboard panel's PromQL answers from it, and the operator adds cAdvisor's
+view of each trial to its status entry."""
 
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ MODELS = [
 ]
 # One RTT: each trial lingers for Prometheus' discovery, so every trial costs 10 s more.
 WORKLOAD = {"type": "sleep", "tasks": 10, "rtts": ["100ms"]}
+# One the sweep meets (no sleep fails): the operator's objective gauges, which the experiment
+# overview's Objectives panel reads, then hold a verdict for it.
+OBJECTIVES = [{"name": "no-failures", "failureRatio": {"max": 0}}]
 TRIALS = 4
 # Prometheus applies discovered targets in batches every 5 s (discovery, then the scrape
 # manager): a runner must outlive that to be scraped at all, whatever the scrape interval.
@@ -161,7 +165,7 @@ def finished(
     lab = Lab(namespace)
     name = f"obs-{uuid.uuid4().hex[:4]}"
     began = time.time()
-    lab.apply(name, experiment_spec(MODELS, WORKLOAD))
+    lab.apply(name, experiment_spec(MODELS, WORKLOAD, objectives=OBJECTIVES))
     experiment = lab.wait_finished(name, timeout=300)
     assert experiment["status"]["phase"] == "Succeeded", why(experiment)
     # Prometheus has the last values once every trial's runner said it finished.
@@ -173,6 +177,15 @@ def finished(
             break
         assert time.monotonic() < deadline, f"Prometheus never saw all trials finish: {answer}"
         time.sleep(1)
+    # The operator's verdict: set by its first pass over the finished experiment (woken by the
+    # trial Pods ending, at the latest after the runners' linger), then scraped every 5 s.
+    assert [o["verdict"] for o in experiment["status"]["objectives"]] == ["Met"], why(experiment)
+    verdict = f'cxlab_experiment_objective_met{{job="cxlab-operator",name="{name}"}}'
+    deadline = time.monotonic() + 60
+    while not (answer := instant(verdict, time.time())):
+        assert time.monotonic() < deadline, "Prometheus never saw the objective's verdict"
+        time.sleep(1)
+    assert [(s["metric"]["objective"], s["value"][1]) for s in answer] == [("no-failures", "1")]
     yield name, experiment, began
     lab.delete(name)
     core.delete_namespace(namespace)

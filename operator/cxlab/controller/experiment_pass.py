@@ -110,6 +110,7 @@ class Reconciler:
         if status.finished:
             assert status.phase is not None
             self.metrics.phases[key] = status.phase
+            self.metrics.observe_objectives(*key, status.objectives)
             return PassReport(self._after_finish(body, status, pods, moment), idle=True)
         try:
             spec = spec_of(body)
@@ -295,3 +296,4 @@ class Reconciler:
         self.memory.pop((namespace, name), None)
         self.metrics.phases.pop((namespace, name), None)
         self.metrics.queued.pop((namespace, name), None)
+        self.metrics.objectives.pop((namespace, name), None)

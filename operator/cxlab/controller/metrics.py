@@ -12,7 +12,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from cxlab.conditions import condition_of
-from cxlab.experiments.status import Phase
+from cxlab.experiments.status import ObjectiveStatus, Phase, Verdict
 from cxlab.schedules.history import METRICS, newest_succeeded
 from cxlab.schedules.status import ScheduleStatus
 
@@ -54,6 +54,55 @@ class _QueueCollector(Collector):
             "How long the longest-waiting experiment has waited (0 with none waiting).",
             value=max(waits, default=0.0),
         )
+
+
+# Two unnamed objectives can share a name (the same metric and bound over other scopes): the
+# series of that name says what the worst of them says, as the ObjectivesMet condition would.
+_WORST: dict[Verdict, int] = {"Broken": 0, "Inconclusive": 1, "Met": 2}
+
+
+def objective_verdicts(objectives: list[ObjectiveStatus]) -> dict[str, Verdict]:
+    """Each objective's verdict by name, as its series are labelled."""
+    found: dict[str, Verdict] = {}
+    for objective in objectives:
+        seen = found.get(objective.name, objective.verdict)
+        found[objective.name] = min(seen, objective.verdict, key=_WORST.__getitem__)
+    return found
+
+
+class _ObjectiveCollector(Collector):
+    """Each finished experiment's objectives (status.objectives), as the reconciler last saw
+    them. Inconclusive is not a value of the met gauge: -1 would read as worse than broken to
+    min(), avg() and `< 1`, and 0 as broken. So the met gauge is a true 0/1 where the
+    measurements decided, absent where they could not (the condition's Unknown), and the
+    inconclusive gauge is 0/1 for every objective, so each one always has a series (Prometheus'
+    "avoid missing metrics"), as kube-state-metrics gives a condition's unknown status a 0/1
+    series of its own."""
+
+    def __init__(self, objectives: dict[tuple[str, str], dict[str, Verdict]]) -> None:
+        self._objectives = objectives
+
+    def collect(self) -> Iterator[Metric]:
+        labels = ["namespace", "name", "objective"]
+        met = GaugeMetricFamily(
+            "cxlab_experiment_objective_met",
+            "1 when a finished experiment met the objective, 0 when it broke it; absent while "
+            "its verdict is Inconclusive (cxlab_experiment_objective_inconclusive 1).",
+            labels=labels,
+        )
+        inconclusive = GaugeMetricFamily(
+            "cxlab_experiment_objective_inconclusive",
+            "1 when the repetitions could not tell whether a finished experiment met the "
+            "objective (its interval straddles the bound, or nothing was measured), else 0.",
+            labels=labels,
+        )
+        for (namespace, name), found in list(self._objectives.items()):
+            for objective, verdict in found.items():
+                series = [namespace, name, objective]
+                inconclusive.add_metric(series, float(verdict == "Inconclusive"))
+                if verdict != "Inconclusive":
+                    met.add_metric(series, float(verdict == "Met"))
+        yield from (met, inconclusive)
 
 
 def refusal(status: ScheduleStatus) -> str | None:
@@ -144,6 +193,8 @@ class OperatorMetrics:
         self.registry.register(_PhaseCollector(self.phases))
         self.queued: dict[tuple[str, str], datetime] = {}  # waiting experiments: since when
         self.registry.register(_QueueCollector(self.queued))
+        self.objectives: dict[tuple[str, str], dict[str, Verdict]] = {}  # finished experiments
+        self.registry.register(_ObjectiveCollector(self.objectives))
         self.schedules: dict[tuple[str, str], ScheduleStatus] = {}
         self.registry.register(_ScheduleCollector(self.schedules))
         self._pass_metrics()
@@ -206,6 +257,12 @@ class OperatorMetrics:
             self.trials_finished.labels(outcome)
         for outcome in ("ok", "error"):
             self.scrapes.labels(outcome)
+
+    def observe_objectives(
+        self, namespace: str, name: str, objectives: list[ObjectiveStatus] | None
+    ) -> None:
+        """A finished experiment's status.objectives (none: no series)."""
+        self.objectives[(namespace, name)] = objective_verdicts(objectives or [])
 
     def observe_schedule(self, namespace: str, name: str, status: ScheduleStatus) -> None:
         self.schedules[(namespace, name)] = status

@@ -90,9 +90,10 @@ def _facts(
 def _progress(status: ExperimentStatus) -> str:
     progress = status.progress or Progress()
     total, done = progress.trials_total or 0, progress.trials_done or 0
-    failed = progress.trials_failed or 0
+    failed, skipped = progress.trials_failed or 0, progress.trials_skipped or 0
     share = 100 * done / total if total else 0
     text = f"{done} of {total} trials done" + (f", {failed} failed" if failed else "")
+    text += f", {skipped} skipped (abortOnFail)" if skipped else ""
     return (
         f'<div class="progress"><span class="bar"><span style="width:{share:.1f}%"></span>'
         f"</span> {escape(text)}</div>"

@@ -1,6 +1,6 @@
 """The experiment document (spec + status) → one self-contained HTML page: the answer first
-(recommendations, the capacity plan, knees), then the curves behind it per RTT, then every
-number in tables.
+(the objectives' verdict, recommendations, the capacity plan, the objectives' points, knees),
+then the curves behind it per RTT, then every number in tables.
 
 Pure and deterministic: everything shown comes from the document, so the same document
 renders to the same bytes and a report can be regenerated from result.json at any time."""
@@ -13,9 +13,10 @@ from cxlab.report.capacity import capacity_section
 from cxlab.report.charts import rtt_section
 from cxlab.report.data import Context, Json, by_rtt, report_points, variant_styles
 from cxlab.report.header import answer_section, header_section
+from cxlab.report.objectives import objectives_section, verdict_banner
 from cxlab.report.page import page_html
 from cxlab.report.rates import rate_sections
-from cxlab.report.tables import failed_table, knees_table, points_table
+from cxlab.report.tables import failed_table, knees_table, points_table, skipped_table
 
 
 def render_report(document: Json) -> str:
@@ -40,11 +41,14 @@ def render_report(document: Json) -> str:
             *(rtt_section(rtt, members, context) for rtt, members in by_rtt(points)),
             points_table(points, summary),
             failed_table(trials),
+            skipped_table(trials),
         ]
     sections = [
         header_section(document, typed, status, trials),
+        verdict_banner(typed, status),
         answer_section(summary, status),
         capacity_section(status.capacity_plan),
+        objectives_section(status),
         *body,
     ]
     name = str((document.get("metadata") or {}).get("name", "experiment"))

@@ -20,6 +20,7 @@ h2 { font-size: 18px; margin: 30px 0 10px; padding-bottom: 4px; border-bottom: 1
 .phase.succeeded { background: #dcf2e3; color: #166534; }
 .phase.failed { background: #fde2e1; color: #991b1b; }
 .phase.running { background: #dbeafe; color: #1e40af; }
+.phase.inconclusive { background: #fdf0d5; color: #92400e; }
 .progress { color: #4b5563; margin: 4px 0 12px; }
 .bar { display: inline-block; width: 160px; height: 8px; border-radius: 4px; background: #e5e7eb;
   vertical-align: middle; overflow: hidden; margin-right: 6px; }
@@ -30,6 +31,12 @@ dl.facts dd { margin: 0; }
 .recommendations { margin: 0; padding: 12px 18px 12px 34px; background: #eef6fc;
   border-left: 4px solid #0072b2; font-size: 15px; font-weight: 500; }
 .recommendations li + li { margin-top: 6px; }
+.verdict { margin: 18px 0 0; padding: 10px 18px; border-left: 4px solid #6b7280;
+  background: #f3f4f6; }
+.verdict ul, .verdict p { margin: 4px 0 0; padding-left: 16px; }
+.verdict.met { background: #dcf2e3; border-color: #166534; }
+.verdict.broken { background: #fde2e1; border-color: #991b1b; }
+.verdict.inconclusive { background: #fdf0d5; border-color: #92400e; }
 .note { color: #6b7280; margin: 0 0 8px; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(540px, 1fr)); gap: 18px; }
 figure.chart { margin: 0; }
@@ -45,6 +52,7 @@ th { background: #f3f4f6; font-weight: 600; white-space: nowrap; }
 .tag.best { background: #dcf2e3; color: #166534; }
 .tag.tied { background: #e0ecf8; color: #1e40af; }
 .tag.noisy { background: #fdf0d5; color: #92400e; }
+.tag.skipped { background: #e5e7eb; color: #4b5563; }
 footer { margin-top: 30px; color: #9ca3af; font-size: 12px; }
 @media print {
   body { background: #fff; }

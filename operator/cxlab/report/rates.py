@@ -12,7 +12,15 @@ from cxlab.experiments.labels import rtt_label, workers_label
 from cxlab.experiments.status import TrialEntry
 from cxlab.report import svg
 from cxlab.report.data import MIB, Context, Json, Style, by_rtt
-from cxlab.report.tables import _mib, _rtt_cell, _table, _workers_text, failed_table
+from cxlab.report.tables import (
+    _mib,
+    _rtt_cell,
+    _table,
+    _workers_text,
+    failed_table,
+    skipped_table,
+    skipped_text,
+)
 from cxlab.stats import center
 
 _RATE_AXIS = svg.Axis("offered rate (tasks/s)", "linear", svg.format_count, include_zero=True)
@@ -214,7 +222,8 @@ def rate_points_table(points: Sequence[Json]) -> str:
             escape(f"{p['ratePerSecond']:,g}"), str(p.get("repetitions", 0)),
         ]  # fmt: skip
         if "p99Seconds" not in p:
-            why = p.get("saturation") or "no successful repetition"
+            skipped = skipped_text(p) + " (an objective broke)" if p.get("skippedTrials") else ""
+            why = p.get("saturation") or skipped or "no successful repetition"
             rows.append([*label, escape(why), *["—"] * 7])
             continue
         rows.append([
@@ -251,4 +260,5 @@ def rate_sections(
         *(rate_section(rtt, members, context) for rtt, members in by_rtt(points)),
         rate_points_table(points),
         failed_table(trials),
+        skipped_table(trials),
     ]

@@ -1,4 +1,5 @@
-"""The report's tables: knees, every point with its measurements, and the failed trials."""
+"""The report's tables: knees, every point with its measurements, and the failed and skipped
+trials."""
 
 from __future__ import annotations
 
@@ -128,10 +129,17 @@ def _tags(point: Json, summary: Json | None) -> str:
         tags.append('<span class="tag best">recommended</span>')
     if _tied(point, recommendations):
         tags.append('<span class="tag tied">tied</span>')
+    if point.get("skippedTrials"):  # not run (abortOnFail): not failed
+        tags.append(f'<span class="tag skipped">{escape(skipped_text(point))}</span>')
     if point.get("noisy"):
         names = ", ".join(NOISE_CHECKED.get(k, k) for k in point.get("noisyQuantities") or [])
         tags.append(f'<span class="tag noisy">noisy: {escape(names)}</span>')
     return "".join(tags)
+
+
+def skipped_text(point: Json) -> str:
+    """A point's trials not run because an objective broke (abortOnFail)."""
+    return f"skipped: {_plural(point['skippedTrials'], 'trial')}"
 
 
 def _failures(point: Json) -> str:
@@ -236,9 +244,10 @@ def _failure_message(trial: TrialEntry) -> str:
     return "; ".join(f"{e['message']} (\u00d7{e['count']})" for e in errors) or "no message"
 
 
-def failed_table(trials: Sequence[TrialEntry]) -> str:
-    failed = [t for t in trials if t.failed]
-    if not failed:
+def _trials_table(
+    title: str, trials: Sequence[TrialEntry], message: Callable[[TrialEntry], str]
+) -> str:
+    if not trials:
         return ""
     rows = [
         [
@@ -247,9 +256,19 @@ def failed_table(trials: Sequence[TrialEntry]) -> str:
             escape(_workers_text(t.model, t.workers, None)),
             escape(_rtt_cell(t.rtt_seconds)),
             str(t.repetition),
-            escape(_failure_message(t)),
+            escape(message(t)),
         ]
-        for t in failed
+        for t in trials
     ]
     headers = ["Trial", "Model", "Workers", "RTT", "Rep", "Message"]
-    return f"<section><h2>Failed trials</h2>{_table(headers, rows, {2, 4})}</section>"
+    return f"<section><h2>{escape(title)}</h2>{_table(headers, rows, {2, 4})}</section>"
+
+
+def failed_table(trials: Sequence[TrialEntry]) -> str:
+    return _trials_table("Failed trials", [t for t in trials if t.failed], _failure_message)
+
+
+def skipped_table(trials: Sequence[TrialEntry]) -> str:
+    """Trials not run because a point they can only do worse than broke an objective."""
+    skipped = [t for t in trials if t.skipped]
+    return _trials_table("Skipped trials", skipped, lambda t: t.message or "skipped")

@@ -369,3 +369,15 @@ def test_a_trial_abort_on_fail_skips_is_recorded_skipped_not_started() -> None:
     )  # fmt: skip
     assert [t for t, _ in decision.running] == [first]
     assert decision.create == [(second, 1, 0)]
+
+
+def test_with_abort_on_fail_no_trial_starts_in_the_pass_that_records_one(result_text: str) -> None:
+    # the outcome recorded now may make the next trial pointless: it starts in the next pass,
+    # which decides from the status that records it
+    s = spec(objectives=[{"latency": {"max": "1s"}, "abortOnFail": True}])
+    first, second, _ = plan_trials(s)
+    done = pod(first.name, phase="Succeeded", exit_code=0, termination_message=result_text)
+    decision = run(s, [done], attempts={first.name: 1})
+    assert [e["name"] for e in decision.finished] == [first.name] and decision.create == []
+    recorded = {first.name: decision.finished[0]}
+    assert run(s, [], recorded=recorded).create == [(second, 1, 0)]

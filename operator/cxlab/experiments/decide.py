@@ -348,6 +348,10 @@ def _decide_experiment(observed: Observed, config: OperatorConfig, gathered: _Pa
     failure = unschedulable_failure(unplaced, placed, observed.now, config)
     if failure:
         return decision.fail_all(observed, failure, UNSCHEDULABLE)
+    if decision.finished and any(o.abort_on_fail for o in observed.spec.objectives or ()):
+        # What ended in this pass may make pending trials pointless (abortOnFail): the next
+        # pass, deciding from the status that records it, starts only those that are not.
+        return decision
     running_trials = len({t.name for t, _ in decision.running})
     slots = observed.spec.parallelism - running_trials - gathered.terminating
     http = observed.spec.workload.type == "http"

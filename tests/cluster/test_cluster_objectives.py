@@ -1,0 +1,101 @@
+"""Objectives on the real cluster: `kubectl wait --for=condition=ObjectivesMet` returns as a
+pipeline expects for a met and a broken experiment, abortOnFail skips on the operator as it
+does locally, and `cxlab wait cx/NAME` exits as `cxlab run` does (cli.py's docstring)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+from harness import KUBECONFIG, ROOT, TIMEOUT_SCALE, Lab, experiment_spec, why
+
+KUBECTL = str(ROOT / "build" / "k8s" / "bin" / "kubectl")
+ENV = {**os.environ, "KUBECONFIG": str(KUBECONFIG)}
+QUICK = {"type": "sleep", "tasks": 5, "rtt": "20ms"}
+# Poisson arrivals at 200/s for 2 s, two repetitions: their seeds draw 410 and 403 arrivals, so
+# the t interval of two straddles 200/s (as in tests/test_local_backend.py): inconclusive.
+EDGE = experiment_spec(
+    [{"model": "asyncio"}],
+    {"type": "sleep", "rtt": "1ms", "arrival": {"ratePerSecond": 200, "duration": "2s"}},
+    repetitions=2, objectives=[{"throughput": {"min": 200}}],
+)  # fmt: skip
+
+
+def kubectl_wait(lab: Lab, name: str, condition: str, seconds: int = 240) -> int:
+    timeout = f"--timeout={int(seconds * TIMEOUT_SCALE)}s"
+    return subprocess.run(
+        [KUBECTL, "-n", lab.namespace, "wait", f"--for=condition={condition}", timeout,
+         f"cx/{name}"],
+        capture_output=True, env=ENV, check=False,
+    ).returncode  # fmt: skip
+
+
+def cxlab_wait(lab: Lab, name: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cxlab.cli", "wait", f"cx/{name}", "-n", lab.namespace, *flags],
+        capture_output=True, text=True, env=ENV, check=False,
+    )  # fmt: skip
+
+
+def printer_column(lab: Lab, name: str) -> str:
+    """The Objectives column of `kubectl get cx NAME`."""
+    table = subprocess.run(
+        [KUBECTL, "-n", lab.namespace, "get", "cx", name], capture_output=True, text=True,
+        env=ENV, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    header, row = table[0], table[1]
+    start = header.index("OBJECTIVES")
+    return row[start:].split()[0]
+
+
+def test_kubectl_wait_and_cxlab_wait_gate_on_the_verdict(lab: Lab) -> None:
+    """Met, broken (with trials skipped) and inconclusive, applied together so they run side
+    by side, each waited for as a pipeline would."""
+    met: dict[str, Any] = experiment_spec(
+        [{"model": "asyncio"}], QUICK, objectives=[{"latency": {"max": "1s"}}]
+    )
+    # every task sleeps 20 ms, so no p50 is 5 ms: 1 worker breaks it and 2 and 4 workers of
+    # threads can only do worse (skipped); asyncio, out of the objective's scope, runs
+    broken = experiment_spec(
+        [{"model": "threads", "workers": [1, 2, 4]}, {"model": "asyncio"}], QUICK,
+        objectives=[{"name": "p50-5ms", "latency": {"percentile": "p50", "max": "5ms"},
+                     "models": ["threads"], "abortOnFail": True}],
+    )  # fmt: skip
+    lab.apply("met", met)
+    lab.apply("broken", broken)
+    lab.apply("edge", EDGE)  # judged at the end: its trials queue behind these
+    early = cxlab_wait(lab, "edge", "--timeout", "1s")
+    assert early.returncode == 124 and "not finished after 1s" in early.stderr
+    assert kubectl_wait(lab, "met", "ObjectivesMet") == 0
+    assert kubectl_wait(lab, "broken", "ObjectivesMet=False") == 0
+    # a pipeline waiting for True on the broken one is not let through
+    assert kubectl_wait(lab, "broken", "ObjectivesMet", seconds=3) != 0
+
+    done = lab.get("broken")
+    status = done["status"]
+    assert status["phase"] == "Succeeded", why(done)  # it ran; what it measured is the verdict
+    phases = {t["name"]: t["phase"] for t in status["trials"]}
+    assert sorted(n for n, p in phases.items() if p == "Skipped") == [
+        "001-threads-w2-rtt20ms-r1", "002-threads-w4-rtt20ms-r1",
+    ], why(done)  # fmt: skip
+    assert status["progress"]["trialsSkipped"] == 2
+    assert not [p for p in lab.pods("broken") if "-w2-" in p.metadata.name]  # never started
+    [objective] = status["objectives"]
+    assert (objective["verdict"], objective["skippedTrials"]) == ("Broken", 2)
+    assert printer_column(lab, "met") == "True" and printer_column(lab, "broken") == "False"
+
+    ran = cxlab_wait(lab, "met")
+    assert ran.returncode == 0, ran.stderr
+    assert "Objectives: met" in ran.stdout
+    ran = cxlab_wait(lab, "broken")
+    assert ran.returncode == 3, ran.stderr
+    assert "Objectives: NOT MET" in ran.stdout and "Skipped trials:" in ran.stdout
+    missing = cxlab_wait(lab, "nothing-here")
+    assert missing.returncode == 2 and "no ConcurrencyExperiment nothing-here" in missing.stderr
+
+    ran = cxlab_wait(lab, "edge", "--timeout", f"{int(300 * TIMEOUT_SCALE)}s")
+    assert ran.returncode == 4, ran.stdout + ran.stderr
+    assert "Objectives: INCONCLUSIVE" in ran.stdout and "repetitions would decide it" in ran.stdout
+    assert kubectl_wait(lab, "edge", "ObjectivesMet=Unknown", seconds=10) == 0

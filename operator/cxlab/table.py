@@ -10,7 +10,7 @@ from cxlab.compare import VERDICTS, Comparison
 from cxlab.conditions import condition_of
 from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.labels import NOISE_CHECKED, share_text, spread_cells, workers_label
-from cxlab.experiments.objectives import shown
+from cxlab.experiments.objectives import row_figure, row_needed
 from cxlab.experiments.status import ExperimentStatus, ObjectivePoint, ObjectiveStatus, Progress
 from cxlab.experiments.summary import Summary, syscalls_requested
 from cxlab.stats import MIN_FOR_INTERVAL, center
@@ -331,7 +331,6 @@ def objectives_text(status: ExperimentStatus) -> str:
 
 
 def _objective_row(objective: ObjectiveStatus, point: ObjectivePoint) -> list[str]:
-    needed = point.repetitions_needed if point.verdict == "Inconclusive" else None
     return [
         objective.name,
         point.variant,
@@ -339,21 +338,11 @@ def _objective_row(objective: ObjectiveStatus, point: ObjectivePoint) -> list[st
         rtt_cell(point.rtt_seconds),
         "—" if point.rate_per_second is None else f"{point.rate_per_second:g}",
         str(point.repetitions),
-        _objective_figure(objective.unit, point),
+        row_figure(objective.unit, point),
         objective.bound,
         _VERDICT_WORD[point.verdict],
-        "" if needed is None else str(needed),
+        row_needed(point),
     ]
-
-
-def _objective_figure(unit: str, point: ObjectivePoint) -> str:
-    """A point's value and interval in the metric's unit (ms, MiB, %, /s)."""
-    if point.value is None:
-        return "no value"
-    text = shown(unit, point.value)
-    if point.low is not None and point.high is not None:
-        text += f" [{shown(unit, point.low)}, {shown(unit, point.high)}]"
-    return text
 
 
 # Each compared metric's unit in a cell, as the trend's (cxlab.trend.trend_tables).

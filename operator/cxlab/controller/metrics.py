@@ -253,7 +253,7 @@ class OperatorMetrics:
         self.status_writes = Counter(
             "cxlab_operator_status_writes", "Status writes to experiments.", registry=registry
         )
-        for outcome in ("succeeded", "failed"):
+        for outcome in ("succeeded", "failed", "skipped"):
             self.trials_finished.labels(outcome)
         for outcome in ("ok", "error"):
             self.scrapes.labels(outcome)

@@ -58,6 +58,8 @@ class Recorder:
             entry.prometheus = self._prometheus_usage(entry, state)
         new = self._status_after(state, decision, running, old)
         self.metrics.phases[state.key] = new.phase or Phase.PENDING
+        if new.finished:  # the verdict from the pass that finishes it, not the one after
+            self.metrics.observe_objectives(*state.key, new.objectives)
         # Results leave status for ConfigMaps: those of this pass's trials, and any still
         # inline (an older operator's), written before the status that points at them.
         positions = state.positions()

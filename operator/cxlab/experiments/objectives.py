@@ -180,14 +180,51 @@ def _recommended(group: PointRuns, recommendations: Iterable[Mapping[str, Any]])
     )
 
 
-def point_label(trial: Trial) -> str:
-    """A point as messages name it: threads, 100 workers, RTT 100ms, 2000/s."""
-    parts = [trial.variant, workers_label(trial.model, trial.workers, trial.pods)]
-    if trial.rtt_seconds is not None:
-        parts.append(f"RTT {format_duration(trial.rtt_seconds)}")
-    if trial.rate is not None:
-        parts.append(f"{trial.rate:g}/s")
+def configuration_text(
+    variant: str, model: str, workers: int, pods: int, rtt: float | None, rate: float | None
+) -> str:
+    """A point as messages and tables name it: threads, 100 workers, RTT 100ms, 2000/s."""
+    parts = [variant, workers_label(model, workers, pods)]
+    if rtt is not None:
+        parts.append(f"RTT {format_duration(rtt)}")
+    if rate is not None:
+        parts.append(f"{rate:g}/s")
     return ", ".join(parts)
+
+
+def point_label(trial: Trial) -> str:
+    return configuration_text(
+        trial.variant, trial.model, trial.workers, trial.pods, trial.rtt_seconds, trial.rate
+    )
+
+
+def row_label(point: ObjectivePoint) -> str:
+    """An objective's table row named as its messages name the point."""
+    return configuration_text(
+        point.variant, point.model, point.workers, point.pods or 1, point.rtt_seconds,
+        point.rate_per_second,
+    )  # fmt: skip
+
+
+def row_needed(point: ObjectivePoint) -> str:
+    """An objective's table row's repetitions that would decide it (inconclusive only)."""
+    if point.verdict != INCONCLUSIVE:
+        return "—"
+    if point.repetitions < 2:
+        return "2 or more"  # no spread yet to reckon with
+    if point.repetitions_needed is None:
+        return "none would decide"  # the mean is on the bound, or past MAX_NEEDED
+    return f"{point.repetitions_needed:,}"
+
+
+def row_figure(unit: str, point: ObjectivePoint) -> str:
+    """An objective's table row's figure: 310ms [290ms, 330ms], or why there is none."""
+    if point.value is None:
+        return "no repetition counted"
+    text = shown(unit, point.value)
+    if point.low is None or point.high is None:
+        return f"{text} (n={point.repetitions}, no interval)"
+    return f"{text} [{shown(unit, point.low)}, {shown(unit, point.high)}]"
 
 
 def objective_name(objective: Objective) -> str:
@@ -203,7 +240,10 @@ class _Row:
 
 
 def _rows(
-    objective: Objective, groups: Sequence[PointRuns], recommendations: Sequence[Mapping[str, Any]]
+    objective: Objective,
+    groups: Sequence[PointRuns],
+    recommendations: Sequence[Mapping[str, Any]],
+    one_decides: bool,
 ) -> list[_Row]:
     bound, rows = bound_of(objective), []
     for group in groups:
@@ -217,7 +257,7 @@ def _rows(
         values = [v for r in group.results if (v := value_of(objective, r)) is not None]
         if group.results and not values:
             continue  # the metric does not apply here (a start skew of one Pod)
-        rows.append(_Row(group, values, judge(values, bound)))
+        rows.append(_Row(group, values, judge(values, bound, one_decides)))
     return rows
 
 
@@ -242,6 +282,12 @@ def figure_text(unit: str, judged: Judged, repetitions: int) -> str:
     if judged.low is not None and judged.high is not None:
         return f"{text} [{shown(unit, judged.low)}, {shown(unit, judged.high)}]"
     return f"{text} (n={repetitions}, no interval)"
+
+
+def _uncounted(group: PointRuns) -> str:
+    """Why a point's other repetitions are not counted: ", 2 saturated" and the like."""
+    why = [(group.failed, "failed"), (group.saturated, "saturated"), (group.unpinned, "unpinned")]
+    return "".join(f", {count} {what}" for count, what in why if count)
 
 
 def _margin(judged: Judged, bound: Bound) -> float:
@@ -275,8 +321,12 @@ def _message(objective: Objective, rows: list[_Row], verdict: Verdict, skipped: 
         if skipped:
             text += f"; {skipped} trial(s) skipped (abortOnFail)"
         return text
-    if first.judged.mean is None:
-        return f"{name}: inconclusive, {label}: no repetition measured (its trials failed)"
+    if len(first.values) < 2:
+        counted = f"{len(first.values)} repetition(s) counted" + _uncounted(first.group)
+        return (
+            f"{name}: inconclusive at {counts[INCONCLUSIVE]} of {total} point(s), first {label}: "
+            f"{figure}; {counted}: too few for an interval"
+        )
     needed = first.judged.needed
     decide = (
         f"about {needed} repetitions would decide it"
@@ -299,7 +349,9 @@ def judge_objectives(
     recommendations = summary.get("recommendations") or []
     judged = []
     for objective in spec.objectives or ():
-        rows = _rows(objective, groups, recommendations)
+        # One repetition decides only where one was asked for: of three, the one counted
+        # beside two saturated ones is no verdict.
+        rows = _rows(objective, groups, recommendations, one_decides=spec.repetitions == 1)
         verdicts = [r.judged.verdict for r in rows]
         verdict = (
             BROKEN if BROKEN in verdicts else INCONCLUSIVE if INCONCLUSIVE in verdicts or not rows

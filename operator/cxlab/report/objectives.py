@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from html import escape
 
-from cxlab.experiments.labels import rtt_label, workers_label
-from cxlab.experiments.objectives import shown, summed_up
+from cxlab.experiments.objectives import row_figure, row_label, row_needed, summed_up
 from cxlab.experiments.spec import ExperimentSpec
-from cxlab.experiments.status import ExperimentStatus, ObjectivePoint, ObjectiveStatus, Verdict
+from cxlab.experiments.status import ExperimentStatus, ObjectiveStatus, Verdict
 from cxlab.report.tables import _table
 
 # The condition's status as the banner says it, and its colour (page.py's .verdict).
@@ -49,34 +48,6 @@ def verdict_banner(typed: ExperimentSpec, status: ExperimentStatus) -> str:
     return f'<div class="verdict {css}"><strong>{escape(said)}</strong><ul>{items}</ul></div>'
 
 
-def _configuration(point: ObjectivePoint) -> str:
-    """The point as the objectives' messages name it: threads, 2 workers, RTT 100ms, 500/s."""
-    parts = [point.variant, workers_label(point.model, point.workers, point.pods or 1)]
-    if point.rtt_seconds is not None:
-        parts.append(rtt_label(point.rtt_seconds))
-    if point.rate_per_second is not None:
-        parts.append(f"{point.rate_per_second:g}/s")
-    return ", ".join(parts)
-
-
-def _figure(objective: ObjectiveStatus, point: ObjectivePoint) -> str:
-    """The mean with its 95 % interval; one repetition has none, and says so."""
-    if point.value is None:
-        return "no value (its trials failed)"
-    text = shown(objective.unit, point.value)
-    if point.low is None or point.high is None:
-        return f"{text} (no interval)"
-    return f"{text} [{shown(objective.unit, point.low)}, {shown(objective.unit, point.high)}]"
-
-
-def _needed(point: ObjectivePoint) -> str:
-    if point.verdict != "Inconclusive":
-        return "—"
-    if point.repetitions_needed is None:
-        return "none would decide"  # the mean is on the bound, or past MAX_NEEDED
-    return f"{point.repetitions_needed:,}"
-
-
 def _objective(objective: ObjectiveStatus) -> str:
     counts = (
         f"{objective.met} met, {objective.broken} broken, {objective.inconclusive} inconclusive"
@@ -88,8 +59,8 @@ def _objective(objective: ObjectiveStatus) -> str:
         counts += f"; {objective.skipped_trials} trial(s) skipped (abortOnFail)"
     rows = [
         [
-            escape(_configuration(p)), str(p.repetitions), escape(_figure(objective, p)),
-            escape(objective.bound), verdict_badge(p.verdict), escape(_needed(p)),
+            escape(row_label(p)), str(p.repetitions), escape(row_figure(objective.unit, p)),
+            escape(objective.bound), verdict_badge(p.verdict), escape(row_needed(p)),
         ]
         for p in objective.points
     ]  # fmt: skip

@@ -359,3 +359,20 @@ def test_a_schedules_history_entry_keeps_the_runs_verdict() -> None:
         outcomes_for(experiment.spec, P99), set(), None, datetime(2026, 1, 1, tzinfo=UTC),
     )  # fmt: skip
     assert history_entry(without | {"status": status.document()}).objectives is None
+
+
+def test_one_counted_repetition_of_several_asked_for_decides_nothing() -> None:
+    # three repetitions asked for; two measured a saturated generator and are left out, as
+    # everywhere: the one left is no verdict, however far past the bound
+    experiment = spec(repetitions=3, objectives=[{"latency": {"max": "300ms"}}])
+    saturated = {"generatorSaturated": True, "saturation": "lag p99 20ms over 10ms", "dropped": 0}
+    outcomes = []
+    for trial in plan_trials(experiment):
+        if trial.workers != 1:
+            continue
+        arrival = saturated if trial.repetition > 1 else None
+        latency = {"p50": 0.5, "p90": 0.5, "p99": 0.9, "max": 0.9}
+        outcomes.append(TrialOutcome(trial, result(arrival=arrival, latencySeconds=latency)))
+    [judged] = verdicts(experiment, outcomes)
+    assert (judged.verdict, judged.inconclusive) == (INCONCLUSIVE, 1)
+    assert "1 repetition(s) counted, 2 saturated: too few for an interval" in judged.message

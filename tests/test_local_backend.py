@@ -432,3 +432,20 @@ def test_an_objective_on_the_edge_with_two_repetitions_exits_4_naming_the_repeti
     [objective] = json.loads((tmp_path / "out" / "result.json").read_text())["status"]["objectives"]
     needed = objective["points"][0]["repetitionsNeeded"]
     assert needed > 2 and f"about {needed} repetitions would decide it" in objective["message"]
+
+
+def test_plan_lists_the_objectives_it_will_judge(tmp_path: Path) -> None:
+    spec = {
+        "workload": SLEEP,
+        "models": [{"model": "threads", "workers": [1, 2]}],
+        "objectives": [
+            {"name": "fast", "latency": {"max": "250ms"}, "abortOnFail": True},
+            {"failureRatio": {"max": 0.01}, "scope": "recommended"},
+        ],
+    }
+    completed = cxlab("plan", str(write_experiment(tmp_path / "e.yaml", spec)), cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    assert (
+        "objective fast (latency p99 ≤ 250ms) at every point, skipping what can only do worse "
+        "once broken\nobjective failure ratio ≤ 1 % at recommended point\n"
+    ) in completed.stdout

@@ -30,6 +30,7 @@ from cxlab.compare import ComparePolicy, NothingToCompare, compare
 from cxlab.conditions import condition_of
 from cxlab.experiments.fields import MAX_TRIAL_TIMEOUT, MIN_TRIAL_TIMEOUT, SpecError
 from cxlab.experiments.labels import workers_label
+from cxlab.experiments.objectives import bound_of, objective_name
 from cxlab.experiments.plan import PYTHON_RUNNER, floor_seconds, plan_trials, runner_command
 from cxlab.experiments.resource import ConcurrencyExperiment, load_experiments, parse_experiment
 from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES, ExperimentSpec
@@ -130,6 +131,15 @@ def _followups_text(spec: ExperimentSpec) -> str:
             f"then per model a rate search: up to {search.max_probes} probes of one Pod, "
             f"{search.duration} each, from {search.start:g}/s"
         )
+    for objective in spec.objectives or ():
+        abort = ", skipping what can only do worse once broken" if objective.abort_on_fail else ""
+        bound = bound_of(objective)
+        named = (
+            f"{objective.name} ({bound.metric} {bound.text})"
+            if objective.name
+            else (objective_name(objective))
+        )
+        lines.append(f"objective {named} at {objective.scope} point{abort}")
     capacity = spec.capacity
     if capacity is not None and (verify := capacity.verifying) is not None:
         lines.append(

@@ -219,12 +219,7 @@ def row_needed(point: ObjectivePoint) -> str:
 
 def row_figure(unit: str, point: ObjectivePoint) -> str:
     """An objective's table row's figure: 310ms [290ms, 330ms], or why there is none."""
-    if point.value is None:
-        return "no repetition counted"
-    text = shown(unit, point.value)
-    if point.low is None or point.high is None:
-        return f"{text} (n={point.repetitions}, no interval)"
-    return f"{text} [{shown(unit, point.low)}, {shown(unit, point.high)}]"
+    return _figure(unit, point.value, point.low, point.high, point.repetitions)
 
 
 def objective_name(objective: Objective) -> str:
@@ -276,12 +271,17 @@ def _point(row: _Row) -> ObjectivePoint:
 
 def figure_text(unit: str, judged: Judged, repetitions: int) -> str:
     """A point's figure: 310ms [290ms, 330ms] over 3 repetitions."""
-    if judged.mean is None:
-        return "no repetition measured"
-    text = shown(unit, judged.mean)
-    if judged.low is not None and judged.high is not None:
-        return f"{text} [{shown(unit, judged.low)}, {shown(unit, judged.high)}]"
-    return f"{text} (n={repetitions}, no interval)"
+    return _figure(unit, judged.mean, judged.low, judged.high, repetitions)
+
+
+def _figure(
+    unit: str, mean: float | None, low: float | None, high: float | None, repetitions: int
+) -> str:
+    if mean is None:
+        return "no repetition counted"
+    if low is None or high is None:
+        return f"{shown(unit, mean)} (n={repetitions}, no interval)"
+    return f"{shown(unit, mean)} [{shown(unit, low)}, {shown(unit, high)}]"
 
 
 def _uncounted(group: PointRuns) -> str:

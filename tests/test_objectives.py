@@ -28,6 +28,7 @@ from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.spec import ExperimentSpec, Objective
+from cxlab.experiments.status import ExperimentStatus
 from cxlab.experiments.summary import summarize
 from cxlab.local.backend import local_status
 from cxlab.schedules.history import history_entry
@@ -231,20 +232,28 @@ def test_the_condition_sums_up_the_objectives() -> None:
     assert summed_up([])[:2] == (True, "NoObjectives")
 
 
-def test_a_finished_status_has_the_table_and_the_condition() -> None:
-    document = {
-        "apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
-        "metadata": {"name": "gate"},
-        "spec": {"workload": {"type": "sleep", "tasks": 100, "rtt": "100ms"},
-                 "models": [{"model": "threads", "workers": [1, 2, 4, 8]}], "repetitions": 3,
-                 "objectives": [{"name": "p99", "latency": {"max": "300ms"}}]},
-    }  # fmt: skip
+GATE = {
+    "apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
+    "metadata": {"name": "gate-1"},
+    "spec": {"workload": {"type": "sleep", "tasks": 100, "rtt": "100ms"},
+             "models": [{"model": "threads", "workers": [1, 2, 4, 8]}], "repetitions": 3,
+             "objectives": [{"name": "p99", "latency": {"max": "300ms"}}]},
+}  # fmt: skip
+
+
+def finished(document: dict[str, Any]) -> dict[str, Any]:
+    """The document with the local backend's status after every trial measured P99."""
     experiment = parse_experiment(document)
-    outcomes = outcomes_for(experiment.spec, P99)
+    trials = plan_trials(experiment.spec)
     status = local_status(
-        experiment, plan_trials(experiment.spec), outcomes, set(), None,
+        experiment, trials, outcomes_for(experiment.spec, P99), set(), None,
         datetime(2026, 1, 1, tzinfo=UTC),
     )  # fmt: skip
+    return document | {"status": status.document()}
+
+
+def test_a_finished_status_has_the_table_and_the_condition() -> None:
+    status = ExperimentStatus.read(finished(GATE)["status"])
     condition = condition_of(status.conditions, "ObjectivesMet")
     assert condition is not None and (condition.status, condition.reason) == (
         "False",
@@ -337,28 +346,11 @@ def test_skipped_trials_are_neither_failed_nor_points_of_the_verdict() -> None:
 
 
 def test_a_schedules_history_entry_keeps_the_runs_verdict() -> None:
-    document = {
-        "apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
-        "metadata": {"name": "gate-1"},
-        "spec": {"workload": {"type": "sleep", "tasks": 100, "rtt": "100ms"},
-                 "models": [{"model": "threads", "workers": [1, 2, 4, 8]}], "repetitions": 3,
-                 "objectives": [{"name": "p99", "latency": {"max": "300ms"}}]},
-    }  # fmt: skip
-    experiment = parse_experiment(document)
-    status = local_status(
-        experiment, plan_trials(experiment.spec), outcomes_for(experiment.spec, P99), set(),
-        None, datetime(2026, 1, 1, tzinfo=UTC),
-    )  # fmt: skip
-    entry = history_entry(document | {"status": status.document()})
+    entry = history_entry(finished(GATE))
     assert entry.objectives == BROKEN
     assert entry.objectives_message and entry.objectives_message.startswith("p99: broken at 2")
-    without = {**document, "spec": {k: v for k, v in document["spec"].items()
-                                    if k != "objectives"}}  # fmt: skip
-    status = local_status(
-        parse_experiment(without), plan_trials(experiment.spec),
-        outcomes_for(experiment.spec, P99), set(), None, datetime(2026, 1, 1, tzinfo=UTC),
-    )  # fmt: skip
-    assert history_entry(without | {"status": status.document()}).objectives is None
+    spec = {k: v for k, v in GATE["spec"].items() if k != "objectives"}
+    assert history_entry(finished({**GATE, "spec": spec})).objectives is None
 
 
 def test_one_counted_repetition_of_several_asked_for_decides_nothing() -> None:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
+import yaml
 from harness import KUBECONFIG, ROOT, TIMEOUT_SCALE, Lab, experiment_spec, why
 
 KUBECTL = str(ROOT / "build" / "k8s" / "bin" / "kubectl")
@@ -33,11 +35,35 @@ def kubectl_wait(lab: Lab, name: str, condition: str, seconds: int = 240) -> int
     ).returncode  # fmt: skip
 
 
-def cxlab_wait(lab: Lab, name: str, *flags: str) -> subprocess.CompletedProcess[str]:
+def cxlab_wait(
+    lab: Lab, name: str, *flags: str, kubeconfig: Path = KUBECONFIG
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "cxlab.cli", "wait", f"cx/{name}", "-n", lab.namespace, *flags],
-        capture_output=True, text=True, env=ENV, check=False,
+        capture_output=True, text=True, env={**ENV, "KUBECONFIG": str(kubeconfig)}, check=False,
     )  # fmt: skip
+
+
+def reader_kubeconfig(lab: Lab, path: Path) -> Path:
+    """A kubeconfig of a ServiceAccount that may read experiments and nothing else (no
+    ConfigMaps): what a pipeline given too little is."""
+    kubectl = [KUBECTL, "-n", lab.namespace]
+    rules = "--verb=get,list,watch --resource=concurrencyexperiments.cxlab.dev"
+    for command in (
+        "create serviceaccount reader",
+        f"create role reader {rules}",
+        "create rolebinding reader --role=reader --serviceaccount=" + lab.namespace + ":reader",
+    ):
+        subprocess.run([*kubectl, *command.split()], env=ENV, check=True, capture_output=True)
+    token = subprocess.run(
+        [*kubectl, "create", "token", "reader"], env=ENV, check=True, capture_output=True,
+        text=True,
+    ).stdout.strip()  # fmt: skip
+    config = yaml.safe_load(KUBECONFIG.read_text())
+    config["users"] = [{"name": "reader", "user": {"token": token}}]
+    config["contexts"][0]["context"]["user"] = "reader"
+    path.write_text(yaml.safe_dump(config))
+    return path
 
 
 def printer_column(lab: Lab, name: str) -> str:
@@ -51,7 +77,7 @@ def printer_column(lab: Lab, name: str) -> str:
     return row[start:].split()[0]
 
 
-def test_kubectl_wait_and_cxlab_wait_gate_on_the_verdict(lab: Lab) -> None:
+def test_kubectl_wait_and_cxlab_wait_gate_on_the_verdict(lab: Lab, tmp_path: Path) -> None:
     """Met, broken (with trials skipped) and inconclusive, applied together so they run side
     by side, each waited for as a pipeline would."""
     met: dict[str, Any] = experiment_spec(
@@ -93,6 +119,11 @@ def test_kubectl_wait_and_cxlab_wait_gate_on_the_verdict(lab: Lab) -> None:
     ran = cxlab_wait(lab, "broken")
     assert ran.returncode == 3, ran.stderr
     assert "Objectives: NOT MET" in ran.stdout and "Skipped trials:" in ran.stdout
+    # given the right to read experiments but not their ConfigMaps: the verdict all the same
+    reader = reader_kubeconfig(lab, tmp_path / "reader")
+    ran = cxlab_wait(lab, "broken", kubeconfig=reader)
+    assert ran.returncode == 3, ran.stderr
+    assert "may not list its ConfigMaps (403)" in ran.stderr and "Objectives: NOT MET" in ran.stdout
     missing = cxlab_wait(lab, "nothing-here")
     assert missing.returncode == 2 and "no ConcurrencyExperiment nothing-here" in missing.stderr
 

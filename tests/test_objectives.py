@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from cxlab.cli import GRAVITY, exit_status
 from cxlab.conditions import condition_of
 from cxlab.experiments.objectives import (
     BROKEN,
@@ -368,3 +369,28 @@ def test_one_counted_repetition_of_several_asked_for_decides_nothing() -> None:
     [judged] = verdicts(experiment, outcomes)
     assert (judged.verdict, judged.inconclusive) == (INCONCLUSIVE, 1)
     assert "1 repetition(s) counted, 2 saturated: too few for an interval" in judged.message
+
+
+@pytest.mark.parametrize(
+    ("phase", "verdict", "code"),
+    [
+        ("Succeeded", None, 0),  # a status before objectives existed
+        ("Succeeded", "True", 0),
+        ("Succeeded", "False", 3),
+        ("Failed", "False", 3),  # broken, whatever else happened
+        ("Succeeded", "Unknown", 4),
+        ("Failed", "Unknown", 1),  # a failed trial first: more repetitions would not help
+        ("Failed", "True", 1),
+    ],
+)
+def test_exit_statuses_of_run_and_wait(phase: str, verdict: str | None, code: int) -> None:
+    conditions = [] if verdict is None else [{"type": "ObjectivesMet", "status": verdict}]
+    status = ExperimentStatus.read({"phase": phase, "conditions": conditions})
+    assert exit_status(status) == code
+
+
+def test_several_experiments_exit_with_the_gravest() -> None:
+    # 0 < inconclusive < a failed trial < broken
+    assert [max(codes, key=GRAVITY.index) for codes in ([0, 4], [4, 1], [1, 3], [0, 0])] == [
+        4, 1, 3, 0,
+    ]  # fmt: skip

@@ -55,7 +55,7 @@ OBJECTIVES_BROKEN = 3
 OBJECTIVES_INCONCLUSIVE = 4
 TIMED_OUT = 124  # as coreutils' timeout
 # Several experiments in one file: the run exits with the gravest of their statuses.
-_GRAVITY = (0, OBJECTIVES_INCONCLUSIVE, TRIAL_FAILED, OBJECTIVES_BROKEN)
+GRAVITY = (0, OBJECTIVES_INCONCLUSIVE, TRIAL_FAILED, OBJECTIVES_BROKEN)
 # How often `cxlab wait` reads the experiment: a status written by a pass is seen within it.
 WAIT_POLL_SECONDS = 2.0
 
@@ -245,7 +245,7 @@ def run_command(args: argparse.Namespace) -> int:
         if args.history:
             print(f"history: {save_run(document, args.history)} (cxlab history {args.history})\n")
         statuses.append(exit_status(ExperimentStatus.read(document["status"])))
-    return max(statuses, key=_GRAVITY.index)
+    return max(statuses, key=GRAVITY.index)
 
 
 def wait_command(args: argparse.Namespace) -> int:

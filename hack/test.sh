@@ -137,6 +137,8 @@ phase_in_background bring-up builds_and_bring_up
 phase_in_background tools tools_after_k8s
 phase_in_background checks checks
 wait_background bring-up
+# Built and up: the cluster tests' fixture need not build the images again in each worker.
+export CXLAB_CLUSTER_READY=1
 wait_background test-deps
 phase_in_background unit unit
 # tests go to whichever worker is free, but for the groups of tests/conftest.py

@@ -4,6 +4,7 @@ decide, the scopes, the condition, and the trials abortOnFail skips."""
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from datetime import UTC, datetime
@@ -394,3 +395,21 @@ def test_several_experiments_exit_with_the_gravest() -> None:
     assert [max(codes, key=GRAVITY.index) for codes in ([0, 4], [4, 1], [1, 3], [0, 0])] == [
         4, 1, 3, 0,
     ]  # fmt: skip
+
+
+def test_the_table_keeps_fifty_rows_and_whole_counts() -> None:
+    experiment = spec(
+        workload={"type": "sleep", "tasks": 100, "rtts": ["1ms", "2ms", "3ms"]},
+        models=[{"model": "threads", "workers": list(range(1, 33))}],
+        objectives=[{"latency": {"max": "150ms"}}],
+    )
+    outcomes = []
+    for t in plan_trials(experiment):  # a third of the points at 200 ms: broken
+        latency = {"p50": 0.1, "p90": 0.1, "p99": 0.1 * (t.index % 3), "max": 1.0}
+        outcomes.append(TrialOutcome(t, result(latencySeconds=latency)))
+    [judged] = verdicts(experiment, outcomes)
+    assert (judged.met, judged.broken, len(judged.points)) == (64, 32, 50)
+    assert [p.verdict for p in judged.points[:32]] == [BROKEN] * 32  # all the broken ones kept
+    # sixteen such tables stay a fifth of a MiB in status
+    size = len(json.dumps(judged.document()))
+    assert 16 * size < 0.25 * 2**20, size

@@ -235,7 +235,7 @@ class ObjectiveStatus(Shape):
     skipped_trials: Maybe[int] = None
     """Trials not run because a point broke this objective (abortOnFail)."""
     points: list[ObjectivePoint]
-    """Broken points first, then inconclusive, then met; at most 100 (the counts are whole)."""
+    """Broken points first, then inconclusive, then met; at most 50 (the counts are whole)."""
 
 
 class ExperimentStatus(Shape):

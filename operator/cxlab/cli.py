@@ -300,7 +300,8 @@ def _finished(source: str, namespace: str, timeout: float) -> dict[str, Any] | N
         status = ExperimentStatus.read((document or {}).get("status"))
         if document and status.finished:
             return document
-        if time.monotonic() > deadline:
+        left = deadline - time.monotonic()
+        if left <= 0:
             shown = status.progress.display if status.progress else ""
             print(
                 f"cxlab: {source}: not finished after {format_duration(timeout)} "
@@ -308,7 +309,7 @@ def _finished(source: str, namespace: str, timeout: float) -> dict[str, Any] | N
                 file=sys.stderr,
             )
             return None
-        time.sleep(WAIT_POLL_SECONDS)
+        time.sleep(min(WAIT_POLL_SECONDS, left))  # the last look at the deadline, not after
 
 
 def history_command(args: argparse.Namespace) -> int:

@@ -17,6 +17,15 @@ from cxlab.experiments.status import ExperimentStatus, ObjectiveStatus, Phase, V
 from cxlab.schedules.status import ScheduleStatus
 
 
+def assert_promtool_passes(metrics: OperatorMetrics) -> None:
+    """The registry's exposition passes Prometheus' own metrics lint."""
+    text = generate_latest(metrics.registry).decode()
+    lint = subprocess.run(
+        [program("promtool"), "check", "metrics"], input=text, capture_output=True, text=True
+    )
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
 def test_experiments_by_phase_follow_what_the_reconciler_saw() -> None:
     metrics = OperatorMetrics()
     metrics.phases[("lab", "a")] = "Running"
@@ -36,11 +45,7 @@ def test_counters_start_at_zero_for_every_outcome_and_pass_promtool() -> None:
     assert value("cxlab_operator_trial_scrapes_total", {"outcome": "error"}) == 0
     metrics.trials_finished.labels("succeeded").inc()
     assert value("cxlab_operator_trials_finished_total", {"outcome": "succeeded"}) == 1
-    text = generate_latest(metrics.registry).decode()
-    lint = subprocess.run(
-        [program("promtool"), "check", "metrics"], input=text, capture_output=True, text=True
-    )
-    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert_promtool_passes(metrics)
 
 
 def test_the_queue_is_its_length_and_its_oldest_wait() -> None:
@@ -99,11 +104,7 @@ def test_objectives_are_met_1_broken_0_and_inconclusive_a_series_of_their_own() 
     near = {"namespace": "lab", "name": "a", "objective": "near"}
     assert value("cxlab_experiment_objective_met", near) is None
     assert value("cxlab_experiment_objective_inconclusive", near) == 1
-    text = generate_latest(metrics.registry).decode()
-    lint = subprocess.run(
-        [program("promtool"), "check", "metrics"], input=text, capture_output=True, text=True
-    )
-    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert_promtool_passes(metrics)
 
 
 def test_a_finished_experiments_pass_sets_its_objectives_and_forgetting_it_drops_them() -> None:

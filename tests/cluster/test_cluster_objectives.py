@@ -84,9 +84,15 @@ def test_kubectl_wait_and_cxlab_wait_gate_on_the_verdict(lab: Lab, tmp_path: Pat
                      "abortOnFail": True}],
     )  # fmt: skip
     lab.apply("broken", broken)
-    lab.apply("met", met)  # its trial queues behind broken's first
-    early = cxlab_wait(lab, "met", "--timeout", "1s")
+    lab.apply("met", met)
+    # one task of 60 s on a quarter of a core (the shared pool: beside the others, not before
+    # them): surely not finished within wait's second; a 5-task experiment was, once, in CI
+    slow = experiment_spec([{"model": "asyncio"}], {"type": "sleep", "tasks": 1, "rtt": "60s"},
+                           resources={"cpu": 0.25}, pinning="preferred")  # fmt: skip
+    lab.apply("slow", slow)
+    early = cxlab_wait(lab, "slow", "--timeout", "1s")
     assert early.returncode == 124 and "not finished after 1s" in early.stderr
+    lab.delete("slow")
     assert kubectl_wait(lab, "met", "ObjectivesMet") == 0
     assert kubectl_wait(lab, "broken", "ObjectivesMet=False") == 0
     # a pipeline waiting for True on the broken one is not let through

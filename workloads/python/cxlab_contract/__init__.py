@@ -43,7 +43,12 @@ class RunnerContract:
     go_models: tuple[str, ...]
     workloads: tuple[str, ...]
     connections: tuple[str, ...]
-    target_url_schemes: tuple[str, ...]  # --target-url: the delay target speaks plain HTTP
+    target_url_schemes: tuple[str, ...]  # --target-url: http (the delay target), https
+    target_modes: tuple[str, ...]  # --target-mode: delay (adds ?rtt=), direct (as given)
+    http_methods: tuple[str, ...]  # --method
+    forbidden_headers: frozenset[str]  # --header names the runner sets itself (lower case)
+    max_headers: int  # --header and --header-env together
+    failure_kinds: tuple[str, ...]  # a failed task's kind: connect, timeout, tls, status, other
     exit_status: dict[str, int]
     result_max_bytes: int
     latency_buckets_seconds: tuple[float, ...]
@@ -73,6 +78,11 @@ def runner_contract() -> RunnerContract:
         workloads=tuple(document["workloads"]),
         connections=tuple(document["connections"]),
         target_url_schemes=tuple(document["targetUrlSchemes"]),
+        target_modes=tuple(document["targetModes"]),
+        http_methods=tuple(document["httpRequest"]["methods"]),
+        forbidden_headers=frozenset(document["httpRequest"]["forbiddenHeaders"]),
+        max_headers=int(document["httpRequest"]["maxHeaders"]),
+        failure_kinds=tuple(document["failureKinds"]["kinds"]),
         exit_status=dict(document["exitStatus"]),
         result_max_bytes=int(document["resultMaxBytes"]),
         latency_buckets_seconds=tuple(float(b) for b in document["latencyBucketsSeconds"]),

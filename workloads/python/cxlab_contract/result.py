@@ -98,6 +98,20 @@ class Host(TypedDict):
     kernel: str
 
 
+class FailureKinds(TypedDict):
+    """How the failed tasks failed (runner-contract.json failureKinds); they sum to
+    tasksFailed."""
+
+    connect: int
+    timeout: int
+    tls: int
+    status: int
+    other: int
+
+
+FAILURE_KINDS: tuple[str, ...] = tuple(_PROPERTIES["failureKinds"]["required"])
+
+
 class Result(TypedDict):
     """One trial's (or one Pod's) Result, key for key the schema's."""
 
@@ -143,6 +157,7 @@ class Result(TypedDict):
     cpus: list[int]
     runtime: str
     host: NotRequired[Host]  # every runner writes it; Results written before it have none
+    failureKinds: NotRequired[FailureKinds]  # every runner writes it; older Results have none
     errors: list[Error]
     durationSeconds: float | None
     arrival: Arrival | None

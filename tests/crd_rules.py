@@ -71,6 +71,9 @@ class Case:
     field: str
     """The field both name for the invalid manifest, as Kubernetes writes it:
     spec.models[1].workers."""
+    cluster_only: bool = False
+    """A rule of the cluster's alone: `cxlab plan` (and cxlab run) accept the invalid manifest
+    (valueFrom.env names a variable of cxlab run's own)."""
 
     @property
     def rule(self) -> tuple[str, str]:
@@ -104,6 +107,20 @@ ONE_TRIAL_MORE = {  # 21 x 5 x 10 = 1050, the one more per RTT through the pods 
         {"model": "locust", "workers": [1], "pods": [1, 2]},
     ],
 }
+
+
+def targeted(**target: Any) -> dict[str, Any]:
+    """An http workload calling a Service of the experiment's namespace (service=None: none,
+    for a url)."""
+    fields = {"service": {"name": "api", "port": 80}, **target}
+    return {
+        "type": "http",
+        "tasks": 10,
+        "target": {k: v for k, v in fields.items() if v is not None},
+    }
+
+
+SECRET = {"secretKeyRef": {"name": "api-token", "key": "token"}}
 
 CASES = [
     Case(
@@ -545,6 +562,155 @@ CASES = [
             }
         ),
         field="spec.workload.warmup",
+    ),
+    # spec.workload.target: the user's own service
+    Case(
+        "spec.workload",
+        "target applies to the http workload only",
+        valid=manifest(workload=targeted()),
+        invalid=manifest(workload={**targeted(), "type": "cpu", "iterations": 10}),
+        field="spec.workload",
+    ),
+    Case(
+        "spec.workload",
+        "target: your service's latency is measured, not simulated: leave rtt and rtts out",
+        valid=manifest(workload=targeted()),
+        invalid=manifest(workload={**targeted(), "rtt": "10ms"}),
+        field="spec.workload",
+    ),
+    Case(
+        "spec.workload",
+        "target: responseBytes is the delay target's: leave it out",
+        valid=manifest(workload=targeted()),
+        invalid=manifest(workload={**targeted(), "responseBytes": 10}),
+        field="spec.workload",
+    ),
+    Case(
+        "spec.workload.target",
+        "workload.target needs exactly one of service or url",
+        valid=manifest(workload=targeted()),
+        invalid=manifest(workload=targeted(url="http://api.example:8080/")),
+        field="spec.workload.target",
+    ),
+    Case(
+        "spec.workload.target",
+        "tls applies to https targets: use an https url or service scheme",
+        valid=manifest(
+            workload=targeted(
+                service={"name": "api", "port": 443, "scheme": "https"},
+                tls={"insecureSkipVerify": True},
+            )
+        ),
+        invalid=manifest(workload=targeted(tls={"insecureSkipVerify": True})),
+        field="spec.workload.target",
+    ),
+    Case(
+        "spec.workload.target",
+        "a header is listed twice (names are case-insensitive)",
+        valid=manifest(workload=targeted(headers=[{"name": "X-A", "value": "1"}])),
+        invalid=manifest(
+            workload=targeted(
+                headers=[{"name": "X-A", "value": "1"}, {"name": "x-a", "value": "2"}]
+            )
+        ),
+        field="spec.workload.target",
+    ),
+    Case(
+        "spec.workload.target",
+        "headers[].valueFrom.env names a variable of cxlab run's own: on a cluster use "
+        "valueFrom.secretKeyRef",
+        valid=manifest(workload=targeted(headers=[{"name": "X-A", "valueFrom": SECRET}])),
+        invalid=manifest(
+            workload=targeted(headers=[{"name": "X-A", "valueFrom": {"env": "API_TOKEN"}}])
+        ),
+        field="spec.workload.target",
+        cluster_only=True,
+    ),
+    Case(
+        "spec.workload.target.url",
+        "url's port must be 1-65535",
+        valid=manifest(workload={**targeted(), "target": {"url": "http://api.example:65535/"}}),
+        invalid=manifest(workload={**targeted(), "target": {"url": "http://api.example:65536/"}}),
+        field="spec.workload.target.url",
+    ),
+    Case(
+        "spec.workload.target.headers[]",
+        "a header needs exactly one of value or valueFrom",
+        valid=manifest(workload=targeted(headers=[{"name": "X-A", "valueFrom": SECRET}])),
+        invalid=manifest(
+            workload=targeted(headers=[{"name": "X-A", "value": "1", "valueFrom": SECRET}])
+        ),
+        field="spec.workload.target.headers[0]",
+    ),
+    Case(
+        "spec.workload.target.headers[].name",
+        "is set by the runner itself or changes how the request is framed: leave it out",
+        valid=manifest(workload=targeted(headers=[{"name": "X-Host", "value": "a"}])),
+        invalid=manifest(workload=targeted(headers=[{"name": "Host", "value": "a"}])),
+        field="spec.workload.target.headers[0].name",
+    ),
+    Case(
+        "spec.workload.target.headers[].valueFrom",
+        "valueFrom needs exactly one of secretKeyRef or env",
+        valid=manifest(workload=targeted(headers=[{"name": "X-A", "valueFrom": SECRET}])),
+        invalid=manifest(workload=targeted(headers=[{"name": "X-A", "valueFrom": {}}])),
+        field="spec.workload.target.headers[0].valueFrom",
+    ),
+    Case(
+        "spec.workload.target.tls",
+        "tls: give a ca, or insecureSkipVerify: true, not both",
+        valid=manifest(
+            workload=targeted(
+                url="https://api.example/",
+                service=None,
+                tls={
+                    "ca": {"configMapKeyRef": {"name": "ca", "key": "ca.crt"}},
+                    "insecureSkipVerify": False,
+                },
+            )
+        ),
+        invalid=manifest(
+            workload=targeted(
+                url="https://api.example/",
+                service=None,
+                tls={
+                    "ca": {"configMapKeyRef": {"name": "ca", "key": "ca.crt"}},
+                    "insecureSkipVerify": True,
+                },
+            )
+        ),
+        field="spec.workload.target.tls",
+    ),
+    Case(
+        "spec.workload.target.tls.ca",
+        "tls.ca needs exactly one of configMapKeyRef or secretKeyRef",
+        valid=manifest(
+            workload=targeted(
+                url="https://api.example/",
+                service=None,
+                tls={"ca": {"secretKeyRef": {"name": "ca", "key": "ca.crt"}}},
+            )
+        ),
+        invalid=manifest(
+            workload=targeted(
+                url="https://api.example/",
+                service=None,
+                tls={
+                    "ca": {
+                        "secretKeyRef": {"name": "ca", "key": "ca.crt"},
+                        "configMapKeyRef": {"name": "ca", "key": "ca.crt"},
+                    }
+                },
+            )
+        ),
+        field="spec.workload.target.tls.ca",
+    ),
+    Case(
+        "spec.workload.target.timeout",
+        "must be a duration between 1ms and 10m",
+        valid=manifest(workload=targeted(timeout="10m")),
+        invalid=manifest(workload=targeted(timeout="10m1ms")),
+        field="spec.workload.target.timeout",
     ),
     # spec.objectives: what each names must exist, and each has one metric
     Case(

@@ -109,6 +109,9 @@ def _structural_problems(node: Any, where: str, in_junctor: bool = False) -> lis
         problems += _structural_problems(child, f"{where}.{name}", in_junctor)
     for key in ("items", "additionalProperties"):
         problems += _structural_problems(node.get(key), f"{where}.{key}", in_junctor)
+    int_or_string = [{"type": "integer"}, {"type": "string"}]
+    if node.get("x-kubernetes-int-or-string") and node.get("anyOf") == int_or_string:
+        return problems  # the one typed junctor the apiserver allows (an IntOrString)
     for key in _JUNCTORS:
         for i, child in enumerate(node.get(key, []) if key != "not" else [node.get(key)]):
             problems += _structural_problems(child, f"{where}.{key}[{i}]", True)

@@ -76,5 +76,8 @@ def test_plan_rejects_the_invalid_manifest_naming_the_field(
 ) -> None:
     code = _plan(case.invalid, tmp_path)
     err = capsys.readouterr().err
+    if case.cluster_only:  # cxlab's own rule for the cluster: a plan may name the variable
+        assert code == 0, err
+        return
     assert code == USAGE_ERROR, err
     assert [field for field, _ in plan_problems(err)] == [case.field], err

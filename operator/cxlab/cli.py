@@ -35,6 +35,7 @@ from cxlab.experiments.plan import PYTHON_RUNNER, floor_seconds, plan_trials, ru
 from cxlab.experiments.resource import ConcurrencyExperiment, load_experiments, parse_experiment
 from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES, ExperimentSpec
 from cxlab.experiments.status import ExperimentStatus, Phase
+from cxlab.experiments.target import HEADER_ENV_PREFIX
 from cxlab.inputs import InputError, load_json_document
 from cxlab.local.backend import LocalBackend
 from cxlab.local.cores import DoesNotFit, check_fits, helper_cores, trial_cores
@@ -119,6 +120,9 @@ def plan_text(experiment: ConcurrencyExperiment) -> str:
         rows.append([*row, str(trial.repetition), "?" if floor is None else format_duration(floor)])
     headers = ["trial", "model", "workers", "rtt", *(["rate"] if arrivals else []), "rep", "floor"]
     estimate = _estimate(experiment, total, unknown) + _followups_text(spec)
+    if spec.workload.target is not None:
+        called = "\n".join(spec.workload.target.describe(experiment.metadata.namespace))
+        estimate += f"\ntarget (its latency measured, not simulated): {called}"
     return f"{render_table(headers, rows)}\n{estimate}\n\n{commands_text(experiment)}"
 
 
@@ -165,7 +169,9 @@ def _estimate(experiment: ConcurrencyExperiment, floor: float, unknown: int) -> 
         f"floor time at least {format_duration(floor)}"
     )
     if unknown:
-        estimate += f" plus {unknown} cpu trials whose time depends on the machine"
+        depends = "your service" if experiment.spec.workload.target else "the machine"
+        kind = "" if experiment.spec.workload.target else "cpu "
+        estimate += f" plus {unknown} {kind}trials whose time depends on {depends}"
     return estimate
 
 
@@ -183,7 +189,13 @@ def commands_text(experiment: ConcurrencyExperiment) -> str:
     taken = trial_cores(spec.resources, max(t.pods for t in trials)).all
     lines = ["# runner command lines (cxlab-runner and cxlab-runner-go):"]
     target = None
-    if spec.workload.type == "http":
+    if spec.workload.target is not None:
+        target = spec.workload.target.resolved_url(experiment.metadata.namespace or "default")
+        for index, header in spec.workload.target.secret_headers():
+            lines.append(
+                f"export {HEADER_ENV_PREFIX}{index}=...  # {header.name}: {header.shown()}"
+            )
+    elif spec.workload.type == "http":
         target = f"http://127.0.0.1:{PASTE_TARGET_PORT}/"
         size = spec.workload.response_bytes
         size = DEFAULT_RESPONSE_BYTES if size is None else size
@@ -227,6 +239,7 @@ def run_command(args: argparse.Namespace) -> int:
                 args.out or Path("out") / experiment.name,
                 Progress(experiment.spec.trial_count()),
                 args.trial_timeout or parse_duration(experiment.spec.trial_timeout),
+                allow_remote_target=args.allow_remote_target,
             )
             for experiment in experiments
         ]
@@ -629,6 +642,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--trial-timeout",
         type=_trial_timeout,
         help="seconds before a trial is killed and counted as failed (default: spec.trialTimeout)",
+    )
+    run.add_argument(
+        "--allow-remote-target",
+        action="store_true",
+        help="let workload.target.url name a host other than this machine (loopback): be "
+        "sure the service is yours to load",
     )
     run.set_defaults(handler=run_command)
     run.add_argument(

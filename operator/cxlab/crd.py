@@ -221,8 +221,20 @@ RULES: dict[str, list[dict[str, str]]] = {
             "warmup must be shorter than the run",
         ),
         _rule(
-            "!(self.type in ['sleep', 'http']) || (has(self.rtt) != has(self.rtts))",
+            "!(self.type == 'sleep' || (self.type == 'http' && !has(self.target))) || "
+            "(has(self.rtt) != has(self.rtts))",
             "workloads sleep and http need exactly one of rtt or rtts",
+        ),
+        _rule(
+            "!has(self.target) || self.type == 'http'", "target applies to the http workload only"
+        ),
+        _rule(
+            "!has(self.target) || !(has(self.rtt) || has(self.rtts))",
+            "target: your service's latency is measured, not simulated: leave rtt and rtts out",
+        ),
+        _rule(
+            "!has(self.target) || !has(self.responseBytes)",
+            "target: responseBytes is the delay target's: leave it out",
         ),
         _rule(
             "self.type in ['sleep', 'http'] || !(has(self.rtt) || has(self.rtts))",
@@ -239,6 +251,51 @@ RULES: dict[str, list[dict[str, str]]] = {
         _rule(
             "self.type == 'http' || !(has(self.connection) || has(self.responseBytes))",
             "connection and responseBytes apply to the http workload only",
+        ),
+    ],
+    "spec.workload.target": [
+        _rule(
+            "has(self.service) != has(self.url)",
+            "workload.target needs exactly one of service or url",
+        ),
+        _rule(
+            "!has(self.tls) || (has(self.url) ? self.url.startsWith('https://') : "
+            "self.service.scheme == 'https')",
+            "tls applies to https targets: use an https url or service scheme",
+        ),
+        _rule(
+            "!has(self.headers) || self.headers.all(h, self.headers.exists_one(g, "
+            "g.name.lowerAscii() == h.name.lowerAscii()))",
+            "a header is listed twice (names are case-insensitive)",
+        ),
+        _rule(
+            "!has(self.headers) || self.headers.all(h, !has(h.valueFrom) || !has(h.valueFrom.env))",
+            "headers[].valueFrom.env names a variable of cxlab run's own: on a cluster use "
+            "valueFrom.secretKeyRef",
+        ),
+    ],
+    "spec.workload.target.headers[]": [
+        _rule(
+            "has(self.value) != has(self.valueFrom)",
+            "a header needs exactly one of value or valueFrom",
+        ),
+    ],
+    "spec.workload.target.headers[].valueFrom": [
+        _rule(
+            "has(self.secretKeyRef) != has(self.env)",
+            "valueFrom needs exactly one of secretKeyRef or env",
+        ),
+    ],
+    "spec.workload.target.tls": [
+        _rule(
+            "!has(self.ca) || !has(self.insecureSkipVerify) || !self.insecureSkipVerify",
+            "tls: give a ca, or insecureSkipVerify: true, not both",
+        ),
+    ],
+    "spec.workload.target.tls.ca": [
+        _rule(
+            "has(self.configMapKeyRef) != has(self.secretKeyRef)",
+            "tls.ca needs exactly one of configMapKeyRef or secretKeyRef",
         ),
     ],
     "spec.workload.arrival": [
@@ -302,6 +359,8 @@ def structural(schema: Schema, definitions: Schema) -> Schema:
         return structural(
             {**target, **{k: v for k, v in schema.items() if k != "$ref"}}, definitions
         )
+    if schema.get("x-kubernetes-int-or-string"):
+        return schema  # its anyOf (an integer or a string) is what the apiserver expects
     if "anyOf" in schema:
         options = [o for o in schema["anyOf"] if o.get("type") != "null"]
         merged = {**{k: v for k, v in schema.items() if k != "anyOf"}, **options[0]}

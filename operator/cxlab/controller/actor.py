@@ -90,7 +90,7 @@ class Actor:
         unfinished = len(state.observed.recorded) < len(state.observed.trials)
         waiting = state.admission.place is not None
         needed = unfinished and not waiting and not decision.failure
-        if spec.workload.type == "http" and target is None and needed:
+        if spec.workload.delay_target and target is None and needed:
             manifest = build_target_pod(
                 experiment=state.name, namespace=state.namespace, uid=uid, spec=spec,
                 config=self.config,
@@ -98,6 +98,8 @@ class Actor:
             self.kube.create_pod(manifest)
             created.append(manifest["metadata"]["name"])
         url = f"http://{target.ip}:{self.config.target_port}/" if target and target.ip else None
+        if spec.workload.target is not None:  # the user's own service
+            url = spec.workload.target.resolved_url(state.namespace)
         for trial, attempt, index in decision.create:
             pod = build_trial_pod(
                 experiment=state.name, namespace=state.namespace, uid=uid, spec=spec,

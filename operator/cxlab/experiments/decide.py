@@ -24,7 +24,13 @@ from cxlab.experiments.diagnose import (
     unschedulable_failure,
     why_failed,
 )
-from cxlab.experiments.outcome import ResultError, TrialOutcome, classify, parse_result
+from cxlab.experiments.outcome import (
+    ResultError,
+    TrialOutcome,
+    classify,
+    failure_bound,
+    parse_result,
+)
 from cxlab.experiments.plan import LOCUST_MASTER_PORT, Trial, locust_master, pod_indexes
 from cxlab.experiments.pod_view import HOLDING, PodPhase, PodView
 from cxlab.experiments.pods import COMPONENT_TARGET, COMPONENT_TRIAL
@@ -215,7 +221,9 @@ def _from_succeeded(trial: Trial, pods: list[PodView], spec: ExperimentSpec) -> 
             why = f"{_whose(trial, pod)}no valid Result in the termination message: {error}"
             return TrialOutcome(trial, None, why)
     # the kubelet chose the cores: only how many can be checked; a fraction is never pinned
-    return classify(trial, results, spec.resources.whole_cpus)
+    return classify(
+        trial, results, spec.resources.whole_cpus, max_failure_ratio=failure_bound(spec)
+    )
 
 
 def _running(
@@ -354,8 +362,8 @@ def _decide_experiment(observed: Observed, config: OperatorConfig, gathered: _Pa
         return decision
     running_trials = len({t.name for t, _ in decision.running})
     slots = observed.spec.parallelism - running_trials - gathered.terminating
-    http = observed.spec.workload.type == "http"
-    if gathered.pending and slots > 0 and http and not observed.target_ready:
+    delay = observed.spec.workload.delay_target
+    if gathered.pending and slots > 0 and delay and not observed.target_ready:
         decision.waiting_for_target = True
         return decision
     for trial, first_pods in gathered.pending[: max(0, slots)]:

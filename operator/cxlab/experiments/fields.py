@@ -416,6 +416,11 @@ _PATTERN_MEANING = {
 }
 
 
+def explain_pattern(pattern: str, meaning: str) -> None:
+    """What a pattern of another module's field means, for describe()."""
+    _PATTERN_MEANING[pattern] = meaning
+
+
 def describe(error: ErrorDetails) -> list[str]:
     """One line per problem, "field: what is wrong (got value)"."""
     where, key = "", None

@@ -12,6 +12,7 @@ import jsonschema
 
 from cxlab.experiments.merge import merge_locust, merge_results
 from cxlab.experiments.plan import Trial, locust_master
+from cxlab.experiments.spec import ExperimentSpec
 from cxlab_contract import result_schema
 from cxlab_contract.result import Result
 
@@ -93,6 +94,7 @@ def classify(
     results: list[Result],
     requested: list[set[int]] | int | None,
     shared: str | None = None,
+    max_failure_ratio: float | None = None,
 ) -> TrialOutcome:
     """A trial whose every Pod produced a valid Result (in Pod order), the same way on both
     backends: succeeded, or succeeded unpinned (its Result is kept; the summary decides by
@@ -110,12 +112,36 @@ def classify(
         ]
     unpinned = shared or next(iter(problems), None)
     if len(results) == 1:
-        return TrialOutcome(trial, results[0], unpinned=unpinned)
-    if locust_master(trial) is not None:  # the master's Result comes after its workers'
-        merged = merge_locust(results[-1], results[:-1])
+        merged, pod_results = results[0], None
+    elif locust_master(trial) is not None:  # the master's Result comes after its workers'
+        merged, pod_results = merge_locust(results[-1], results[:-1]), results
     else:
-        merged = merge_results(results)
-    return TrialOutcome(trial, merged, unpinned=unpinned, pod_results=results)
+        merged, pod_results = merge_results(results), results
+    failing = too_many_failures(merged, max_failure_ratio)
+    return TrialOutcome(trial, merged, failing, unpinned=unpinned, pod_results=pod_results)
+
+
+def failure_bound(spec: ExperimentSpec) -> float | None:
+    """The share of failed requests past which a trial fails: a target's, else none (the
+    delay target's failures are the runner's, and stay counted in the point)."""
+    return spec.workload.target.max_failure_ratio if spec.workload.target is not None else None
+
+
+def too_many_failures(result: Result, bound: float | None) -> str | None:
+    """Why a trial against the user's service measured its failures, not the service: more
+    of its tasks failed than `bound` (workload.target.maxFailureRatio) allows, by kind."""
+    total = result["tasksOk"] + result["tasksFailed"]
+    if bound is None or total == 0 or result["tasksFailed"] / total <= bound:
+        return None
+    kinds = result.get("failureKinds")
+    by_kind = ", ".join(f"{k} {n}" for k, n in (kinds or {}).items() if n)  # type: ignore[attr-defined]
+    first = result["errors"][0]["message"] if result["errors"] else None
+    return (
+        f"{result['tasksFailed']} of {total} requests failed "
+        f"({result['tasksFailed'] / total:.0%}{': ' + by_kind if by_kind else ''})"
+        f"{'; first: ' + first if first else ''}; above workload.target.maxFailureRatio "
+        f"{bound:g}: fix the target, or raise the bound to measure it failing"
+    )
 
 
 def _own(requested: list[set[int]] | int, pod: int) -> set[int] | int:

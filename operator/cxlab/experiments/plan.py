@@ -189,7 +189,7 @@ def floor_seconds(spec: ExperimentSpec, trial: Trial) -> float | None:
     a duration run, which lasts its time): its largest Pod's (Pod 0's share) when it has
     several."""
     workload = trial_spec(spec, trial).workload
-    if workload.tasks is None:
+    if workload.tasks is None or workload.target is not None:  # a service's time is unknown
         return None
     tasks = pod_tasks(workload.tasks, trial.pods, 0)
     return runner_floor_seconds(
@@ -220,8 +220,12 @@ def _model_flags(spec: ExperimentSpec, trial: Trial, target_url: str | None) -> 
         flags += ["--syscalls"]
     if workload.type == "http":
         if target_url is None:
-            raise ValueError("the http workload needs the delay target's URL")
+            raise ValueError(
+                "the http workload needs its target's URL (the delay target's, or the service's)"
+            )
         flags += ["--target-url", target_url, "--connection", workload.connection or "fresh"]
+        if workload.target is not None:
+            flags += workload.target.runner_flags()
     return flags
 
 

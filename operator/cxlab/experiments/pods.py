@@ -13,12 +13,16 @@ from typing import Any
 from cxlab.config import OperatorConfig
 from cxlab.experiments.plan import LOCUST_MASTER_PORT, Trial, locust_master, runner_command
 from cxlab.experiments.spec import API_VERSION, DEFAULT_RESPONSE_BYTES, KIND, ExperimentSpec
+from cxlab.experiments.target import CA_FILE, CA_MOUNT, TargetSpec, header_environment
 from cxlab_contract.durations import format_duration, parse_duration
 
 LABEL_EXPERIMENT = "cxlab.dev/experiment"
 LABEL_TRIAL = "cxlab.dev/trial"
 LABEL_ATTEMPT = "cxlab.dev/attempt"
 LABEL_POD = "cxlab.dev/pod"  # the index among a trial's Pods (Prometheus' pod_index)
+# The Service a trial calls (workload.target.service): what a NetworkPolicy beside it selects.
+LABEL_TARGET_SERVICE = "cxlab.dev/target-service"
+LABEL_TARGET_NAMESPACE = "cxlab.dev/target-namespace"
 LABEL_KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 LABEL_KUEUE_POD_GROUP = "kueue.x-k8s.io/pod-group-name"
 ANNOTATION_KUEUE_GROUP_COUNT = "kueue.x-k8s.io/pod-group-total-count"
@@ -143,6 +147,9 @@ def build_trial_pod(
         locust_address=f"0.0.0.0:{LOCUST_MASTER_PORT}" if pod == master else locust_address,
     )
     runner = _runner_container(spec, config, command)
+    volumes = [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
+    if spec.workload.target is not None:
+        _call_target(spec.workload.target, runner, volumes)
     if pod == master:
         runner["ports"].append({"name": "locust", "containerPort": LOCUST_MASTER_PORT})
     if trial.pods > 1 and (master is None or pod == master):
@@ -163,8 +170,31 @@ def build_trial_pod(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": _trial_metadata(experiment, namespace, uid, spec, trial, attempt, pod, config),
-        "spec": _trial_pod_spec(spec, runner),
+        "spec": _trial_pod_spec(spec, runner, volumes),
     }
+
+
+def _call_target(target: TargetSpec, runner: Manifest, volumes: list[Manifest]) -> None:
+    """What the runner needs to call the user's service: each secret header's value in its
+    environment (the kubelet reads the Secret; the operator never does, and the runner's
+    arguments name only the variable), and the CA bundle mounted where --tls-ca points."""
+    env = [
+        {"name": name, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}}
+        for name, ref in header_environment(target).items()
+    ]
+    if env:
+        runner["env"] = env
+    ca = target.tls.ca if target.tls is not None else None
+    if ca is not None:
+        items = [{"key": (ca.config_map_key_ref or ca.secret_key_ref).key, "path": CA_FILE}]  # type: ignore[union-attr]
+        if ca.config_map_key_ref is not None:
+            source = {"configMap": {"name": ca.config_map_key_ref.name, "items": items}}
+        else:
+            source = {"secret": {"secretName": ca.secret_key_ref.name, "items": items}}  # type: ignore[union-attr]
+        volumes.append({"name": "target-ca", **source})
+        runner["volumeMounts"].append(
+            {"name": "target-ca", "mountPath": CA_MOUNT, "readOnly": True}
+        )
 
 
 def _runner_container(spec: ExperimentSpec, config: OperatorConfig, command: list[str]) -> Manifest:
@@ -185,7 +215,7 @@ def _runner_container(spec: ExperimentSpec, config: OperatorConfig, command: lis
     }
 
 
-def _trial_pod_spec(spec: ExperimentSpec, runner: Manifest) -> Manifest:
+def _trial_pod_spec(spec: ExperimentSpec, runner: Manifest, volumes: list[Manifest]) -> Manifest:
     """One run of the runner, stopped by the kubelet past trialTimeout, placed as asked."""
     placement = spec.placement
     affinity = _exclusive_affinity(placement.affinity) if spec.exclusive else placement.affinity
@@ -198,7 +228,7 @@ def _trial_pod_spec(spec: ExperimentSpec, runner: Manifest) -> Manifest:
         "enableServiceLinks": False,
         "securityContext": _restricted_pod_security(),
         "containers": [runner],
-        "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
+        "volumes": volumes,
     }
     if placement.node_selector:
         pod_spec["nodeSelector"] = dict(placement.node_selector)
@@ -221,6 +251,10 @@ def _trial_metadata(
         LABEL_POD: str(pod),
         "cxlab.dev/model": trial.model,
     }
+    service = spec.workload.target.service if spec.workload.target is not None else None
+    if service is not None:
+        pod_labels[LABEL_TARGET_SERVICE] = service.name
+        pod_labels[LABEL_TARGET_NAMESPACE] = service.namespace or namespace
     annotations = {
         # For Prometheus setups that discover Pods by annotation.
         "prometheus.io/scrape": "true",

@@ -60,6 +60,7 @@ from cxlab.experiments.fields import (
     no_repeats,
     unique,
 )
+from cxlab.experiments.target import TargetSpec
 from cxlab_contract.arrivals import RateProfile, Stage
 from cxlab_contract.durations import parse_duration
 
@@ -211,6 +212,9 @@ class WorkloadSpec(Strict):
     """http only: a new connection per task (fresh, the default) or one per worker (reuse)."""
     response_bytes: ResponseBytes | None = None
     """http only: bytes in each response body (default 64)."""
+    target: TargetSpec | None = None
+    """http only: call your own service (an in-cluster Service or a URL) instead of cxlab's
+    delay target. Its latency is then measured, not simulated: no rtt or rtts."""
 
     @model_validator(mode="after")
     def _parameters_match_type(self) -> WorkloadSpec:
@@ -226,10 +230,20 @@ class WorkloadSpec(Strict):
                 raise ValueError("warmup applies to duration runs: workload.duration or arrival")
             if parse_duration(self.warmup) >= run:
                 raise ValueError(f"warmup {self.warmup} must be shorter than the run ({run:g}s)")
-        timed = self.type in ("sleep", "http")
+        if self.target is not None:
+            if self.type != "http":
+                raise ValueError(f"target applies to the http workload only, not to {self.type}")
+            if self.rtt is not None or self.rtts is not None:
+                raise ValueError(
+                    "target: your service's latency is measured, not simulated: leave rtt and "
+                    "rtts out"
+                )
+            if self.response_bytes is not None:
+                raise ValueError("target: responseBytes is the delay target's: leave it out")
+        timed = self.type == "sleep" or (self.type == "http" and self.target is None)
         if timed and (self.rtt is None) == (self.rtts is None):
             raise ValueError(f"workload {self.type} needs exactly one of rtt or rtts")
-        if not timed and (self.rtt is not None or self.rtts is not None):
+        if self.type not in ("sleep", "http") and (self.rtt is not None or self.rtts is not None):
             raise ValueError(f"rtt/rtts apply to sleep and http only, not to {self.type}")
         if (self.type == "cpu") != (self.iterations is not None):
             raise ValueError("iterations is required for cpu and applies to cpu only")
@@ -243,6 +257,11 @@ class WorkloadSpec(Strict):
                 if seconds.count(parse_duration(rtt)) > 1:
                     raise ValueError(f"rtts lists {rtt} twice (or the same time written twice)")
         return self
+
+    @property
+    def delay_target(self) -> bool:
+        """Whether the trials call cxlab's delay target (an http workload without a target)."""
+        return self.type == "http" and self.target is None
 
     def run_seconds(self) -> float | None:
         """How long a duration run lasts; None for a counted one."""

@@ -21,7 +21,13 @@ from typing import IO, Any
 
 from cxlab.barrier import is_ready, release
 from cxlab.experiments.followups import trials_of
-from cxlab.experiments.outcome import ResultError, TrialOutcome, classify, parse_result
+from cxlab.experiments.outcome import (
+    ResultError,
+    TrialOutcome,
+    classify,
+    failure_bound,
+    parse_result,
+)
 from cxlab.experiments.plan import (
     PYTHON_RUNNER,
     Trial,
@@ -38,6 +44,7 @@ from cxlab.experiments.status import ExperimentStatus
 from cxlab.local.cores import available_cores, check_fits, helper_cores, trial_cores
 from cxlab.local.delay_target import delay_target, find_program, free_port
 from cxlab.local.progress import Progress
+from cxlab.local.target import local_target
 from cxlab.report import render_report
 from cxlab.scrape import final_read, is_done, tasks_done
 from cxlab_contract.durations import format_duration
@@ -117,6 +124,7 @@ class LocalBackend:
         progress: Progress,
         trial_timeout: float,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        allow_remote_target: bool = False,
     ) -> None:
         self.experiment = experiment
         self.clock = clock
@@ -130,13 +138,17 @@ class LocalBackend:
         self.unverified: str | None = None
         # Checked before anything is written: a run that cannot start leaves no files.
         check_fits(self.spec.resources)
+        target = self.spec.workload.target
+        self.target = (
+            local_target(target, os.environ, allow_remote_target) if target is not None else None
+        )
         # The delay target keeps off the cores of the trial with the most Pods.
         most = max(len(pod_indexes(t)) for t in self.trials)
         self.cores = trial_cores(self.spec.resources, most).all
         self.go_runner = ""
         if any(t.model in GO_MODELS for t in self.trials):
             self.go_runner = find_program("cxlab-runner-go")
-        if self.spec.workload.type == "http":
+        if self.spec.workload.delay_target:
             find_program("cxlab-delay")
 
     @property
@@ -148,8 +160,8 @@ class LocalBackend:
         (self.out_dir / "trials").mkdir(parents=True, exist_ok=True)
         outcomes: list[TrialOutcome] = []
         with contextlib.ExitStack() as stack:
-            target_url = None
-            if self.spec.workload.type == "http":
+            target_url = self.target.url if self.target is not None else None
+            if self.spec.workload.delay_target:
                 response_bytes = self.spec.workload.response_bytes
                 target_url = stack.enter_context(
                     delay_target(
@@ -189,7 +201,7 @@ class LocalBackend:
     def _fits(self, trial: Trial) -> str | None:
         """Why this machine cannot run a verification of so many Pods on cores of their own."""
         whole = self.spec.resources.whole_cpus or 1
-        usable = len(available_cores()) - (self.spec.workload.type == "http")
+        usable = len(available_cores()) - self.spec.workload.delay_target
         if trial.pods * whole > usable:
             return (
                 f"the plan's {trial.pods} Pods x {whole} CPU need {trial.pods * whole} cores; "
@@ -252,6 +264,8 @@ class LocalBackend:
                     stdout=output,
                     stderr=errors,
                     text=True,
+                    # a target's secret headers, by the names --header-env gives the runner
+                    env={**os.environ, **self.target.env} if self.target else None,
                     preexec_fn=functools.partial(os.sched_setaffinity, 0, cores.pods[pod]),
                 )
                 started[pod] = _Runner(process, ports[pod], output, errors)
@@ -274,7 +288,9 @@ class LocalBackend:
                     results.append(parse_result(runner.stdout()))
                 except ResultError as error:
                     return TrialOutcome(trial, None, f"{whose}{error}")
-        return classify(trial, results, cores.pods, cores.unpinned)
+        return classify(
+            trial, results, cores.pods, cores.unpinned, max_failure_ratio=failure_bound(self.spec)
+        )
 
     def _wait(self, trial: Trial, runners: list[_Runner]) -> str | None:
         """Until every runner has exited, showing progress, and reading each one's final

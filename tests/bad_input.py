@@ -84,6 +84,24 @@ CONTEXT: dict[str, dict[str, Any]] = {
     "spec.workload.warmup": {
         "workload": {"type": "sleep", "rtt": "10ms", "duration": "24h", "warmup": "1s"}
     },
+    # a target: an http workload without rtt; tls only on https, a url instead of a service
+    "spec.workload.target.url": {
+        "workload": {"type": "http", "tasks": 10, "target": {"url": "http://127.0.0.1:8080/"}}
+    },
+    "spec.workload.target.tls": {
+        "workload": {
+            "type": "http",
+            "tasks": 10,
+            "target": {"url": "https://127.0.0.1:8443/", "tls": {"insecureSkipVerify": True}},
+        }
+    },
+    "spec.workload.target": {
+        "workload": {
+            "type": "http",
+            "tasks": 10,
+            "target": {"service": {"name": "api", "port": 80}},
+        }
+    },
     "spec.workload.rtts": {"workload": {"type": "sleep", "tasks": 10, "rtts": ["10ms"]}},
     "spec.workload.rtt": {"workload": {"type": "sleep", "tasks": 10, "rtt": "10ms"}},
     "spec.models[].gomaxprocs": {"models": [{"model": "goroutines", "gomaxprocs": [1]}]},
@@ -387,6 +405,71 @@ def objectives() -> Iterator[BadInput]:
     )  # fmt: skip
 
 
+def targets() -> Iterator[BadInput]:
+    """A target beside a simulated RTT, two targets at once, a scheme no runner speaks,
+    headers HTTP forbids or cannot carry, ports out of range, statuses that are none."""
+    service = {"name": "api", "port": 80}
+
+    def aimed(target: dict[str, Any], **workload: Any) -> str:
+        return as_yaml(manifest(workload={"type": "http", "tasks": 10, "target": target,
+                                          **workload}))  # fmt: skip
+
+    for label, text, field in [
+        ("with-rtt", aimed({"service": service}, rtt="10ms"), "spec.workload"),
+        ("with-rtts", aimed({"service": service}, rtts=["10ms"]), "spec.workload"),
+        ("url-and-service", aimed({"service": service, "url": "http://127.0.0.1/"}),
+         "spec.workload.target"),
+        ("neither", aimed({"method": "GET"}), "spec.workload.target"),
+        ("ftp-scheme", aimed({"url": "ftp://127.0.0.1/"}), "spec.workload.target.url"),
+        ("no-scheme", aimed({"url": "127.0.0.1:8080/"}), "spec.workload.target.url"),
+        ("header-host", aimed({"service": service, "headers": [{"name": "Host", "value": "x"}]}),
+         "spec.workload.target.headers[0].name"),
+        ("header-content-length",
+         aimed({"service": service, "headers": [{"name": "content-length", "value": "5"}]}),
+         "spec.workload.target.headers[0].name"),
+        ("header-transfer-encoding",
+         aimed({"service": service,
+                "headers": [{"name": "Transfer-Encoding", "value": "chunked"}]}),
+         "spec.workload.target.headers[0].name"),
+        ("header-name-with-space",
+         aimed({"service": service, "headers": [{"name": "X Token", "value": "x"}]}),
+         "spec.workload.target.headers[0].name"),
+        ("header-name-with-colon",
+         aimed({"service": service, "headers": [{"name": "X-Token:", "value": "x"}]}),
+         "spec.workload.target.headers[0].name"),
+        ("header-value-with-newline",
+         aimed({"service": service, "headers": [{"name": "X-A", "value": "a\r\nHost: b"}]}),
+         "spec.workload.target.headers[0].value"),
+        ("service-port-zero", aimed({"service": {**service, "port": 0}}),
+         "spec.workload.target.service.port"),
+        ("service-port-65536", aimed({"service": {**service, "port": 65536}}),
+         "spec.workload.target.service.port"),
+        ("url-port-70000", aimed({"url": "http://127.0.0.1:70000/"}),
+         "spec.workload.target.url"),
+        ("status-600", aimed({"service": service, "expectedStatuses": [600]}),
+         "spec.workload.target.expectedStatuses[0]"),
+        ("status-range-as-words", aimed({"service": service, "expectedStatuses": ["2xx"]}),
+         "spec.workload.target.expectedStatuses[0]"),
+        ("unknown-method", aimed({"service": service, "method": "FETCH"}),
+         "spec.workload.target.method"),
+        ("tls-on-http", aimed({"service": service, "tls": {"insecureSkipVerify": True}}),
+         "spec.workload.target"),
+        ("secret-without-key",
+         aimed({"service": service,
+                "headers": [{"name": "X-A", "valueFrom": {"secretKeyRef": {"name": "s"}}}]}),
+         "spec.workload.target.headers[0].valueFrom.secretKeyRef.key"),
+        ("service-name-uppercase", aimed({"service": {**service, "name": "API"}}),
+         "spec.workload.target.service.name"),
+        ("path-without-slash", aimed({"service": {**service, "path": "api"}}),
+         "spec.workload.target.service.path"),
+        ("target-on-sleep",
+         as_yaml(manifest(workload={"type": "sleep", "tasks": 10, "rtt": "1ms",
+                                    "target": {"service": service}})),
+         "spec.workload"),
+    ]:  # fmt: skip
+        yield BadInput("targets", label, text, field)
+
+
 def _documents_text(*documents: Any) -> str:
     return "---\n".join(as_yaml(d) for d in documents)
 
@@ -448,6 +531,7 @@ CATEGORIES: dict[str, Callable[[], Iterator[BadInput]]] = {
     "placement": placement,
     "semantics": semantics,
     "objectives": objectives,
+    "targets": targets,
     "yaml": yaml_pathologies,
     "machine": machine,
 }

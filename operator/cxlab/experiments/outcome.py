@@ -134,7 +134,7 @@ def too_many_failures(result: Result, bound: float | None) -> str | None:
     if bound is None or total == 0 or result["tasksFailed"] / total <= bound:
         return None
     kinds = result.get("failureKinds")
-    by_kind = ", ".join(f"{k} {n}" for k, n in (kinds or {}).items() if n)  # type: ignore[attr-defined]
+    by_kind = ", ".join(f"{k} {n}" for k, n in (kinds or {}).items() if n)
     first = result["errors"][0]["message"] if result["errors"] else None
     return (
         f"{result['tasksFailed']} of {total} requests failed "

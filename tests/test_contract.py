@@ -164,7 +164,7 @@ def test_the_floor_is_the_contracts_formula() -> None:
 def test_the_python_runner_takes_the_contracts_flags() -> None:
     # the Go runner's half: TestTheGoRunnerTakesTheContractsFlags
     durations = {"rtt", "hold", "linger", "barrier-timeout", "final-read", "duration", "warmup"}
-    durations |= {"max-lag"}
+    durations |= {"max-lag", "request-timeout"}
     taken: dict[str, str | None] = {}
     for action in build_parser()._actions:
         if action.option_strings == ["-h", "--help"]:
@@ -198,14 +198,18 @@ _LIMITED = {  # flag: what else the command line needs for the flag to apply
     "rate": ["--arrival", "uniform", "--stages", "2s:1"],  # 1 to 1,000,001 arrivals
     "max-lag": _ARRIVAL,
     "seed": ["--arrival", "poisson", "--rate", "1000", "--duration", "1s"],
+    "request-timeout": ["--tasks", "1"],
 }
+_HTTP = ["--workload", "http", "--target-url", "http://127.0.0.1:1/"]
+_WORKLOAD = {"request-timeout": _HTTP}  # flag: its workload, if not sleep
 
 
 @pytest.mark.parametrize("flag", sorted(_LIMITED))
 def test_the_python_runner_keeps_the_contracts_limits(flag: str) -> None:
     # The spec promises exactly these numbers: the runner must take all it lets through.
     limit = runner_contract().limits[flag]
-    base = ["--model", "asyncio", "--workload", "sleep", "--metrics-port", "9", *_LIMITED[flag]]
+    workload = _WORKLOAD.get(flag, ["--workload", "sleep"])
+    base = ["--model", "asyncio", *workload, "--metrics-port", "9", *_LIMITED[flag]]
     for value, accepted in (
         (_past(limit.min, 0), True),
         (_past(limit.max, 0), True),
@@ -218,6 +222,18 @@ def test_the_python_runner_keeps_the_contracts_limits(flag: str) -> None:
         else:
             with pytest.raises(UsageError):
                 parse_config(argv)
+
+
+def test_the_python_runner_keeps_the_bodys_limit() -> None:
+    # limits.body bounds --body's bytes (UTF-8), not a number it is
+    most = runner_contract().limits["body"].max
+    base = ["--model", "asyncio", *_HTTP, "--tasks", "1", "--method", "POST"]
+    assert parse_config([*base, "--body", "x" * most]).body == b"x" * most
+    assert parse_config([*base, "--body", ""]).body == b""
+    with pytest.raises(UsageError, match="--body"):
+        parse_config([*base, "--body", "x" * (most + 1)])
+    with pytest.raises(UsageError, match="--body"):  # 2 bytes each in UTF-8
+        parse_config([*base, "--body", "\u00e9" * (most // 2 + 1)])
 
 
 def test_every_limit_is_a_flag_or_a_spec_fields() -> None:
@@ -254,6 +270,7 @@ def _schema_keys(node: dict[str, object]) -> dict[str, set[str]]:
         (result.Warmup, ("warmup",)),
         (Timeline, ("timeline",)),
         (result.Host, ("host",)),
+        (result.FailureKinds, ("failureKinds",)),
     ],
 )
 def test_the_typed_result_has_the_schemas_keys(typed: type, path: tuple[str, ...]) -> None:

@@ -228,11 +228,11 @@ def test_pinned_cpus_are_reported() -> None:
         ("locust", ["--workload", "sleep", "--tasks", "5"]),
         ("threads", ["--workload", "http", "--tasks", "5"]),
         # the same --target-url rule in both runners (the contract's targetUrlSchemes)
-        ("threads", ["--workload", "http", "--tasks", "5", "--target-url", "https://127.0.0.1:1/"]),
+        ("threads", ["--workload", "http", "--tasks", "5", "--target-url", "ftp://127.0.0.1:1/"]),
         ("asyncio", ["--workload", "http", "--tasks", "5", "--target-url", "http:///nohost"]),
         (
             "goroutines",
-            ["--workload", "http", "--tasks", "5", "--target-url", "https://127.0.0.1:1/"],
+            ["--workload", "http", "--tasks", "5", "--target-url", "ftp://127.0.0.1:1/"],
         ),
         ("goroutines", ["--workload", "http", "--tasks", "5", "--target-url", "http:///nohost"]),
         ("goroutines", ["--workload", "sleep", "--tasks", "5", "--rtt", "soon"]),

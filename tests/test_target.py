@@ -55,7 +55,7 @@ def test_the_runner_flags_name_a_secrets_variable_never_its_value_or_secret() ->
     assert "--rtt" not in argv
     joined = " ".join(argv)
     assert "api-token" not in joined  # not even the Secret's name
-    pairs = dict(zip(argv[::1], argv[1::1], strict=False))
+    pairs = {flag: argv[i + 1] for i, flag in enumerate(argv[:-1]) if flag.startswith("--")}
     assert pairs["--target-mode"] == "direct"
     assert pairs["--header-env"] == "Authorization=CXLAB_HEADER_0"
     assert pairs["--header"] == "Accept: application/json"
@@ -121,7 +121,7 @@ def test_plans_show_a_secret_header_as_where_it_comes_from() -> None:
                 {"name": "Authorization", "valueFrom": {"env": "API_TOKEN"}},
                 {"name": "X-Key", "valueFrom": SECRET},
             ],
-        }  # fmt: skip
+        }
     )
     assert spec.workload.target is not None
     lines = spec.workload.target.describe()
@@ -155,8 +155,8 @@ def test_cxlab_run_refuses_a_remote_url_unless_allowed() -> None:
 
 
 def test_cxlab_run_reads_a_header_secret_from_its_environment_only() -> None:
-    target = _target(headers=[{"name": "X-A", "value": "1"},
-                              {"name": "Authorization", "valueFrom": {"env": "API_TOKEN"}}])  # fmt: skip
+    secret = {"name": "Authorization", "valueFrom": {"env": "API_TOKEN"}}
+    target = _target(headers=[{"name": "X-A", "value": "1"}, secret])
     found = local_target(target, {"API_TOKEN": "s3cret"})
     assert found.env == {"CXLAB_HEADER_1": "s3cret"}
     assert "s3cret" not in repr(found)

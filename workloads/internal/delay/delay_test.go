@@ -2,12 +2,14 @@ package delay
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -260,6 +262,158 @@ func TestStallHoldsAnswers(t *testing.T) {
 	for _, q := range []string{"?stallFor=400ms", "?stallEvery=100ms", "?stallEvery=2h", "?stallFor=-1s", "?stallEvery=soon"} {
 		if status, _, _ := get(t, srv.URL+"/"+q); status != http.StatusBadRequest {
 			t.Errorf("%s: status %d, want 400", q, status)
+		}
+	}
+}
+
+// do sends method to url with body and headers, and returns the status, the body's length and
+// how long it took.
+func do(t *testing.T, method, url, body string, header http.Header) (int, int, time.Duration) {
+	t.Helper()
+	var reader io.Reader
+	if body != "" {
+		reader = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, values := range header {
+		req.Header[name] = values
+	}
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, len(b), time.Since(start)
+}
+
+// ?status=NNN answers with that status after the delay, with the body it would send otherwise
+// (none for 204 and 304); any method is taken, a body read and discarded, every request
+// counted.
+func TestStatusAndAnyMethod(t *testing.T) {
+	srv, h, _ := newTarget(t, 50*time.Millisecond)
+	for _, c := range []struct {
+		method, query, body string
+		status, bytes       int
+	}{
+		{"GET", "?status=503", "", 503, 64},
+		{"GET", "?status=404&bytes=10&rtt=60ms", "", 404, 10},
+		{"GET", "?status=200", "", 200, 64},
+		{"GET", "?status=599", "", 599, 64},
+		{"GET", "?status=204", "", 204, 0},
+		{"GET", "?status=304", "", 304, 0},
+		{"HEAD", "?status=500", "", 500, 0},
+		{"POST", "", strings.Repeat("p", 100000), 200, 64},
+		{"PUT", "?status=201&bytes=3", `{"a":1}`, 201, 3},
+		{"PATCH", "", "x", 200, 64},
+		{"DELETE", "?status=202", "", 202, 64},
+		{"OPTIONS", "", "", 200, 64},
+	} {
+		status, n, took := do(t, c.method, srv.URL+"/svc"+c.query, c.body, nil)
+		if status != c.status || n != c.bytes || took < 50*time.Millisecond {
+			t.Errorf("%s %q: status %d, %d bytes after %v; want %d, %d bytes after the delay",
+				c.method, c.query, status, n, took, c.status, c.bytes)
+		}
+	}
+	if got := testutil.ToFloat64(h.requests); got != 12 {
+		t.Errorf("requests_total %v, want 12", got)
+	}
+	for _, q := range []string{"?status=99", "?status=100", "?status=101", "?status=199", "?status=600", "?status=2xx", "?status=-200", "?status=2e2"} {
+		status, _, took := do(t, "GET", srv.URL+"/"+q, "", nil)
+		if status != http.StatusBadRequest || took > 40*time.Millisecond {
+			t.Errorf("%s: status %d after %v, want 400 at once", q, status, took)
+		}
+	}
+}
+
+// With a required header every request but GET /healthz must carry it with the value, or is
+// answered 401 at once.
+func TestRequiredHeader(t *testing.T) {
+	srv, h, _ := newTarget(t, 200*time.Millisecond)
+	if err := h.RequireHeader("X-Cxlab-Token", "s3cret value"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		method, path string
+		header       http.Header
+		status       int
+	}{
+		{"GET", "/", nil, 401},
+		{"POST", "/?status=500", http.Header{"X-Cxlab-Token": {"wrong"}}, 401},
+		{"GET", "/", http.Header{"X-Cxlab-Token": {"s3cret valu"}}, 401},
+		{"GET", "/", http.Header{"X-Other": {"s3cret value"}}, 401},
+		{"POST", "/healthz", nil, 401},
+		{"GET", "/healthz", nil, 200},
+		{"HEAD", "/healthz", nil, 200},
+		{"GET", "/?rtt=0s", http.Header{"X-Cxlab-Token": {"s3cret value"}}, 200},
+		{"POST", "/?rtt=0s&status=418", http.Header{"x-cxlab-token": {"s3cret value"}}, 418},
+	} {
+		status, _, took := do(t, c.method, srv.URL+c.path, "", c.header)
+		if status != c.status || took > 150*time.Millisecond {
+			t.Errorf("%s %s with %v: status %d after %v, want %d at once", c.method, c.path, c.header, status, took, c.status)
+		}
+	}
+	status, _, took := do(t, "GET", srv.URL+"/", "", http.Header{"X-Cxlab-Token": {"s3cret value"}})
+	if status != 200 || took < 200*time.Millisecond {
+		t.Errorf("with the header: status %d after %v, want 200 after the delay", status, took)
+	}
+	for _, bad := range []struct{ name, value string }{{"", "v"}, {"X Token", "v"}, {"X:Token", "v"}, {"X-Token", ""}, {"X-Token", "a\nb"}} {
+		if err := h.RequireHeader(bad.name, bad.value); err == nil {
+			t.Errorf("RequireHeader(%q, %q) accepted", bad.name, bad.value)
+		} else if bad.value != "" && bad.value != "v" && strings.Contains(err.Error(), bad.value) {
+			t.Errorf("the message shows the value: %v", err)
+		}
+	}
+}
+
+// --require-header takes its value from CXLAB_DELAY_REQUIRED_VALUE, which must be set; nothing
+// shows the value: not a message, not the log's line, not the Config formatted.
+func TestRequireHeaderFlag(t *testing.T) {
+	const secret = "t0p-s3cret"
+	t.Setenv(RequiredValueEnv, " "+secret+" ")
+	c, err := ParseFlags(strings.Fields("--require-header X-Token --rtt 1ms"), io.Discard)
+	if err != nil || c.RequireHeader != "X-Token" || string(c.RequiredValue) != secret {
+		t.Fatalf("got %q, %v", c.RequireHeader, err)
+	}
+	for _, shown := range []string{c.describe(), fmt.Sprint(c), fmt.Sprintf("%+v %#v %s %q", c, c, c.RequiredValue, c.RequiredValue)} {
+		if strings.Contains(shown, secret) || strings.Contains(shown, "s3cret") {
+			t.Errorf("the value is shown: %s", shown)
+		}
+	}
+	if !strings.Contains(c.describe(), "X-Token") {
+		t.Errorf("the log line does not name the header: %s", c.describe())
+	}
+	if _, err := ParseFlags([]string{"--require-header", "X Token"}, io.Discard); err == nil || strings.Contains(err.Error(), secret) {
+		t.Errorf("a name that is no token: %v", err)
+	}
+	t.Setenv(RequiredValueEnv, "a\r\n"+secret)
+	if _, err := ParseFlags([]string{"--require-header", "X-Token"}, io.Discard); err == nil || strings.Contains(err.Error(), secret) {
+		t.Errorf("a value with a line break: %v", err)
+	}
+	for _, set := range []bool{false, true} {
+		os.Unsetenv(RequiredValueEnv)
+		if set {
+			t.Setenv(RequiredValueEnv, "")
+		}
+		var stderr strings.Builder
+		if got := Main([]string{"--require-header", "X-Token", "--listen", "127.0.0.1:0"}, &stderr); got != 2 || !strings.Contains(stderr.String(), RequiredValueEnv) {
+			t.Errorf("without the value (set %v): exit %d, %q; want 2 naming %s", set, got, stderr.String(), RequiredValueEnv)
+		}
+	}
+	var help strings.Builder
+	if got := Main([]string{"--help"}, &help); got != 0 {
+		t.Errorf("--help: exit %d", got)
+	}
+	for _, want := range []string{"status=NNN", "--require-header NAME", RequiredValueEnv, "-require-header", "401", "any method"} {
+		if !strings.Contains(help.String(), want) {
+			t.Errorf("--help does not say %q:\n%s", want, help.String())
 		}
 	}
 }

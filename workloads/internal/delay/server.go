@@ -9,7 +9,9 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,19 +41,60 @@ type Config struct {
 	ResponseBytes int
 	MetricsPort   int
 	Stall         Stall
+	RequireHeader string // a header every request but GET /healthz must carry; "" = none
+	RequiredValue Secret // its value, from RequiredValueEnv
 }
 
-// ParseFlags reads cxlab-delay's flags.
+// RequiredValueEnv is the environment variable holding the value --require-header wants, read
+// once at start, so the secret is never in the target's arguments.
+const RequiredValueEnv = "CXLAB_DELAY_REQUIRED_VALUE"
+
+// Secret is a value never shown: formatted, it reads "(hidden)", so no log line or message
+// can hold it by mistake.
+type Secret string
+
+func (Secret) String() string               { return "(hidden)" }
+func (Secret) GoString() string             { return `"(hidden)"` }
+func (s Secret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, s.String()) }
+
+// usage is the --help text's head; the flags follow it.
+const usage = `Usage: cxlab-delay [flags]
+
+Answers every HTTP request, of any method, after a delay: --rtt, or the request's ?rtt=.
+A request's body (POST, PUT...) is read whole and discarded first. GET /healthz answers at
+once. Query parameters, each overriding its flag for one request:
+
+  rtt=D                    the delay: a Go duration (250ms) or seconds (0.25)
+  bytes=N                  the answer's body, 0..10485760 bytes (--response-bytes)
+  stallEvery=P&stallFor=S  hold every answer due in the first S of every P of Unix time
+  status=NNN               answer with this status, 200..599, after the delay (204 and 304
+                           without a body); any other value is answered 400 (a 1xx is
+                           interim in HTTP/1.1, never a final answer)
+
+With --require-header NAME every request but GET /healthz must carry the header NAME with
+the value of the environment variable ` + RequiredValueEnv + ` (read once at start, never
+logged; the flag without it set is refused), or it is answered 401 at once.
+
+Flags:
+`
+
+// ParseFlags reads cxlab-delay's flags, and with --require-header the value it wants from the
+// environment (RequiredValueEnv).
 func ParseFlags(args []string, output io.Writer) (Config, error) {
 	var c Config
 	fs := flag.NewFlagSet("cxlab-delay", flag.ContinueOnError)
 	fs.SetOutput(output)
+	fs.Usage = func() {
+		_, _ = io.WriteString(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&c.Listen, "listen", ":8080", "address to serve on")
 	fs.DurationVar(&c.RTT, "rtt", 100*time.Millisecond, "delay when the request has no ?rtt=")
 	fs.IntVar(&c.ResponseBytes, "response-bytes", 64, "body size when the request has no ?bytes=")
 	fs.IntVar(&c.MetricsPort, "metrics-port", 0, "serve Prometheus metrics on 0.0.0.0:P/metrics; 0 = none")
 	fs.DurationVar(&c.Stall.Every, "stall-every", 0, "stall every P of Unix time (?stallEvery= overrides); 0 = never")
 	fs.DurationVar(&c.Stall.For, "stall-for", 0, "hold every answer due in the first S of each period until it ends (?stallFor= overrides)")
+	fs.StringVar(&c.RequireHeader, "require-header", "", "every request but GET /healthz must carry header `NAME` with the value of $"+RequiredValueEnv+", else 401")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -68,7 +111,27 @@ func ParseFlags(args []string, output io.Writer) (Config, error) {
 	if err := c.Stall.Check(); err != nil {
 		return c, fmt.Errorf("--stall-every and --stall-for: %v", err)
 	}
+	if c.RequireHeader != "" {
+		value, set := os.LookupEnv(RequiredValueEnv)
+		c.RequiredValue = Secret(strings.Trim(value, " \t")) // a header's value has no outer blanks
+		if !set || c.RequiredValue == "" {
+			return c, fmt.Errorf("--require-header %s needs the value in the environment variable %s: unset or empty", c.RequireHeader, RequiredValueEnv)
+		}
+		if err := CheckRequiredHeader(c.RequireHeader, string(c.RequiredValue)); err != nil {
+			return c, fmt.Errorf("--require-header %s (%s): %v", c.RequireHeader, RequiredValueEnv, err)
+		}
+	}
 	return c, nil
+}
+
+// describe says how the target answers, for its log: the required header's name, never its
+// value.
+func (c Config) describe() string {
+	s := fmt.Sprintf("rtt %v, %d response bytes, stalling for %v every %v", c.RTT, c.ResponseBytes, c.Stall.For, c.Stall.Every)
+	if c.RequireHeader != "" {
+		s += fmt.Sprintf(", requiring the header %s (its value from %s) on every request but GET /healthz", c.RequireHeader, RequiredValueEnv)
+	}
+	return s
 }
 
 // shutdownGrace is how long SIGTERM waits for delayed requests to finish.
@@ -98,6 +161,12 @@ func Main(args []string, stderr io.Writer) int {
 		logger.Print(err)
 		return 1
 	}
+	if c.RequireHeader != "" {
+		if err := h.RequireHeader(c.RequireHeader, string(c.RequiredValue)); err != nil {
+			logger.Print(err)
+			return 1
+		}
+	}
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
 		logger.Print(err)
@@ -107,7 +176,7 @@ func Main(args []string, stderr io.Writer) int {
 	servers := []*http.Server{srv}
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
-	logger.Printf("listening on %s, rtt %v, %d response bytes, stalling for %v every %v", ln.Addr(), c.RTT, c.ResponseBytes, c.Stall.For, c.Stall.Every)
+	logger.Printf("listening on %s, %s", ln.Addr(), c.describe())
 
 	if c.MetricsPort != 0 {
 		mln, err := net.Listen("tcp", fmt.Sprintf("0.0.0.0:%d", c.MetricsPort))

@@ -13,11 +13,51 @@ import (
 // shared atomics expensive. A power of two.
 const shardCount = 16
 
-// shard holds one slice of the task counters and the duration and wait histograms.
+// Outcome is how a task ended: it succeeded, or it failed under one of the contract's failure
+// kinds (runner-contract.json failureKinds, CONTRACT.md "Failed tasks and their kinds").
+type Outcome uint8
+
+// A task's outcomes: Succeeded, or one failure kind each, in the contract's order.
+const (
+	Succeeded     Outcome = iota
+	FailedConnect         // no connection: refused, unreachable, not resolved, reset before the request went out
+	FailedTimeout         // the request's time bound passed before the whole answer was read
+	FailedTLS             // the TLS handshake or the certificate check failed
+	FailedStatus          // an answer whose status is not one counted as success
+	FailedOther           // anything else
+)
+
+// FailureKinds are the contract's failure kinds, the label values of cxlab_task_failures_total,
+// in Outcome order: FailureKinds[o-1] is the kind of o.
+var FailureKinds = [...]string{"connect", "timeout", "tls", "status", "other"}
+
+// Kind is the contract's name of a failed outcome, "" for Succeeded.
+func (o Outcome) Kind() string {
+	if o == Succeeded || int(o) > len(FailureKinds) {
+		return ""
+	}
+	return FailureKinds[o-1]
+}
+
+// Failures counts failed tasks by kind, in FailureKinds' order.
+type Failures [len(FailureKinds)]int64
+
+// Total is the failed tasks of every kind.
+func (f Failures) Total() (n int64) {
+	for _, c := range f {
+		n += c
+	}
+	return n
+}
+
+// shard holds one slice of the task counters and the duration and wait histograms. A failed
+// task is counted under its kind only; the failed tasks are their sum, so the two never
+// disagree.
 type shard struct {
-	started, ok, failed atomic.Int64
-	duration, wait      histogramShard
-	_                   [64]byte // keep the next shard off these cache lines
+	started, ok    atomic.Int64
+	failed         [len(FailureKinds)]atomic.Int64
+	duration, wait histogramShard
+	_              [64]byte // keep the next shard off these cache lines
 }
 
 // histogramShard is one shard's part of a histogram on the contract's buckets.
@@ -43,7 +83,7 @@ type taskCounters struct {
 	bounds []time.Duration // Buckets in nanoseconds, exact for the contract's bounds
 	ended  atomic.Bool     // the trial's task phase is over
 
-	duration, wait, completed, inFlightDesc, finishedDesc *prometheus.Desc
+	duration, wait, completed, failures, inFlightDesc, finishedDesc *prometheus.Desc
 }
 
 func newTaskCounters() *taskCounters {
@@ -54,6 +94,8 @@ func newTaskCounters() *taskCounters {
 			"Each started arrival's wait for a worker since its scheduled start.", nil, nil),
 		completed: prometheus.NewDesc("cxlab_tasks_completed_total", "Tasks finished, by outcome.",
 			[]string{"outcome"}, nil),
+		failures: prometheus.NewDesc("cxlab_task_failures_total",
+			"Failed tasks, by kind: connect, timeout, tls, status or other.", []string{"kind"}, nil),
 		inFlightDesc: prometheus.NewDesc("cxlab_tasks_in_flight", "Tasks started and not finished.", nil, nil),
 		finishedDesc: prometheus.NewDesc("cxlab_trial_finished", "1 once every task has ended.", nil, nil),
 	}
@@ -72,45 +114,52 @@ func (c *taskCounters) waited(id int, wait time.Duration) {
 	c.shards[id&(shardCount-1)].wait.observe(c.bounds, wait)
 }
 
-// finished counts a task; like the Python runner, only successful tasks are
-// observed in the duration histogram (a refused connection is not a latency).
-func (c *taskCounters) finished(id int, d time.Duration, ok bool) {
+// finished counts a task, a failed one under its kind; like the Python runner, only
+// successful tasks are observed in the duration histogram (a refused connection is not a
+// latency). An outcome past the known kinds counts as other.
+func (c *taskCounters) finished(id int, d time.Duration, outcome Outcome) {
 	s := &c.shards[id&(shardCount-1)]
-	if !ok {
-		s.failed.Add(1)
+	if outcome != Succeeded {
+		s.failed[min(int(outcome), len(FailureKinds))-1].Add(1)
 		return
 	}
 	s.duration.observe(c.bounds, d)
 	s.ok.Add(1)
 }
 
-func (c *taskCounters) counts() (ok, failed int64) {
+// counts are the tasks finished so far: the successful ones and the failed ones by kind.
+func (c *taskCounters) counts() (ok int64, failed Failures) {
 	for i := range c.shards {
 		ok += c.shards[i].ok.Load()
-		failed += c.shards[i].failed.Load()
+		for k := range failed {
+			failed[k] += c.shards[i].failed[k].Load()
+		}
 	}
 	return ok, failed
 }
 
-func (c *taskCounters) inFlight() int64 {
-	ok, failed := c.counts() // finished first, so in flight is never negative
+// inFlight is the tasks started and not finished, given the finished ones read before (so it
+// is never negative).
+func (c *taskCounters) inFlight(ok int64, failed Failures) int64 {
 	var started int64
 	for i := range c.shards {
 		started += c.shards[i].started.Load()
 	}
-	return started - ok - failed
+	return started - ok - failed.Total()
 }
 
 func (c *taskCounters) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.duration
 	ch <- c.wait
 	ch <- c.completed
+	ch <- c.failures
 	ch <- c.inFlightDesc
 	ch <- c.finishedDesc
 }
 
 // Collect reports finished first, then the counts: once finished is 1 they
-// are final.
+// are final. The failed tasks and their kinds come from one read, so they always sum; every
+// kind is reported, 0 until a task fails so.
 func (c *taskCounters) Collect(ch chan<- prometheus.Metric) {
 	finished := 0.0
 	if c.ended.Load() {
@@ -119,8 +168,11 @@ func (c *taskCounters) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.finishedDesc, prometheus.GaugeValue, finished)
 	ok, failed := c.counts()
 	ch <- prometheus.MustNewConstMetric(c.completed, prometheus.CounterValue, float64(ok), "ok")
-	ch <- prometheus.MustNewConstMetric(c.completed, prometheus.CounterValue, float64(failed), "failed")
-	ch <- prometheus.MustNewConstMetric(c.inFlightDesc, prometheus.GaugeValue, float64(c.inFlight()))
+	ch <- prometheus.MustNewConstMetric(c.completed, prometheus.CounterValue, float64(failed.Total()), "failed")
+	for k, kind := range FailureKinds {
+		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(failed[k]), kind)
+	}
+	ch <- prometheus.MustNewConstMetric(c.inFlightDesc, prometheus.GaugeValue, float64(c.inFlight(ok, failed)))
 	ch <- c.histogram(c.duration, func(s *shard) *histogramShard { return &s.duration })
 	ch <- c.histogram(c.wait, func(s *shard) *histogramShard { return &s.wait })
 }

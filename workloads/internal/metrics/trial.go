@@ -149,8 +149,17 @@ func (t *Trial) ArrivalStarted(id int, wait time.Duration) {
 }
 
 // TaskFinished records that task id ended after d, its latency (from the scheduled start for
-// an arrival).
-func (t *Trial) TaskFinished(id int, d time.Duration, ok bool) { t.tasks.finished(id, d, ok) }
+// an arrival), succeeded or failed under a kind.
+func (t *Trial) TaskFinished(id int, d time.Duration, outcome Outcome) {
+	t.tasks.finished(id, d, outcome)
+}
 
 // Counts returns the tasks finished so far.
-func (t *Trial) Counts() (ok, failed int64) { return t.tasks.counts() }
+func (t *Trial) Counts() (ok, failed int64) {
+	ok, failures := t.tasks.counts()
+	return ok, failures.Total()
+}
+
+// Outcomes returns the tasks finished so far, the failed ones by kind (they sum to Counts'
+// failed), from one read.
+func (t *Trial) Outcomes() (ok int64, failed Failures) { return t.tasks.counts() }

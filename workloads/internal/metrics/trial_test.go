@@ -36,6 +36,7 @@ func TestExactlyTheContractMetrics(t *testing.T) {
 		"cxlab_trial_info":               "GAUGE",
 		"cxlab_trial_tasks":              "GAUGE",
 		"cxlab_tasks_completed_total":    "COUNTER",
+		"cxlab_task_failures_total":      "COUNTER",
 		"cxlab_tasks_in_flight":          "GAUGE",
 		"cxlab_task_duration_seconds":    "HISTOGRAM",
 		"cxlab_cpu_user_seconds_total":   "COUNTER",
@@ -78,9 +79,9 @@ func TestTaskMetrics(t *testing.T) {
 	for id := range 3 {
 		tr.TaskStarted(id)
 	}
-	tr.TaskFinished(0, 30*time.Millisecond, true)
-	tr.TaskFinished(1, 2*time.Second, false)        // failed: counted, not observed
-	tr.TaskFinished(17, 500*time.Microsecond, true) // on a bound: counted in le="0.0005"
+	tr.TaskFinished(0, 30*time.Millisecond, Succeeded)
+	tr.TaskFinished(1, 2*time.Second, FailedTimeout)     // failed: counted, not observed
+	tr.TaskFinished(17, 500*time.Microsecond, Succeeded) // on a bound: counted in le="0.0005"
 
 	want := `
 # HELP cxlab_tasks_completed_total Tasks finished, by outcome.
@@ -152,6 +153,57 @@ cxlab_task_duration_seconds_count 2
 	}
 }
 
+// Every failure kind is exposed from the start at 0; a failed task counts under its kind only,
+// and the kinds sum to the failed tasks.
+func TestFailureKindMetrics(t *testing.T) {
+	reg, tr := newTestTrial(t)
+	zero := `
+# HELP cxlab_task_failures_total Failed tasks, by kind: connect, timeout, tls, status or other.
+# TYPE cxlab_task_failures_total counter
+cxlab_task_failures_total{kind="connect"} 0
+cxlab_task_failures_total{kind="other"} 0
+cxlab_task_failures_total{kind="status"} 0
+cxlab_task_failures_total{kind="timeout"} 0
+cxlab_task_failures_total{kind="tls"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(zero), "cxlab_task_failures_total"); err != nil {
+		t.Errorf("before any task: %v", err)
+	}
+	for id, o := range []Outcome{FailedConnect, FailedStatus, FailedStatus, Succeeded, FailedTLS, FailedOther,
+		FailedTimeout, FailedStatus, FailedConnect} {
+		tr.TaskStarted(id)
+		tr.TaskFinished(id, time.Millisecond, o)
+	}
+	want := `
+# HELP cxlab_task_failures_total Failed tasks, by kind: connect, timeout, tls, status or other.
+# TYPE cxlab_task_failures_total counter
+cxlab_task_failures_total{kind="connect"} 2
+cxlab_task_failures_total{kind="other"} 1
+cxlab_task_failures_total{kind="status"} 3
+cxlab_task_failures_total{kind="timeout"} 1
+cxlab_task_failures_total{kind="tls"} 1
+# HELP cxlab_tasks_completed_total Tasks finished, by outcome.
+# TYPE cxlab_tasks_completed_total counter
+cxlab_tasks_completed_total{outcome="failed"} 8
+cxlab_tasks_completed_total{outcome="ok"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "cxlab_task_failures_total", "cxlab_tasks_completed_total"); err != nil {
+		t.Error(err)
+	}
+	ok, failed := tr.Outcomes()
+	if ok != 1 || failed != (Failures{2, 1, 1, 3, 1}) || failed.Total() != 8 {
+		t.Errorf("Outcomes() = %d, %v", ok, failed)
+	}
+	if _, n := tr.Counts(); n != failed.Total() {
+		t.Errorf("Counts() failed %d, the kinds sum to %d", n, failed.Total())
+	}
+	for o, want := range map[Outcome]string{Succeeded: "", FailedConnect: "connect", FailedOther: "other", FailedOther + 1: ""} {
+		if got := o.Kind(); got != want {
+			t.Errorf("Outcome(%d).Kind() = %q, want %q", o, got, want)
+		}
+	}
+}
+
 func TestProcessMetricsAreReal(t *testing.T) {
 	reg, _ := newTestTrial(t)
 	if rss := gauge(t, reg, "cxlab_rss_bytes"); rss <= 0 {
@@ -190,7 +242,7 @@ func TestArrivalMetrics(t *testing.T) {
 	tr.ArrivalDropped()
 	tr.ArrivalStarted(0, 30*time.Millisecond)
 	tr.ArrivalStarted(1, 0)
-	tr.TaskFinished(0, 70*time.Millisecond, true)
+	tr.TaskFinished(0, 70*time.Millisecond, Succeeded)
 	for name, want := range map[string]float64{
 		"cxlab_arrivals_total": 4, "cxlab_arrivals_dropped_total": 1, "cxlab_arrival_queue_length": 1,
 		"cxlab_trial_tasks": 5, "cxlab_tasks_in_flight": 1,

@@ -40,7 +40,7 @@ func (l *closedLoop) run(start time.Time) {
 				l.trial.TaskStarted(w) // the worker's own shard
 				err := l.work()
 				ended := time.Since(start)
-				l.trial.TaskFinished(w, ended-started, err == nil)
+				l.trial.TaskFinished(w, ended-started, outcomeOf(err))
 				mine.started = append(mine.started, started)
 				mine.ended = append(mine.ended, ended)
 				if err != nil {

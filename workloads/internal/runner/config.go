@@ -9,48 +9,58 @@ import (
 	"io"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 )
 
 // Config is a trial as given on the command line.
 type Config struct {
-	Model          string
-	Workload       string
-	Tasks          int           // 0 with --duration or --stages; an arrival run's scheduled arrivals once drawn (Main)
-	Workers        int           // 0 = one worker per task (per arrival)
-	Duration       time.Duration // > 0: a duration run, a closed loop for D or arrivals over D
-	Arrival        string        // uniform or poisson: an arrival run (open loop)
-	Rate           float64       // arrivals per second, or the rate the first stage ramps from
-	Stages         string        // D1:R1,D2:R2 as given (parsed by profile)
-	OnBusy         string        // queue or drop: an arrival with every worker busy
-	Warmup         time.Duration // duration runs: left out of the latency figures
-	MaxLag         time.Duration // the generator's lag p99 bound
-	Seed           uint64        // poisson: the seed of the gaps
-	RTT            time.Duration
-	Iterations     int
-	Hold           time.Duration
-	GOMAXPROCS     int // 0 = the Go default
-	TargetURL      string
-	Connection     string
-	MetricsPort    int
-	ResultPath     string
-	Linger         time.Duration
-	FinalRead      time.Duration // after the Result, wait this long for GET /metrics?final=1; 0 = not
-	Experiment     string
-	Trial          string
-	Pool           string // threads and processes only: must stay empty here
-	Syscalls       bool
-	Pod            int           // index among the trial's Pods
-	BarrierTimeout time.Duration // wait this long at the start barrier; 0 = none
-	LocustMaster   string        // locust only: must stay empty here
-	ExpectWorkers  int           // locust only: must stay 0 here
+	Model              string
+	Workload           string
+	Tasks              int           // 0 with --duration or --stages; an arrival run's scheduled arrivals once drawn (Main)
+	Workers            int           // 0 = one worker per task (per arrival)
+	Duration           time.Duration // > 0: a duration run, a closed loop for D or arrivals over D
+	Arrival            string        // uniform or poisson: an arrival run (open loop)
+	Rate               float64       // arrivals per second, or the rate the first stage ramps from
+	Stages             string        // D1:R1,D2:R2 as given (parsed by profile)
+	OnBusy             string        // queue or drop: an arrival with every worker busy
+	Warmup             time.Duration // duration runs: left out of the latency figures
+	MaxLag             time.Duration // the generator's lag p99 bound
+	Seed               uint64        // poisson: the seed of the gaps
+	RTT                time.Duration
+	Iterations         int
+	Hold               time.Duration
+	GOMAXPROCS         int // 0 = the Go default
+	TargetURL          string
+	TargetMode         string        // delay (rtt=<rtt> added to the query) or direct (the URL as given)
+	Method             string        // http: one of httpMethods
+	Headers            repeated      // http: --header 'Name: value', as given
+	HeaderEnvs         repeated      // http: --header-env 'Name=VAR', as given (the values are read from the environment)
+	Body               string        // http: sent with Content-Length
+	OKStatus           string        // http: the statuses counted as success, as given (200-299,304)
+	RequestTimeout     time.Duration // http: the most one request may take; 0 = RTT + httpTimeout
+	TLSCA              string        // http: a PEM file of the CAs an https target must chain to
+	InsecureSkipVerify bool          // http: no certificate check at all
+	Connection         string
+	MetricsPort        int
+	ResultPath         string
+	Linger             time.Duration
+	FinalRead          time.Duration // after the Result, wait this long for GET /metrics?final=1; 0 = not
+	Experiment         string
+	Trial              string
+	Pool               string // threads and processes only: must stay empty here
+	Syscalls           bool
+	Pod                int           // index among the trial's Pods
+	BarrierTimeout     time.Duration // wait this long at the start barrier; 0 = none
+	LocustMaster       string        // locust only: must stay empty here
+	ExpectWorkers      int           // locust only: must stay 0 here
 }
 
 // Workloads and connection modes the contract defines.
 var (
 	workloads    = []string{"sleep", "http", "cpu", "hold"}
 	connections  = []string{"fresh", "reuse"}
-	urlSchemes   = []string{"http"} // the delay target speaks plain HTTP, as the Python runner
+	urlSchemes   = []string{"http", "https"} // --target-url (targetUrlSchemes)
 	pythonModels = []string{"sequential", "threads", "processes", "gevent", "asyncio", "locust"}
 	processes    = []string{"uniform", "poisson"} // --arrival (arrivalProcesses)
 	onBusyModes  = []string{"queue", "drop"}
@@ -111,7 +121,21 @@ func ParseFlags(args []string, output io.Writer) (Config, error) {
 	if fs.NArg() > 0 {
 		return c, usageErrorf("unexpected arguments: %q", fs.Args())
 	}
-	return c, c.validate()
+	if err := c.validate(); err != nil {
+		return c, err
+	}
+	if c.Workload != "http" {
+		var given []string
+		fs.Visit(func(f *flag.Flag) {
+			if slices.Contains(httpFlags, f.Name) {
+				given = append(given, "--"+f.Name)
+			}
+		})
+		if len(given) > 0 {
+			return c, usageErrorf("%s: the http workload's only, not %s", strings.Join(given, ", "), c.Workload)
+		}
+	}
+	return c, nil
 }
 
 // newFlagSet declares the contract's flags into c (the contract test lists them too).
@@ -134,7 +158,16 @@ func newFlagSet(c *Config, output io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.Iterations, "iterations", 1_000_000, "count-loop iterations per task for cpu")
 	fs.DurationVar(&c.Hold, "hold", 0, "how long each task stays alive for hold")
 	fs.IntVar(&c.GOMAXPROCS, "gomaxprocs", 0, "GOMAXPROCS; 0 = the Go default")
-	fs.StringVar(&c.TargetURL, "target-url", "", "delay target for http; ?rtt=<rtt> is added")
+	fs.StringVar(&c.TargetURL, "target-url", "", "http: an http:// or https:// URL, the delay target (rtt=<rtt> is added) or with --target-mode direct your own service")
+	fs.StringVar(&c.TargetMode, "target-mode", "delay", "http: delay (rtt=<rtt> is added to --target-url's query) or direct (the URL is sent as given)")
+	fs.StringVar(&c.Method, "method", "GET", "http: the request's method, one of "+strings.Join(httpMethods, ", "))
+	fs.Var(&c.Headers, "header", "http, repeatable: a header sent with every request, `'Name: value'`")
+	fs.Var(&c.HeaderEnvs, "header-env", "http, repeatable: a header whose value is the environment variable VAR, `'Name=VAR'` (unset or empty: refused)")
+	fs.StringVar(&c.Body, "body", "", "http: the request body, sent with Content-Length (at most 64 KiB)")
+	fs.StringVar(&c.OKStatus, "ok-status", defaultOKStatus, "http: the statuses counted as success, codes and ranges 100-599 (`200-299,304`); any other fails the task (kind status)")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", 0, "http: the most one request may take, the whole answer read, 0s..10m; 0s = the RTT + 2m")
+	fs.StringVar(&c.TLSCA, "tls-ca", "", "https: a PEM `file` of the CA certificates the target's must chain to, instead of the system's")
+	fs.BoolVar(&c.InsecureSkipVerify, "insecure-skip-verify", false, "https: do not check the target's certificate at all (not with --tls-ca)")
 	fs.StringVar(&c.Connection, "connection", "fresh", "http: fresh (new connection per task) or reuse (keep-alive)")
 	fs.IntVar(&c.MetricsPort, "metrics-port", 0, "serve Prometheus metrics on 0.0.0.0:P/metrics; 0 = none")
 	fs.StringVar(&c.ResultPath, "result-path", "", "also write the Result JSON to this file")
@@ -205,8 +238,8 @@ func (c *Config) validate() error {
 		return usageErrorf("--workload http needs --target-url")
 	}
 	if c.Workload == "http" {
-		if _, err := taskURL(c.TargetURL, c.RTT); err != nil {
-			return usageErrorf("--target-url: %v", err)
+		if _, err := c.httpRequest(); err != nil {
+			return &UsageError{err.Error()}
 		}
 	}
 	return c.validateTimed()
@@ -341,12 +374,9 @@ func (c *Config) ResolvedWorkers() int {
 
 // taskURL is the target with rtt=<rtt> set in its query, other parameters kept.
 func taskURL(target string, rtt time.Duration) (string, error) {
-	u, err := url.Parse(target)
+	u, err := checkTarget(target)
 	if err != nil {
 		return "", err
-	}
-	if !slices.Contains(urlSchemes, u.Scheme) || u.Hostname() == "" {
-		return "", fmt.Errorf("want an http:// URL with a host, got %q", target)
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {

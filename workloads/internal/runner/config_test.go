@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +22,9 @@ func TestParseFlagsAcceptsBothDashes(t *testing.T) {
 	want := Config{Model: "goroutines", Workload: "http", Tasks: 5, Workers: 2, RTT: 1500 * time.Millisecond,
 		Iterations: 1_000_000, GOMAXPROCS: 1, TargetURL: "http://h:1/p", Connection: "reuse",
 		MetricsPort: 9, ResultPath: "/tmp/x", Linger: 2 * time.Second, Experiment: "e", Trial: "t",
-		OnBusy: "queue", MaxLag: 10 * time.Millisecond, Seed: 1}
-	if c != want {
+		OnBusy: "queue", MaxLag: 10 * time.Millisecond, Seed: 1,
+		TargetMode: "delay", Method: "GET", OKStatus: "200-299"}
+	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v\nwant %+v", c, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,9 +27,18 @@ type runnerContract struct {
 		Python []string `json:"python"`
 		Go     []string `json:"go"`
 	} `json:"models"`
-	Workloads      []string       `json:"workloads"`
-	Connections    []string       `json:"connections"`
-	URLSchemes     []string       `json:"targetUrlSchemes"`
+	Workloads   []string `json:"workloads"`
+	Connections []string `json:"connections"`
+	URLSchemes  []string `json:"targetUrlSchemes"`
+	TargetModes []string `json:"targetModes"`
+	HTTPRequest struct {
+		Methods          []string `json:"methods"`
+		ForbiddenHeaders []string `json:"forbiddenHeaders"`
+		MaxHeaders       int      `json:"maxHeaders"`
+	} `json:"httpRequest"`
+	FailureKinds struct {
+		Kinds []string `json:"kinds"`
+	} `json:"failureKinds"`
 	ExitStatus     map[string]int `json:"exitStatus"`
 	ResultMaxBytes int            `json:"resultMaxBytes"`
 	LatencyBuckets []float64      `json:"latencyBucketsSeconds"`
@@ -79,6 +89,21 @@ func TestTheGoRunnerKeepsTheContract(t *testing.T) {
 	}
 	if !slices.Equal(c.URLSchemes, urlSchemes) {
 		t.Errorf("--target-url schemes: contract %v, Go runner %v", c.URLSchemes, urlSchemes)
+	}
+	if !slices.Equal(c.TargetModes, targetModes) {
+		t.Errorf("--target-mode: contract %v, Go runner %v", c.TargetModes, targetModes)
+	}
+	if h := c.HTTPRequest; !slices.Equal(h.Methods, httpMethods) || !slices.Equal(h.ForbiddenHeaders, forbiddenHeaders) || h.MaxHeaders != maxHeaders {
+		t.Errorf("httpRequest: contract %+v, Go runner methods %v, forbidden headers %v, at most %d",
+			h, httpMethods, forbiddenHeaders, maxHeaders)
+	}
+	// The kinds: the contract's, the counter's labels and the Result's keys, in one order.
+	var keys []string
+	for k := range reflect.TypeFor[FailureKinds]().Fields() {
+		keys = append(keys, strings.Split(k.Tag.Get("json"), ",")[0])
+	}
+	if !slices.Equal(c.FailureKinds.Kinds, metrics.FailureKinds[:]) || !slices.Equal(keys, metrics.FailureKinds[:]) {
+		t.Errorf("failure kinds: contract %v, Go runner's counter %v, its Result's %v", c.FailureKinds.Kinds, metrics.FailureKinds, keys)
 	}
 	want := map[string]int{"ok": ExitOK, "crash": ExitCrash, "usage": ExitUsage, "notReleased": ExitNotReleased, "stoppedBySIGTERM": 128 + int(syscall.SIGTERM)}
 	for name, status := range want {
@@ -197,6 +222,17 @@ func TestTheGoRunnerKeepsTheContractsLimits(t *testing.T) {
 		"warmup":  func(v string) []string { return []string{"--workers", "1", "--duration", "24h", "--warmup", v} },
 		"max-lag": arrivals("max-lag"),
 		"seed":    arrivals("seed"),
+		"request-timeout": func(v string) []string {
+			return []string{"--workload", "http", "--tasks", "1", "--target-url", "http://h/", "--request-timeout", v}
+		},
+		// A body of v bytes; none has fewer than none.
+		"body": func(v string) []string {
+			n, _ := strconv.Atoi(v)
+			if n < 0 {
+				return nil
+			}
+			return []string{"--workload", "http", "--tasks", "1", "--target-url", "http://h/", "--method", "POST", "--body", strings.Repeat("b", n)}
+		},
 	}
 	// The run bounds --warmup too: 24h is within its limit, and less than no run.
 	besides := map[string]string{"warmup": "must be less than the run"}
@@ -240,7 +276,11 @@ func TestTheGoRunnerKeepsTheContractsLimits(t *testing.T) {
 			value string
 			ok    bool
 		}{{past(b.Min, 0), true}, {past(b.Max, 0), true}, {past(b.Min, -1), false}, {past(b.Max, 1), false}} {
-			args := append([]string{"--model", "goroutines", "--workload", "sleep"}, line(tc.value)...)
+			given := line(tc.value)
+			if given == nil {
+				continue // a value no flag can take
+			}
+			args := append([]string{"--model", "goroutines", "--workload", "sleep"}, given...)
 			_, err := ParseFlags(args, io.Discard)
 			if tc.ok && err != nil && (besides[name] == "" || !strings.Contains(err.Error(), besides[name])) {
 				t.Errorf("%s is within the contract's limits, refused: %v", strings.Join(args, " "), err)

@@ -27,7 +27,7 @@ func newCounted(c *Config, work task, trial *metrics.Trial, errs *errorTally) *c
 		t0 := time.Since(epoch)
 		err := work()
 		d := time.Since(epoch) - t0
-		trial.TaskFinished(i, d, err == nil)
+		trial.TaskFinished(i, d, outcomeOf(err))
 		if err != nil {
 			t.durations[i] = failedTask
 			errs.add(errorMessage(err))

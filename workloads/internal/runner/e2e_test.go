@@ -246,6 +246,9 @@ func TestHTTPFailuresAreMeasured(t *testing.T) {
 	if len(r.Errors) != 1 || r.Errors[0] != (ErrorCount{"HTTP 503 Service Unavailable", 10}) {
 		t.Errorf("errors %+v", r.Errors)
 	}
+	if r.FailureKinds == nil || *r.FailureKinds != (FailureKinds{Status: 10}) {
+		t.Errorf("failure kinds %+v, want 10 of status", r.FailureKinds)
+	}
 
 	addr := srv.Listener.Addr().String()
 	srv.Close() // nothing listens now
@@ -253,5 +256,8 @@ func TestHTTPFailuresAreMeasured(t *testing.T) {
 		"--rtt", "1ms", "--target-url", "http://"+addr+"/")
 	if r.TasksFailed != 10 || len(r.Errors) != 1 || r.Errors[0].Count != 10 || !strings.Contains(r.Errors[0].Message, "refused") {
 		t.Errorf("failed %d errors %+v", r.TasksFailed, r.Errors)
+	}
+	if r.FailureKinds == nil || *r.FailureKinds != (FailureKinds{Connect: 10}) {
+		t.Errorf("failure kinds %+v, want 10 of connect", r.FailureKinds)
 	}
 }

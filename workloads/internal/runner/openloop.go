@@ -123,7 +123,7 @@ func (a *arrivalRun) one(k int) {
 	a.trial.ArrivalStarted(k, max(0, started-scheduled))
 	err := a.work()
 	ended := time.Since(a.start)
-	a.trial.TaskFinished(k, ended-scheduled, err == nil)
+	a.trial.TaskFinished(k, ended-scheduled, outcomeOf(err))
 	a.times.started[k], a.times.ended[k] = started, ended
 	if err != nil {
 		a.times.outcome[k] = failed

@@ -68,6 +68,9 @@ type Result struct {
 	// Host is the environment fingerprint (measure.ReadHost), never cut from an oversized
 	// Result; nil, and left out, only in a Result read from one written before it.
 	Host *measure.Host `json:"host,omitempty"`
+	// FailureKinds is the failed tasks by kind, summing to TasksFailed; never cut from an
+	// oversized Result. Nil, and left out, only in a Result read from one written before it.
+	FailureKinds *FailureKinds `json:"failureKinds,omitempty"`
 }
 
 // Syscalls is the Result's syscalls when they were asked for: this runner
@@ -85,8 +88,8 @@ type RSSTimeline struct {
 // Encode returns the Result as one line of compact JSON, newline included, of
 // at most MaxResultBytes: if it would not fit, it drops errors (least frequent
 // first), then halves the RSS timeline's resolution, then the timeline's, then
-// lowers the schema of the widest histogram; nothing else is cut (the labels
-// and the host stay whole). The contract's rule, the same in the Python
+// lowers the schema of the widest histogram; nothing else is cut (the labels,
+// the host and the failure kinds stay whole). The contract's rule, the same in the Python
 // runner. The caller's Result is left as it was.
 func (r Result) Encode() ([]byte, error) {
 	for {

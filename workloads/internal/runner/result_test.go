@@ -148,8 +148,9 @@ func TestResultKeysMatchSchema(t *testing.T) {
 			t.Errorf("%s is %v, want an array", arr, got[arr])
 		}
 	}
-	// With its host, the one optional key, a Result has every property of the schema.
-	b, err = Result{Workers: 1, Host: &measure.Host{CPUModel: "c", Kernel: "k"}}.Encode()
+	// With its host and its failure kinds, the optional keys (absent from older Results), a
+	// Result has every property of the schema.
+	b, err = Result{Workers: 1, Host: &measure.Host{CPUModel: "c", Kernel: "k"}, FailureKinds: &FailureKinds{}}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}

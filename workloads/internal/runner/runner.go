@@ -59,7 +59,7 @@ func Run(c *Config, schedule []time.Duration, trial *metrics.Trial, barrier *sta
 
 	wall := end.Sub(start).Seconds()
 	used := after.Sub(before)
-	ok, failed := trial.Counts()
+	ok, failures := trial.Outcomes() // one read: the kinds sum to the failed tasks
 	gomaxprocs := runtime.GOMAXPROCS(0)
 	host := measure.ReadHost()
 	r := Result{
@@ -75,7 +75,7 @@ func Run(c *Config, schedule []time.Duration, trial *metrics.Trial, barrier *sta
 		GOMAXPROCS:                 &gomaxprocs,
 		Tasks:                      c.Tasks,
 		TasksOK:                    ok,
-		TasksFailed:                failed,
+		TasksFailed:                failures.Total(),
 		WallSeconds:                wall,
 		StartedAtUnixSeconds:       round6(float64(start.UnixNano()) / 1e9),
 		BarrierWaitSeconds:         waited,
@@ -92,10 +92,11 @@ func Run(c *Config, schedule []time.Duration, trial *metrics.Trial, barrier *sta
 			IntervalSeconds: seen.Timeline.Interval.Seconds(),
 			RSSBytes:        seen.Timeline.Samples,
 		},
-		CPUs:    cpus,
-		Runtime: runtime.Version(),
-		Host:    &host,
-		Errors:  errs.top(maxErrorKinds),
+		CPUs:         cpus,
+		Runtime:      runtime.Version(),
+		Host:         &host,
+		FailureKinds: newFailureKinds(failures),
+		Errors:       errs.top(maxErrorKinds),
 	}
 	if c.Syscalls {
 		r.Syscalls = &Syscalls{Unavailable: "the Go runner does not count system calls: run it under strace -c -f by hand"}

@@ -66,6 +66,32 @@ func TestTheCutKeepsTheHost(t *testing.T) {
 	}
 }
 
+// The failure kinds are never cut either: an oversized Result failing in every kind is cut as
+// far as it needs and keeps them whole.
+func TestTheCutKeepsTheFailureKinds(t *testing.T) {
+	kinds := FailureKinds{Connect: 1, Timeout: 22, TLS: 333, Status: 4444, Other: 55555}
+	for _, path := range []string{"../../testdata/oversized-result.json", "../../testdata/oversized-arrival-result.json"} {
+		var r Result
+		readJSON(t, path, &r)
+		r.FailureKinds = &kinds
+		r.TasksFailed = 60355
+		b, err := r.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > MaxResultBytes {
+			t.Fatalf("%s: %d bytes, over %d", path, len(b), MaxResultBytes)
+		}
+		var cut Result
+		if err := json.Unmarshal(b, &cut); err != nil {
+			t.Fatal(err)
+		}
+		if cut.FailureKinds == nil || *cut.FailureKinds != kinds {
+			t.Errorf("%s: failure kinds %+v after the cut", path, cut.FailureKinds)
+		}
+	}
+}
+
 // The floor cases the Python runner's test computes too (workloads/testdata/floors.json).
 func TestTheFloorIsTheContractsFormula(t *testing.T) {
 	var shared struct {

@@ -1,14 +1,18 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"cxlab.dev/workloads/internal/metrics"
 )
 
 // task is one unit of a workload; an error makes it a failed task.
@@ -58,11 +62,13 @@ func count(n int) uint64 {
 }
 
 // httpTimeout bounds a request beyond its rtt, so a dead target fails the
-// task instead of hanging the trial.
+// task instead of hanging the trial (--request-timeout 0s).
 const httpTimeout = 2 * time.Minute
 
+// httpTask sends the flags' request (httpRequest) once per task and reads the whole answer;
+// a failed task's error carries its kind (classify).
 func httpTask(c *Config) (task, error) {
-	target, err := taskURL(c.TargetURL, c.RTT)
+	r, err := c.httpRequest()
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +78,9 @@ func httpTask(c *Config) (task, error) {
 			Timeout:   30 * time.Second,
 			KeepAlive: 30 * time.Second,
 		}).DialContext,
+		// A custom dialler and TLS config keep HTTP/1.1 on https too (no HTTP/2 multiplexing),
+		// so that --connection means a connection per worker or per task there as well.
+		TLSClientConfig:     r.tls,
 		DisableKeepAlives:   c.Connection == "fresh",
 		MaxIdleConns:        c.ResolvedWorkers(),
 		MaxIdleConnsPerHost: c.ResolvedWorkers(), // one kept connection per worker
@@ -83,23 +92,40 @@ func httpTask(c *Config) (task, error) {
 		// the dialled one then stays beside it in the pool.
 		transport.MaxConnsPerHost = c.ResolvedWorkers()
 	}
-	client := &http.Client{Transport: transport, Timeout: c.RTT + httpTimeout}
-	return func() error {
-		resp, err := client.Get(target)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		// Read the whole body: it is part of the round trip and lets a kept
-		// connection be reused.
-		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-			return err
-		}
-		if resp.StatusCode < 200 || resp.StatusCode > 299 {
-			return fmt.Errorf("HTTP %s", resp.Status)
-		}
-		return nil
-	}, nil
+	// The client's Timeout bounds the whole request, the answer's body read included.
+	client := &http.Client{Transport: transport, Timeout: r.timeout}
+	return func() error { return r.send(client) }, nil
+}
+
+// send makes one request and reads its whole answer; the error, if any, is a *taskError.
+func (r *httpRequest) send(client *http.Client) error {
+	var body io.Reader
+	if r.body != "" {
+		body = strings.NewReader(r.body) // a fresh reader each time; sets Content-Length
+	}
+	var seen requestTrace
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), seen.hooks()),
+		r.method, r.url, body)
+	if err != nil {
+		return &taskError{metrics.FailedOther, err}
+	}
+	if r.header != nil {
+		req.Header = r.header // read only: neither the client nor the transport writes it
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return &taskError{classify(err, &seen), err}
+	}
+	defer resp.Body.Close()
+	// Read the whole body: it is part of the round trip and lets a kept
+	// connection be reused.
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return &taskError{classify(err, &seen), err}
+	}
+	if !r.ok.has(resp.StatusCode) {
+		return &taskError{metrics.FailedStatus, fmt.Errorf("HTTP %s", resp.Status)}
+	}
+	return nil
 }
 
 // errorMessage is how a failed task is reported. Socket errors name the

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from cxlab_contract import runner_contract
 from cxlab_contract.arrivals import RateProfile, Stage, parse_stages
@@ -16,6 +18,20 @@ from cxlab_contract.result import resolve_workers
 PYTHON_MODELS = runner_contract().python_models
 WORKLOADS = runner_contract().workloads
 CONNECTIONS = runner_contract().connections
+DEFAULT_OK_STATUS = "200-299"
+# The flags that shape an http request (CONTRACT.md, Flags), with their defaults: any of them
+# set for another workload is a usage error.
+HTTP_ONLY: dict[str, object] = {
+    "target-mode": "delay",
+    "method": "GET",
+    "header": None,
+    "header-env": None,
+    "body": "",
+    "ok-status": DEFAULT_OK_STATUS,
+    "request-timeout": 0.0,
+    "tls-ca": None,
+    "insecure-skip-verify": False,
+}
 
 
 @dataclass(frozen=True)
@@ -49,6 +65,17 @@ class RunnerConfig:
     max_lag: float = 0.01
     profile: RateProfile | None = None  # an arrival run's rate
     schedule: tuple[float, ...] = ()  # an arrival run's scheduled offsets; tasks = its length
+    # http: the request each task sends (CONTRACT.md, Flags)
+    target_mode: str = "delay"  # delay: ?rtt= added to --target-url; direct: sent as given
+    method: str = "GET"
+    # (name, value): --header and --header-env in their order, one line per name. repr=False:
+    # a --header-env value is a secret, never printed.
+    headers: tuple[tuple[str, bytes], ...] = field(default=(), repr=False)
+    body: bytes = field(default=b"", repr=False)
+    ok_statuses: frozenset[int] = frozenset(range(200, 300))
+    request_timeout: float = 0.0  # 0 = the runner's own allowance (workloads.py)
+    tls_ca_pem: str | None = field(default=None, repr=False)  # --tls-ca's certificates
+    insecure_skip_verify: bool = False
 
     @property
     def one_per_task(self) -> bool:
@@ -153,6 +180,159 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _ok_statuses(text: str) -> frozenset[int]:
+    """--ok-status: codes and inclusive ranges, comma-separated (200-299,304), each 100-599."""
+    statuses: set[int] = set()
+    for item in text.split(","):
+        low, dash, high = item.strip().partition("-")
+        bounds = (low, high) if dash else (low, low)
+        if not all(re.fullmatch(r"[0-9]{3}", bound.strip()) for bound in bounds):
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: want status codes and ranges, comma-separated (200-299,304)"
+            )
+        first, last = (int(bound) for bound in bounds)
+        if not 100 <= first <= last <= 599:
+            raise argparse.ArgumentTypeError(
+                f"{item.strip()!r} in {text!r}: each code is 100..599, a range low-high"
+            )
+        statuses.update(range(first, last + 1))
+    return frozenset(statuses)
+
+
+# RFC 9110 5.1: a field name is a token; 5.5: a value is visible characters, spaces and tabs
+# (and obs-text, bytes 0x80-0xFF), never a control character such as a line break.
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_FIELD_VALUE = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
+
+
+def _header_name(flag: str, name: str) -> str:
+    """A --header or --header-env name: a token, and none the runner sets itself."""
+    if not _TOKEN.fullmatch(os.fsencode(name)):
+        raise UsageError(f"--{flag}: {name!r} is not a header name (an RFC 9110 token)")
+    if name.lower() in runner_contract().forbidden_headers:
+        raise UsageError(
+            f"--{flag}: the runner sets {name} itself, or it changes the framing "
+            f"(not one of {', '.join(sorted(runner_contract().forbidden_headers))})"
+        )
+    return name
+
+
+def _headers(literal: list[str], from_env: list[str]) -> tuple[tuple[str, bytes], ...]:
+    """--header 'Name: value' and --header-env 'Name=VAR' (the value of the environment
+    variable VAR, which no message ever shows), one line per name: a name given twice is sent
+    once, its values joined by ", " as RFC 9110 5.3 combines a list field."""
+    most = runner_contract().max_headers
+    if len(literal) + len(from_env) > most:
+        raise UsageError(
+            f"--header and --header-env: {len(literal) + len(from_env)} headers, at most {most}"
+        )
+    lines: list[tuple[str, bytes]] = []
+    for text in literal:
+        name, colon, value = text.partition(":")
+        if not colon:
+            raise UsageError(f"--header {text!r}: want 'Name: value'")
+        raw = os.fsencode(value).strip(b" \t")
+        if not _FIELD_VALUE.fullmatch(raw):
+            raise UsageError(
+                f"--header {_header_name('header', name)}: its value holds a control "
+                "character (a line break?), which a header value cannot"
+            )
+        lines.append((_header_name("header", name), raw))
+    for text in from_env:
+        name, equals, variable = text.partition("=")
+        if not equals or not variable:
+            raise UsageError(f"--header-env {text!r}: want 'Name=VAR' (an environment variable)")
+        name = _header_name("header-env", name)
+        secret = os.environ.get(variable, "")
+        if not secret:
+            state = "empty" if variable in os.environ else "unset"
+            raise UsageError(f"--header-env {name}={variable}: the environment variable is {state}")
+        raw = os.fsencode(secret).strip(b" \t")
+        if not raw or not _FIELD_VALUE.fullmatch(raw):
+            raise UsageError(
+                f"--header-env {name}={variable}: the variable's value holds a control "
+                "character (a line break?) or only spaces, which a header value cannot"
+            )
+        lines.append((name, raw))
+    combined: dict[str, tuple[str, list[bytes]]] = {}
+    for name, raw in lines:
+        combined.setdefault(name.lower(), (name, []))[1].append(raw)
+    return tuple((name, b", ".join(values)) for name, values in combined.values())
+
+
+def _tls_ca(path: str) -> str:
+    """--tls-ca: the PEM text of the CA certificates, read once and checked here, so a bad
+    file is a usage error and not a failed task each time."""
+    import ssl  # here, not at the top: gevent patches ssl after the flags are read
+
+    try:
+        with open(path, "rb") as file:
+            pem = file.read().decode("ascii")
+    except OSError as error:
+        raise UsageError(f"--tls-ca {path}: cannot read it ({error.strerror})") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--tls-ca {path}: not a PEM file (not text)") from None
+    try:
+        ssl.create_default_context(cadata=pem)
+    except (ssl.SSLError, ValueError) as error:
+        raise UsageError(f"--tls-ca {path}: no PEM CA certificate in it ({error})") from None
+    return pem
+
+
+def _http(args: argparse.Namespace) -> dict[str, Any]:
+    """The http flags, checked, as RunnerConfig's fields; refused for other workloads."""
+    if args.workload != "http":
+        # (argparse parses a default given as text: --ok-status's is a set of codes)
+        defaults = {**HTTP_ONLY, "ok-status": _ok_statuses(DEFAULT_OK_STATUS)}
+        for flag, default in defaults.items():
+            if getattr(args, flag.replace("-", "_")) != default:
+                raise UsageError(f"--{flag} applies to the http workload only")
+        return {}
+    if not args.target_url:
+        raise UsageError("--target-url is required for the http workload")
+    url = urlsplit(args.target_url)
+    schemes = runner_contract().target_url_schemes
+    try:
+        port_ok = url.port is None or url.port >= 0  # raises ValueError out of 0-65535
+    except ValueError:
+        port_ok = False
+    if url.scheme not in schemes or not url.hostname or not port_ok:
+        raise UsageError(
+            f"--target-url must be an {' or '.join(f'{s}://' for s in schemes)} URL with a "
+            f"host (and a port 0-65535), got {args.target_url!r}"
+        )
+    if url.username is not None or url.password is not None:
+        raise UsageError(
+            "--target-url: no user or password in the URL (they would be in the runner's "
+            "arguments): send them with --header-env Authorization=VAR"
+        )
+    tls = url.scheme == "https"
+    if args.tls_ca and args.insecure_skip_verify:
+        raise UsageError("--insecure-skip-verify checks no certificate: leave --tls-ca out")
+    for flag in ("tls-ca", "insecure-skip-verify"):
+        if getattr(args, flag.replace("-", "_")) and not tls:
+            raise UsageError(f"--{flag} applies to an https:// --target-url only")
+    body = os.fsencode(args.body)
+    most = runner_contract().limits["body"].max
+    if len(body) > most:
+        raise UsageError(f"--body is {len(body)} bytes: at most {most}")
+    # Percent-encode what a request line cannot carry (spaces, non-ASCII), as Go's URL does;
+    # an escape already there stays.
+    safe = "!#$%&'()*+,/:;=?@[]~"
+    target_url = url._replace(path=quote(url.path, safe), query=quote(url.query, safe)).geturl()
+    return {
+        "target_url": target_url,
+        "target_mode": args.target_mode,
+        "method": args.method,
+        "headers": _headers(args.header or [], args.header_env or []),
+        "body": body,
+        "ok_statuses": args.ok_status,
+        "request_timeout": args.request_timeout,
+        "tls_ca_pem": _tls_ca(args.tls_ca) if args.tls_ca else None,
+        "insecure_skip_verify": args.insecure_skip_verify,
+    }
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message)
@@ -180,7 +360,22 @@ def build_parser() -> argparse.ArgumentParser:
     add("--iterations", type=_within("iterations"), default=1_000_000, help="cpu: loop length")
     add("--hold", type=_within("hold"), default=0.0, help="hold: how long each task stays alive")
     add("--gomaxprocs", type=_within("gomaxprocs"), default=0, help="goroutines only; 0 here")
-    add("--target-url", default=None, help="http: the delay target")
+    add("--target-url", default=None, help="http: the delay target, or the service itself")
+    contract = runner_contract()
+    add("--target-mode", choices=contract.target_modes, default="delay", help="http: or direct")
+    add("--method", choices=contract.http_methods, default="GET", help="http: the request's method")
+    add("--header", action="append", default=None, help="http: 'Name: value', repeatable")
+    add("--header-env", action="append", default=None, help="http: 'Name=VAR', repeatable")
+    add("--body", default="", help="http: the request body, sent with Content-Length")
+    add("--ok-status", type=_ok_statuses, default=DEFAULT_OK_STATUS, help="http: 200-299,304")
+    add(
+        "--request-timeout",
+        type=_within("request-timeout"),
+        default=0.0,
+        help="http: the most a whole request may take; 0s = the runner's allowance (300s)",
+    )
+    add("--tls-ca", default=None, help="http to https://: a PEM file of CA certificates")
+    add("--insecure-skip-verify", action="store_true", help="http to https://: check nothing")
     add("--connection", choices=CONNECTIONS, default="fresh")
     add("--metrics-port", type=_non_negative, default=0, help="0 = no metrics endpoint")
     add("--result-path", default=None)
@@ -218,15 +413,7 @@ def parse_config(argv: list[str]) -> RunnerConfig:
     args = build_parser().parse_args(argv)
     if args.gomaxprocs:
         raise UsageError(f"--gomaxprocs applies to goroutines only, not to {args.model}")
-    if args.workload == "http" and not args.target_url:
-        raise UsageError("--target-url is required for the http workload")
-    if args.workload == "http":
-        url = urlsplit(args.target_url)
-        schemes = runner_contract().target_url_schemes
-        if url.scheme not in schemes or not url.hostname:
-            raise UsageError(
-                f"--target-url must be an http:// URL with a host, got {args.target_url!r}"
-            )
+    http = _http(args)
     if args.model == "locust" and args.workload != "http":
         raise UsageError("locust runs HTTP users: it needs --workload http")
     if (args.locust_master or args.expect_workers) and args.model != "locust":
@@ -260,7 +447,7 @@ def parse_config(argv: list[str]) -> RunnerConfig:
         rtt=args.rtt,
         iterations=args.iterations,
         hold=args.hold,
-        target_url=args.target_url,
+        target_url=http.pop("target_url", args.target_url),
         connection=args.connection,
         metrics_port=args.metrics_port,
         result_path=args.result_path,
@@ -281,6 +468,7 @@ def parse_config(argv: list[str]) -> RunnerConfig:
         max_lag=args.max_lag,
         profile=profile,
         schedule=schedule,
+        **http,
     )
 
 

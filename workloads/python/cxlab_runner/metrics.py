@@ -6,9 +6,10 @@ from __future__ import annotations
 import bisect
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import cast
 from urllib.parse import urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -86,6 +87,13 @@ class TrialCollector(Collector):
         completed.add_metric(["ok"], recorder.ok_count())
         completed.add_metric(["failed"], recorder.failed_count())
         yield completed
+        failures = CounterMetricFamily(
+            "cxlab_task_failures", "Failed tasks, by kind.", labels=["kind"]
+        )
+        kinds = cast(Mapping[str, int], recorder.failure_kinds())
+        for kind, count in kinds.items():  # every kind, from the first scrape
+            failures.add_metric([kind], count)
+        yield failures
         yield GaugeMetricFamily(
             "cxlab_tasks_in_flight", "Tasks started and not finished.", value=recorder.in_flight()
         )

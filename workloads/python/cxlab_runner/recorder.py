@@ -10,6 +10,11 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import Counter
+from collections.abc import Mapping
+from typing import cast
+
+from cxlab_contract.result import FailureKinds
+from cxlab_runner.failures import KINDS, kind_of
 
 MAX_ERROR_LENGTH = 200
 
@@ -21,6 +26,7 @@ class TaskRecorder:
         self.errors: Counter[str] = Counter()
         self._errors_lock = threading.Lock()
         self._failed = 0
+        self._kinds = dict.fromkeys(KINDS, 0)  # failed tasks by kind (failures.py): _failed
         # Set while children count in shared memory (processes): scrapes read that instead.
         self.live_view: TaskRecorder | None = None
         # How many of `latencies` are failed tasks': a distributed Locust master's view,
@@ -44,23 +50,28 @@ class TaskRecorder:
     def ok(self, seconds: float) -> None:
         self.latencies.append(seconds)
 
-    def failed(self, error: BaseException | str) -> None:
+    def failed(self, error: BaseException | str, kind: str | None = None) -> None:
+        """A failed task: its message, and its kind (the error's, unless given)."""
         message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        kind = kind or kind_of(error)
         with self._errors_lock:
             self.errors[message[:MAX_ERROR_LENGTH]] += 1
             self._failed += 1
+            self._kinds[kind] += 1
 
     def note(self, message: str) -> None:
         """A runner problem that is not a failed task (for example fewer workers started)."""
         with self._errors_lock:
             self.errors[message[:MAX_ERROR_LENGTH]] += 1
 
-    def merge(self, latencies: list[float], errors: Counter[str]) -> None:
-        """Take in what a child process recorded."""
+    def merge(self, latencies: list[float], errors: Counter[str], kinds: Mapping[str, int]) -> None:
+        """Take in what a child process recorded: its failed tasks by message and by kind."""
         self.latencies.extend(latencies)
         with self._errors_lock:
             self.errors.update(errors)
-            self._failed += sum(errors.values())
+            self._failed += sum(kinds.values())
+            for kind, count in kinds.items():
+                self._kinds[kind] += count
 
     def current(self) -> TaskRecorder:
         return self.live_view or self
@@ -84,6 +95,11 @@ class TaskRecorder:
 
     def failed_count(self) -> int:
         return self._failed
+
+    def failure_kinds(self) -> FailureKinds:
+        """Failed tasks by kind, every kind present (0 if none)."""
+        with self._errors_lock:
+            return cast(FailureKinds, self._kinds.copy())
 
     def in_flight(self) -> int:
         return max(0, self.started_count() - self.ok_count() - self.failed_count())

@@ -89,6 +89,7 @@ def build_result(
         "cpus": sorted(os.sched_getaffinity(0)),
         "runtime": runtime_version(config.model),
         "host": host().copy(),  # the cached one stays as read
+        "failureKinds": recorder.failure_kinds(),  # every kind; they sum to tasksFailed
         "errors": [
             {"message": message, "count": count}
             for message, count in recorder.errors.most_common(MAX_ERRORS)

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
+import ssl
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import gevent
 import locust.runners
 from gevent.event import Event
+from geventhttpclient.useragent import RetriesExceeded
 from locust import FastHttpUser, constant, task
 from locust.env import Environment
 from locust.exception import StopUser
@@ -28,9 +31,10 @@ from cxlab_contract.durations import format_duration
 from cxlab_runner.barrier import NOT_RELEASED
 from cxlab_runner.config import RunnerConfig
 from cxlab_runner.duration import MAX_TASKS, TaskTimes
+from cxlab_runner.failures import KINDS, OTHER, STATUS, TIMEOUT, kind_of
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
-from cxlab_runner.workloads import HTTP_TIMEOUT_SECONDS, HttpStatusError, request_target
+from cxlab_runner.workloads import request_target, request_timeout, ssl_context
 
 # A worker reports its statistics to the master this often (Locust's default is 3 s): the
 # master sees the last task within this long of its end.
@@ -77,18 +81,56 @@ def run(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
     return config.workers
 
 
+class _Failed(Exception):
+    """A failed request as cxlab counts it, reported to Locust's statistics as well: its repr
+    (what a Locust worker sends its master) carries the kind, which the master reads back."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind, self.message = kind, message
+
+    def __repr__(self) -> str:
+        return f"[{self.kind}] {self.message}"
+
+    __str__ = __repr__
+
+
+_REPORTED = re.compile(r"\[(" + "|".join(KINDS) + r")\] (.*)", re.DOTALL)
+
+
+def _failure(error: BaseException, timeout: float) -> _Failed:
+    """What went wrong with a request: geventhttpclient wraps a timeout (and errors it would
+    retry) in RetriesExceeded, and gevent's Timeout is --request-timeout's whole bound."""
+    original = getattr(error, "original", None)
+    if isinstance(error, RetriesExceeded) and isinstance(original, BaseException):
+        error = original
+    if isinstance(error, gevent.Timeout | TimeoutError):
+        return _Failed(TIMEOUT, f"TimeoutError: no whole answer within {format_duration(timeout)}")
+    return _Failed(kind_of(error), f"{type(error).__name__}: {error}")
+
+
 def _environment(
     config: RunnerConfig, recorder: TaskRecorder, all_done: Event, loop: _Loop | None = None
 ) -> tuple[Environment, list[int]]:
     """Users that take this runner's tasks (its share, on a worker) until none is left — or,
     for a closed loop (`loop`), that send requests back to back until its time is up — and a
-    list that grows by one as each user starts."""
-    host, port, path = request_target(config)
-    headers = {"Connection": "keep-alive" if config.connection == "reuse" else "close"}
+    list that grows by one as each user starts.
+
+    Each request is the other models' (workloads.py): --method, the headers, --body, TLS as
+    asked, success for a status in --ok-status (every status is an answer to geventhttpclient,
+    and no redirect is followed, as http.client follows none), all within --request-timeout:
+    the users' network and connection timeouts, and a gevent Timeout over the whole request
+    (theirs bound each socket operation, not the exchange)."""
+    target = request_target(config)
+    path, method, ok = target.path, config.method, config.ok_statuses
+    body: Any = config.body or None  # bytes, which geventhttpclient sends as they are
+    timeout = request_timeout(config)
+    headers = {name: value.decode("latin-1") for name, value in config.headers}  # bytes as sent
+    headers["Connection"] = "keep-alive" if config.connection == "reuse" else "close"
     remaining = iter(range(config.tasks))
     users_started: list[int] = []
     users_stopped: list[int] = []
-    started, ok, failed, clock = recorder.started, recorder.ok, recorder.failed, time.perf_counter
+    started, ok_, failed, clock = recorder.started, recorder.ok, recorder.failed, time.perf_counter
 
     def finish_if_last() -> None:
         if loop is None and recorder.ok_count() + recorder.failed_count() >= config.tasks:
@@ -100,13 +142,27 @@ def _environment(
             return next(remaining, None) is not None
         return clock() < loop.until and next(loop.budget) < MAX_TASKS
 
+    def contexts(cafile: str | None = None, **_: Any) -> ssl.SSLContext:
+        """geventhttpclient's ssl_context_factory: the context the other models use (the CA
+        file it offers, its own bundle's, is not the one asked for)."""
+        context = ssl_context(config)
+        assert context is not None  # only asked for an https target
+        return context
+
     class DeviceUser(FastHttpUser):
         wait_time = constant(0)
-        network_timeout = HTTP_TIMEOUT_SECONDS
-        connection_timeout = HTTP_TIMEOUT_SECONDS
+        network_timeout = timeout
+        connection_timeout = timeout
+        insecure = config.insecure_skip_verify
+        ssl_context_factory: Callable[..., ssl.SSLContext] | None = (
+            staticmethod(contexts) if target.tls else None
+        )
 
         def on_start(self) -> None:
             users_started.append(1)  # a worker's users: the master decides how many
+            agent: Any = self.client.client
+            agent.valid_response_codes = frozenset(range(1000))  # --ok-status decides
+            agent.redirect_response_codes = frozenset()
 
         def on_stop(self) -> None:
             # A closed loop's phase ends when its last user has stopped (after the time).
@@ -120,23 +176,48 @@ def _environment(
                 raise StopUser()
             started()
             begin = clock()
-            success = False
-            try:
-                response: Any = self.client.get(path, headers=headers)
-                if not 200 <= (response.status_code or 0) < 300:
-                    raise getattr(response, "error", None) or HttpStatusError(
-                        f"HTTP {response.status_code}"
-                    )
-            except Exception as error:
-                failed(error)
+            failure = self._request()
+            if failure is None:
+                ok_(clock() - begin)
             else:
-                ok(clock() - begin)
-                success = True
+                failed(failure.message, failure.kind)
             if loop is not None:
-                loop.done.append((begin - loop.origin, clock() - loop.origin, success))
+                loop.done.append((begin - loop.origin, clock() - loop.origin, failure is None))
             finish_if_last()
 
-    environment = Environment(user_classes=[DeviceUser], host=f"http://{host}:{port}")
+        def _request(self) -> _Failed | None:
+            """One request, reported to Locust's statistics (a master counts them) as a
+            success or as the failure it returns."""
+            timer = gevent.Timeout.start_new(timeout)
+            begin = clock()
+            try:
+                response: Any = self.client.request(
+                    method, path, data=body, headers=headers, catch_response=True
+                )
+            except (Exception, gevent.Timeout) as error:  # not one Locust reports itself
+                failure = _failure(error, timeout)
+                self.environment.events.request.fire(
+                    request_type=method, name=path, response_time=(clock() - begin) * 1000,
+                    response_length=0, response=None, context={}, exception=failure,
+                )  # fmt: skip
+                return failure
+            finally:
+                timer.close()
+            with response:
+                problem = response.request_meta["exception"]
+                if problem is not None:
+                    failure = _failure(problem, timeout)
+                elif response.status_code not in ok:
+                    failure = _Failed(STATUS, f"HttpStatusError: HTTP {response.status_code}")
+                else:
+                    response.success()
+                    return None
+                response.failure(failure)
+                return failure
+
+    environment = Environment(
+        user_classes=[DeviceUser], host=f"{target.scheme}://{target.authority}"
+    )
     return environment, users_started
 
 
@@ -207,5 +288,8 @@ def _record(recorder: TaskRecorder, environment: Environment) -> None:
         recorder.latencies.extend([milliseconds / 1000] * count)
     recorder.failed_latencies = total.num_failures
     for error in environment.stats.errors.values():
+        # a worker's _Failed, as its repr came over: "[kind] message"
+        reported = _REPORTED.fullmatch(str(error.error))
+        kind, message = reported.groups() if reported else (OTHER, str(error.error))
         for _ in range(error.occurrences):
-            recorder.failed(str(error.error))
+            recorder.failed(message, kind)

@@ -13,12 +13,15 @@ from __future__ import annotations
 import multiprocessing
 import time
 from collections import Counter
+from collections.abc import Mapping
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, cast
 
+from cxlab_contract.result import FailureKinds
 from cxlab_runner import measure
 from cxlab_runner.config import RunnerConfig
 from cxlab_runner.duration import FAILED, MAX_TASKS, OK, TaskTimes
+from cxlab_runner.failures import KINDS, kind_of
 from cxlab_runner.openloop import Arrivals, clock
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import MAX_ERROR_LENGTH, TaskRecorder
@@ -35,6 +38,25 @@ class SharedCounts:
         self.started: Any = _CONTEXT.Array("q", workers, lock=False)
         self.ok: Any = _CONTEXT.Array("q", workers, lock=False)
         self.failed: Any = _CONTEXT.Array("q", workers, lock=False)
+        # failed tasks by kind: worker w's count of KINDS[i] at w * len(KINDS) + i
+        self.kinds: Any = _CONTEXT.Array("q", workers * len(KINDS), lock=False)
+
+
+class _Failures:
+    """A child's failed tasks, by message and by kind, counted live in its shared slots too;
+    both go back to the parent through the pipe at the end, as the latencies do."""
+
+    def __init__(self, slot: int, counts: SharedCounts) -> None:
+        self.slot, self.counts = slot, counts
+        self.errors: Counter[str] = Counter()
+        self.kinds: Counter[str] = Counter()
+
+    def add(self, error: Exception) -> None:
+        kind = kind_of(error)
+        self.errors[f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH]] += 1
+        self.kinds[kind] += 1
+        self.counts.kinds[self.slot * len(KINDS) + KINDS.index(kind)] += 1
+        self.counts.failed[self.slot] += 1
 
 
 class ProcessRecorder(TaskRecorder):
@@ -53,6 +75,12 @@ class ProcessRecorder(TaskRecorder):
 
     def failed_count(self) -> int:
         return int(sum(self.counts.failed)) + self.parent.failed_count()
+
+    def failure_kinds(self) -> FailureKinds:
+        parent: Mapping[str, int] = cast(Mapping[str, int], self.parent.failure_kinds())
+        shared = self.counts.kinds[:]
+        kinds = {k: parent[k] + sum(shared[i :: len(KINDS)]) for i, k in enumerate(KINDS)}
+        return cast(FailureKinds, kinds)
 
     def issued_count(self) -> int:
         return self.parent.issued_count()
@@ -83,7 +111,7 @@ def _arrival_worker(
 ) -> None:
     task, clock = blocking_task(config), time.perf_counter  # CLOCK_MONOTONIC: the parent's too
     before = measure.thread_switches()
-    errors: Counter[str] = Counter()
+    failures = _Failures(slot, counts)
     while (k := waiting.get()) is not None:
         counts.started[slot] += 1
         shared.started[k] = clock() - start
@@ -92,15 +120,15 @@ def _arrival_worker(
         except Exception as error:
             shared.ended[k] = clock() - start
             shared.outcome[k] = FAILED
-            errors[f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH]] += 1
-            counts.failed[slot] += 1
+            failures.add(error)
         else:
             shared.ended[k] = clock() - start
             shared.outcome[k] = OK
             counts.ok[slot] += 1
         if free is not None:
             free.release()
-    results.send(([], errors, measure.thread_switches() - before, measure.peak_vm_bytes()))
+    switches = measure.thread_switches() - before
+    results.send(([], failures.errors, failures.kinds, switches, measure.peak_vm_bytes()))
     results.close()
 
 
@@ -117,7 +145,7 @@ def _loop_worker(
     task, clock = blocking_task(config), time.perf_counter
     before = measure.thread_switches()
     done: list[tuple[float, float, bool]] = []
-    errors: Counter[str] = Counter()
+    failures = _Failures(slot, counts)
     deadline = start + config.duration
     while (begin := clock()) < deadline:
         with budget.get_lock():
@@ -128,13 +156,13 @@ def _loop_worker(
         try:
             task()
         except Exception as error:
-            errors[f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH]] += 1
-            counts.failed[slot] += 1
+            failures.add(error)
             done.append((begin - start, clock() - start, False))
             continue
         done.append((begin - start, clock() - start, True))
         counts.ok[slot] += 1
-    results.send((done, errors, measure.thread_switches() - before, measure.peak_vm_bytes()))
+    switches = measure.thread_switches() - before
+    results.send((done, failures.errors, failures.kinds, switches, measure.peak_vm_bytes()))
     results.close()
 
 
@@ -144,7 +172,7 @@ def _worker(
     task, clock = blocking_task(config), time.perf_counter
     before = measure.thread_switches()
     latencies: list[float] = []
-    errors: Counter[str] = Counter()
+    failures = _Failures(slot, counts)
     while True:
         with next_task.get_lock():
             number = next_task.value
@@ -156,13 +184,12 @@ def _worker(
         try:
             task()
         except Exception as error:
-            errors[f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH]] += 1
-            counts.failed[slot] += 1
+            failures.add(error)
             continue
         latencies.append(clock() - begin)
         counts.ok[slot] += 1
     switches = measure.thread_switches() - before
-    results.send((latencies, errors, switches, measure.peak_vm_bytes()))
+    results.send((latencies, failures.errors, failures.kinds, switches, measure.peak_vm_bytes()))
     results.close()
 
 
@@ -192,8 +219,8 @@ def run(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
         workers.append((process, receive))
     for process, receive in workers:
         try:
-            latencies, errors, switches, peak_vm = receive.recv()
-            recorder.merge(latencies, errors)
+            latencies, errors, kinds, switches, peak_vm = receive.recv()
+            recorder.merge(latencies, errors, kinds)
             phase.add_task_switches(switches)
             phase.children_peak_vm += peak_vm
         except EOFError:  # the child died before reporting: its tasks are lost, and said so
@@ -257,9 +284,9 @@ def _run_for_duration(config: RunnerConfig, recorder: TaskRecorder, phase: TaskP
     done: list[tuple[float, float, bool]] = []
     for process, receive in workers:
         try:
-            tasks, errors, switches, peak_vm = receive.recv()
+            tasks, errors, kinds, switches, peak_vm = receive.recv()
             done.extend(tasks)
-            recorder.merge([], errors)
+            recorder.merge([], errors, kinds)
             phase.add_task_switches(switches)
             phase.children_peak_vm += peak_vm
         except EOFError:

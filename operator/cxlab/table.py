@@ -297,12 +297,40 @@ def render_summary(document: Mapping[str, Any]) -> str:
     failed = [t for t in status.entries if t.failed]
     if failed:
         parts += ["", "Failed trials:"] + [f"  {t.name}: {t.message or ''}" for t in failed]
+    if requests := failed_requests_text(status):
+        parts += ["", requests]
     skipped = [t for t in status.entries if t.skipped]
     if skipped:
         parts += ["", "Skipped trials:"] + [f"  {t.name}: {t.message or ''}" for t in skipped]
     if status.objectives:
         parts += ["", objectives_text(status)]
     return "\n".join(parts)
+
+
+# At most this many trials' failed tasks are listed; the rest are counted.
+FAILED_REQUEST_ROWS = 10
+
+
+def failed_requests_text(status: ExperimentStatus) -> str:
+    """Each trial whose tasks failed, by kind of failure (the Result's failureKinds): a target
+    refusing, timing out, failing TLS or answering errors reads differently."""
+    rows = []
+    for entry in status.entries:
+        result = entry.result
+        if not result or not result["tasksFailed"]:
+            continue
+        kinds = result.get("failureKinds")
+        by_kind = ", ".join(f"{kind} {n}" for kind, n in (kinds or {}).items() if n)
+        total = result["tasksOk"] + result["tasksFailed"]
+        rows.append(
+            f"  {entry.name}: {result['tasksFailed']} of {total}"
+            f"{f' ({by_kind})' if by_kind else ''}"
+        )
+    if not rows:
+        return ""
+    more = len(rows) - FAILED_REQUEST_ROWS
+    shown = rows[:FAILED_REQUEST_ROWS] + ([f"  ... and {more} more trials"] if more > 0 else [])
+    return "\n".join(["Failed tasks by kind (connect, timeout, tls, status, other):", *shown])
 
 
 _VERDICT_WORD = {"Met": "met", "Broken": "BROKEN", "Inconclusive": "inconclusive"}

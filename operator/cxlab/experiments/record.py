@@ -39,7 +39,8 @@ def trial_entry(outcome: TrialOutcome) -> TrialEntry:
     trial, result = outcome.trial, outcome.result
     message = outcome.error or outcome.skipped
     if result is not None and outcome.unpinned:
-        message = f"not pinned: {outcome.unpinned}"
+        # a Result that failed (too many failed requests) says why first
+        message = "; ".join(filter(None, [outcome.error, f"not pinned: {outcome.unpinned}"]))
     return TrialEntry(
         name=trial.name, model=trial.model, variant=trial.variant, workers=trial.workers,
         gomaxprocs=trial.gomaxprocs, rtt_seconds=trial.rtt_seconds,

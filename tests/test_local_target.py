@@ -101,6 +101,11 @@ def test_a_url_target_with_a_header_from_the_environment(tmp_path: Path, api: An
     for text in [completed.stdout, completed.stderr, *written]:
         assert TOKEN not in text
     assert len(written) >= 5  # result.json, the report, each trial's Result
+    report = (tmp_path / "out" / "target" / "report.html").read_text()
+    assert "X-Api-Key: &lt;from env API_TOKEN&gt;" in report
+    assert (
+        "the latencies below are the service&#x27;s, the CPU and memory the client&#x27;s" in report
+    )
 
 
 def test_failed_requests_fail_the_trial_naming_their_kind(tmp_path: Path, api: Any) -> None:

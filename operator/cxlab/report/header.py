@@ -8,6 +8,7 @@ from html import escape
 
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import ExperimentStatus, Phase, Progress, TrialEntry
+from cxlab.experiments.target import TargetSpec
 from cxlab.report.data import Json
 from cxlab.times import timestamp
 
@@ -34,6 +35,14 @@ def _describe_workload(workload: Json) -> str:
     rtt_text = ", ".join(str(r) for r in rtts)
     if kind == "sleep":
         return f"sleep: {tasks}, each sleeps one RTT ({rtt_text})"
+    if kind == "http" and workload.get("target"):
+        target = TargetSpec.model_validate(workload["target"])
+        lines = target.describe()  # secret headers as where they come from
+        return (
+            f"http: {tasks}, each one request to your service: {'; '.join(lines)}; "
+            f"{workload.get('connection') or 'fresh'} connections. Its latency is measured, not "
+            f"simulated: the latencies below are the service's, the CPU and memory the client's"
+        )
     if kind == "http":
         connection = workload.get("connection") or "fresh"
         return (

@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -415,5 +416,32 @@ func TestRequireHeaderFlag(t *testing.T) {
 		if !strings.Contains(help.String(), want) {
 			t.Errorf("--help does not say %q:\n%s", want, help.String())
 		}
+	}
+}
+
+// A request's body is read whole, however large: the connection stays open for the next
+// request (net/http would close it after the answer with more than 256 KiB left unread).
+func TestABodyIsReadWhole(t *testing.T) {
+	h, err := NewHandler(0, 64, Stall{}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	body := strings.Repeat("b", 4<<20)
+	for _, method := range []string{"POST", "PUT", "POST"} {
+		if status, n, _ := do(t, method, srv.URL+"/?status=201", body, nil); status != 201 || n != 64 {
+			t.Errorf("%s of 4 MiB: status %d, %d bytes", method, status, n)
+		}
+	}
+	if got := conns.Load(); got != 1 {
+		t.Errorf("%d connections for 3 requests, want 1: a body was not read whole", got)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 func newTestTrial(t *testing.T) (*prometheus.Registry, *Trial) {
 	t.Helper()
-	reg := prometheus.NewRegistry()
+	reg := prometheus.NewPedanticRegistry() // every series collected must be described
 	tr, err := NewTrial(reg, Info{Experiment: "exp", Trial: "t1", Pod: "3", Model: "goroutines", Workload: "sleep",
 		Workers: 4, GOMAXPROCS: "2", Runtime: "go1.26.0", Tasks: 3})
 	if err != nil {

@@ -92,8 +92,6 @@ class _Failed(Exception):
     def __repr__(self) -> str:
         return f"[{self.kind}] {self.message}"
 
-    __str__ = __repr__
-
 
 _REPORTED = re.compile(r"\[(" + "|".join(KINDS) + r")\] (.*)", re.DOTALL)
 

@@ -54,6 +54,23 @@ def test_the_cut_keeps_the_host(oversized: str) -> None:
     assert cut["host"] == longest
 
 
+@pytest.mark.parametrize("oversized", ["oversized-result.json", "oversized-arrival-result.json"])
+def test_the_cut_keeps_the_failure_kinds(oversized: str) -> None:
+    # they sum to tasksFailed: dropping them would leave a Result that cannot say how its
+    # tasks failed
+    kinds: result.FailureKinds = {"connect": 1, "timeout": 2, "tls": 3, "status": 4, "other": 5}
+    oversized_result = json.loads((TESTDATA / oversized).read_text())
+    oversized_result["failureKinds"] = kinds
+    cut = json.loads(encode(oversized_result))
+    assert len(json.dumps(cut, separators=(",", ":"))) + 1 <= runner_contract().result_max_bytes
+    assert cut["failureKinds"] == kinds
+
+
+def test_the_failure_kinds_are_the_schemas() -> None:
+    assert runner_contract().failure_kinds == result.FAILURE_KINDS
+    assert result.FailureKinds.__required_keys__ == set(result.FAILURE_KINDS)
+
+
 @pytest.mark.parametrize(
     "case",
     json.loads((TESTDATA / "cpuinfo.json").read_text())["cases"],

@@ -98,6 +98,10 @@ func (c *Config) httpRequest() (*httpRequest, error) {
 	if r.tls, err = tlsConfig(c.TLSCA, c.InsecureSkipVerify); err != nil {
 		return nil, err
 	}
+	if r.tls != nil && !strings.HasPrefix(c.TargetURL, "https://") {
+		flag := map[bool]string{true: "--insecure-skip-verify", false: "--tls-ca"}[c.InsecureSkipVerify]
+		return nil, fmt.Errorf("%s applies to an https:// --target-url, not %q", flag, c.TargetURL)
+	}
 	return r, nil
 }
 

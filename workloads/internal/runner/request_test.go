@@ -32,6 +32,8 @@ func TestParseFlagsRejectsBadRequests(t *testing.T) {
 	t.Setenv("CXLAB_TEST_EMPTY", "")
 	t.Setenv("CXLAB_TEST_CRLF", "s3cr3t\r\nX-Injected: 1")
 	notPEM := writeFile(t, "not.pem", "no certificate here\n")
+	garbage := writeFile(t, "garbage.pem", "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n")
+	caPEM := writeFile(t, "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: testCertificate(t).Raw})))
 	tooMany := []string{}
 	for range 17 {
 		tooMany = append(tooMany, "--header", "X-A: 1", "--header-env", "X-B=HOME")
@@ -76,9 +78,12 @@ func TestParseFlagsRejectsBadRequests(t *testing.T) {
 		"request-timeout negative":   {httpArgs("--request-timeout", "-1s"), "--request-timeout"},
 		"request-timeout over 10m":   {httpArgs("--request-timeout", "10m1ms"), "--request-timeout"},
 		"request-timeout bare":       {httpArgs("--request-timeout", "5"), "request-timeout"},
-		"tls-ca missing":             {httpArgs("--tls-ca", "/nonexistent/ca.pem"), "--tls-ca"},
-		"tls-ca without a cert":      {httpArgs("--tls-ca", notPEM), "--tls-ca"},
-		"tls-ca and insecure":        {httpArgs("--tls-ca", notPEM, "--insecure-skip-verify"), "--insecure-skip-verify"},
+		"tls-ca missing":             {httpArgs("--target-url", "https://h/", "--tls-ca", "/nonexistent/ca.pem"), "--tls-ca"},
+		"tls-ca without a cert":      {httpArgs("--target-url", "https://h/", "--tls-ca", notPEM), "--tls-ca"},
+		"tls-ca not base64":          {httpArgs("--target-url", "https://h/", "--tls-ca", garbage), "--tls-ca"},
+		"tls-ca and insecure":        {httpArgs("--target-url", "https://h/", "--tls-ca", notPEM, "--insecure-skip-verify"), "--insecure-skip-verify"},
+		"tls-ca for http://":         {httpArgs("--tls-ca", caPEM), "--tls-ca"},
+		"insecure for http://":       {httpArgs("--insecure-skip-verify"), "--insecure-skip-verify"},
 		// The http workload's own flags, given with another workload.
 		"target-mode with sleep":     {strings.Fields("--model goroutines --workload sleep --tasks 1 --target-mode direct"), "--target-mode"},
 		"method with cpu":            {strings.Fields("--model goroutines --workload cpu --tasks 1 --method GET"), "--method"},

@@ -205,6 +205,17 @@ func TestEachFailureHasItsKind(t *testing.T) {
 		{"https to plain http", strings.Replace(testService(t, answerOK).URL, "http:", "https:", 1), []string{"--insecure-skip-verify"},
 			FailureKinds{TLS: 3}, "HTTPS client"},
 		{"cut short", testService(t, cutShort).URL, nil, FailureKinds{Other: 3}, "unexpected EOF"},
+		// a redirect is an answer, not a second request (as http.client, the Python runners')
+		{"a redirect", testService(t, func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+		}).URL, nil, FailureKinds{Status: 3}, "HTTP 302 Found"},
+		{"a redirect counted ok", testService(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/elsewhere" {
+				w.WriteHeader(http.StatusTeapot) // never asked for
+				return
+			}
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+		}).URL, []string{"--ok-status", "302"}, FailureKinds{}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := httpTrial(t, c.url, append([]string{"--tasks", "3", "--rtt", "1ms"}, c.flags...)...)

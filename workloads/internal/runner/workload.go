@@ -93,7 +93,13 @@ func httpTask(c *Config) (task, error) {
 		transport.MaxConnsPerHost = c.ResolvedWorkers()
 	}
 	// The client's Timeout bounds the whole request, the answer's body read included.
-	client := &http.Client{Transport: transport, Timeout: r.timeout}
+	client := &http.Client{
+		Transport: transport,
+		Timeout:   r.timeout,
+		// One task is one request, as in the Python runners: a redirect is an answer
+		// (success only if --ok-status lists it), never a second request.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 	return func() error { return r.send(client) }, nil
 }
 

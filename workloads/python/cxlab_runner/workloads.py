@@ -81,18 +81,29 @@ def request_timeout(config: RunnerConfig) -> float:
     return config.request_timeout or HTTP_TIMEOUT_SECONDS
 
 
+_CONTEXTS: dict[tuple[bool, str | None], ssl.SSLContext] = {}
+
+
 def ssl_context(config: RunnerConfig) -> ssl.SSLContext | None:
     """For an https target: the system's CA certificates, --tls-ca's instead, or with
-    --insecure-skip-verify no check at all. None for http. Built after gevent's patching (the
-    models build their tasks then), so it is gevent's context under gevent and Locust."""
+    --insecure-skip-verify no check at all. None for http. One per process, as a client
+    keeps one: loading the system's certificates takes some 50 ms of CPU, and gevent's and
+    asyncio's workers build their task functions within the task phase. Built after gevent's
+    patching (the models build their tasks then), so it is gevent's context under gevent and
+    Locust."""
     if not request_target(config).tls:
         return None
-    if config.insecure_skip_verify:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        return context
-    return ssl.create_default_context(cadata=config.tls_ca_pem)
+    key = (config.insecure_skip_verify, config.tls_ca_pem)
+    context = _CONTEXTS.get(key)  # (two threads may both build one: either will do)
+    if context is None:
+        if config.insecure_skip_verify:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # no certificates to load
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        else:
+            context = ssl.create_default_context(cadata=config.tls_ca_pem)
+        context = _CONTEXTS.setdefault(key, context)
+    return context
 
 
 def _reuses(config: RunnerConfig) -> bool:

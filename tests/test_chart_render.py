@@ -264,10 +264,14 @@ def image_policy(docs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, 
     return only(docs, "ValidatingAdmissionPolicy"), only(docs, "ValidatingAdmissionPolicyBinding")
 
 
+def variable(policy: dict[str, Any], name: str) -> str:
+    (expression,) = (v["expression"] for v in policy["spec"]["variables"] if v["name"] == name)
+    return str(expression)
+
+
 def allowed_images(policy: dict[str, Any]) -> list[str]:
     """The policy's allowed entries: its `allowed` variable, a CEL list literal of strings."""
-    (expression,) = (v["expression"] for v in policy["spec"]["variables"] if v["name"] == "allowed")
-    entries: list[str] = json.loads(expression)
+    entries: list[str] = json.loads(variable(policy, "allowed"))
     return entries
 
 
@@ -285,19 +289,27 @@ def test_image_policy_limits_spec_image_to_the_runner_repository_by_default() ->
     assert spec["failurePolicy"] == "Fail" and "paramKind" not in spec
     (rule,) = spec["matchConstraints"]["resourceRules"]
     assert rule["apiGroups"] == ["cxlab.dev"]
-    assert rule["resources"] == ["concurrencyexperiments"]  # not the status subresource
+    # both kinds: a schedule's template is checked when the schedule is written; not the
+    # status subresources
+    assert rule["resources"] == ["concurrencyexperiments", "experimentschedules"]
     assert sorted(rule["operations"]) == ["CREATE", "UPDATE"]
     assert allowed_images(policy) == ["cxlab.dev/runner"]
     conditions = {c["name"]: c["expression"] for c in spec["matchConditions"]}
-    assert conditions["sets-spec-image"] == "has(object.spec) && has(object.spec.image)"
+    sets_image = conditions["sets-spec-image"]
+    for what in ("has(dyn(object.spec).image)",
+                 "has(dyn(object.spec).experimentTemplate.spec.image)"):  # fmt: skip
+        assert what in sets_image, what
     assert "oldObject.spec != object.spec" in conditions["creates-or-changes-spec"]
+    assert "experimentTemplate.spec.image" in variable(policy, "image")
+    assert "'spec.experimentTemplate.spec.image'" in variable(policy, "field")
     (validation,) = spec["validations"]
     assert validation["reason"] == "Forbidden"
     assert "\n" not in validation["message"]
     assert "imagePolicy.allowedImages" in validation["message"]
     message = validation["messageExpression"]
-    for what in ("variables.image", "variables.allowed.join", "imagePolicy.allowedImages",
-                 "release cx in namespace cxlab-system", '"cxlab.dev/runner:dev"'):  # fmt: skip
+    for what in ("variables.field", "variables.image", "variables.allowed.join",
+                 "imagePolicy.allowedImages", "release cx in namespace cxlab-system",
+                 '"cxlab.dev/runner:dev"'):  # fmt: skip
         assert what in message, what
     assert binding["spec"]["policyName"] == policy["metadata"]["name"]
     assert binding["spec"]["validationActions"] == ["Deny"]

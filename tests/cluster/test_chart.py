@@ -1,8 +1,8 @@
 """The Helm chart installed for real on the local cluster: the operator image runs in a Pod
 under the chart's ServiceAccount and RBAC, `helm test` takes a tiny experiment to Succeeded,
-the account has what it needs and nothing else, the image policy refuses an experiment whose
-spec.image is not allowed at `kubectl apply`, and `helm uninstall` removes the operator and
-the policy.
+the account has what it needs and nothing else, the image policy refuses an experiment (or a
+schedule's template) whose spec.image is not allowed at `kubectl apply`, and `helm uninstall`
+removes the operator and the policy.
 
 The release watches only its own namespace (watchNamespaces), so it never reconciles the
 experiments of other tests sharing the cluster; the CRD is installed by the chart only when
@@ -178,15 +178,8 @@ def policy_name(release: Release) -> str:
     return f"{RELEASE}-{release.namespace}-images"  # fullname, namespace: unique per release
 
 
-def apply_experiment(
-    namespace: str,
-    image: str | None,
-    name: str = "image-check",
-    dry_run: bool = True,
-    finalizers: list[str] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """`kubectl apply` of a small experiment, by default --dry-run=server: through admission
-    (the policy included), nothing stored."""
+def experiment_spec(image: str | None = None) -> dict[str, Any]:
+    """A small experiment's spec: a few sleep tasks."""
     spec: dict[str, Any] = {
         "workload": {"type": "sleep", "tasks": 5, "rtt": "100ms"},
         "models": [{"model": "asyncio", "workers": [0]}],
@@ -194,9 +187,22 @@ def apply_experiment(
     }
     if image is not None:
         spec["image"] = image
+    return spec
+
+
+def apply(
+    namespace: str,
+    kind: str,
+    spec: dict[str, Any],
+    name: str,
+    dry_run: bool = True,
+    finalizers: list[str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`kubectl apply` of an experiment or schedule, by default --dry-run=server: through
+    admission (the policies included), nothing stored."""
     body = {
         "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "ConcurrencyExperiment",
+        "kind": kind,
         "metadata": {"name": name, **({"finalizers": finalizers} if finalizers else {})},
         "spec": spec,
     }
@@ -204,6 +210,34 @@ def apply_experiment(
     return run(
         KUBECTL, "apply", *dry, "-n", namespace, "-f", "-", stdin=yaml.safe_dump(body), check=False
     )
+
+
+def apply_experiment(
+    namespace: str,
+    image: str | None,
+    name: str = "image-check",
+    dry_run: bool = True,
+    finalizers: list[str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """A small experiment through `kubectl apply`, by default a server dry run."""
+    spec = experiment_spec(image)
+    return apply(namespace, "ConcurrencyExperiment", spec, name, dry_run, finalizers)
+
+
+def schedule_spec(template: dict[str, Any]) -> dict[str, Any]:
+    """A schedule of this experiment spec whose first run is an hour after its creation."""
+    return {"schedule": "@every 1h", "experimentTemplate": {"spec": template}}
+
+
+def apply_schedule(
+    namespace: str,
+    image: str | None,
+    name: str = "schedule-check",
+    dry_run: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """A schedule of a small experiment through `kubectl apply`, by default a server dry run."""
+    spec = schedule_spec(experiment_spec(image))
+    return apply(namespace, "ExperimentSchedule", spec, name, dry_run)
 
 
 def refused(done: subprocess.CompletedProcess[str]) -> bool:
@@ -292,6 +326,38 @@ def test_image_policy_accepts_an_allowed_image_at_apply(
 def test_image_policy_acts_only_in_the_release_namespace(image_policy: str) -> None:
     done = apply_experiment("default", "evil.example/miner:1")
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "other.example/miner:1",
+        "cxlab.dev/runner-evil:dev",  # the allowed repository as a mere prefix
+    ],
+)
+def test_image_policy_refuses_a_schedule_whose_template_names_a_disallowed_image(
+    release: Release, image_policy: str, image: str
+) -> None:
+    """A schedule's runs are experiments of its template: refused when the schedule is
+    written, not only each run when the operator creates it (RunRefused)."""
+    done = apply_schedule(release.namespace, image)
+    assert refused(done), done.stdout
+    message = done.stderr
+    assert f"ValidatingAdmissionPolicy '{image_policy}'" in message, message
+    assert f'spec.experimentTemplate.spec.image "{image}" is not allowed' in message, message
+    assert "only name an image of cxlab.dev/runner" in message, message
+    where = f"imagePolicy.allowedImages of release {RELEASE} in namespace {release.namespace}"
+    assert where in message, message
+    assert "leave spec.experimentTemplate.spec.image unset" in message, message
+
+
+@pytest.mark.parametrize("image", [None, "cxlab.dev/runner:dev", f"cxlab.dev/runner@{DIGEST}"])
+def test_image_policy_accepts_a_schedule_whose_template_names_an_allowed_image(
+    release: Release, image_policy: str, image: str | None
+) -> None:
+    done = apply_schedule(release.namespace, image)
+    assert done.returncode == 0, done.stderr
+    assert "created (server dry run)" in done.stdout
 
 
 def _custom_patch(namespace: str, name: str, body: dict[str, Any]) -> None:

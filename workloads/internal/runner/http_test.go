@@ -394,3 +394,17 @@ func TestAServiceClosingKeptConnectionsFailsNothing(t *testing.T) {
 		t.Errorf("%d ok of 6: %v", r.TasksOK, r.Errors)
 	}
 }
+
+// A direct target's time is the service's: no RTT was simulated, so the Result has no RTT, no
+// floor and no efficiency (the delay target's trials keep all three).
+func TestADirectTargetHasNoFloor(t *testing.T) {
+	url := testService(t, answerOK).URL
+	direct := httpTrial(t, url, "--tasks", "2", "--target-mode", "direct")
+	if direct.RTTSeconds != nil || direct.FloorSeconds != nil || direct.Efficiency != nil {
+		t.Errorf("direct: rtt %v, floor %v, efficiency %v; want none", direct.RTTSeconds, direct.FloorSeconds, direct.Efficiency)
+	}
+	delay := httpTrial(t, url, "--tasks", "2", "--rtt", "1ms")
+	if delay.RTTSeconds == nil || delay.FloorSeconds == nil || delay.Efficiency == nil {
+		t.Errorf("delay: rtt %v, floor %v, efficiency %v; want all three", delay.RTTSeconds, delay.FloorSeconds, delay.Efficiency)
+	}
+}

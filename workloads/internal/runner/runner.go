@@ -128,7 +128,10 @@ func newShape(c *Config, schedule []time.Duration, work task, trial *metrics.Tri
 func (r *Result) setParameters(c *Config, wall float64) {
 	var floor float64
 	switch c.Workload {
-	case "sleep", "http":
+	case "http", "sleep":
+		if c.Workload == "http" && c.TargetMode == "direct" {
+			return // the user's service: no simulated RTT, so no floor nor efficiency
+		}
 		rtt := c.RTT.Seconds()
 		r.RTTSeconds = &rtt
 		floor = Floor(c.Tasks, r.Workers, c.RTT).Seconds()

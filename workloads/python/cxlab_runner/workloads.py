@@ -206,10 +206,12 @@ class _BlockingHttp:
                 raise tagged(error, while_connecting(error)) from None
             sock.settimeout(self._left(deadline))
             response = connection.getresponse()
-            while not response.isclosed():  # (a socket read to its end is closed: no timeout)
+            while True:  # one read at a time, each within what is left (read() would loop)
                 sock.settimeout(self._left(deadline))
-                response.read(_READ_BYTES)
-            if response.length:  # cut short: read(amt) leaves that to its caller
+                if not response.read1(_READ_BYTES):
+                    break
+            response.read()  # closes what read1 leaves open (HEAD, an empty body)
+            if response.length:  # cut short: read1 leaves that to its caller
                 raise http.client.IncompleteRead(b"", response.length)
             if time.perf_counter() > deadline:
                 raise _timed_out(self.timeout)

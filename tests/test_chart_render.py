@@ -31,18 +31,24 @@ def helm(*args: str) -> str:
     return run.stdout
 
 
-def render(*sets: str, namespace: str = "cxlab-system") -> list[dict[str, Any]]:
-    """The chart's resources with these values (fresh dicts: a test may change them)."""
-    return [doc for doc in yaml.safe_load_all(_template(sets, namespace)) if doc]
+def render(
+    *sets: str, namespace: str = "cxlab-system", json_values: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The chart's resources with these values (fresh dicts: a test may change them);
+    json_values by --set-json, where --set would read a backslash as its own escape."""
+    as_json = tuple(f"{key}={json.dumps(value)}" for key, value in (json_values or {}).items())
+    return [doc for doc in yaml.safe_load_all(_template(sets, namespace, as_json)) if doc]
 
 
 @functools.cache
-def _template(sets: tuple[str, ...], namespace: str) -> str:
+def _template(sets: tuple[str, ...], namespace: str, as_json: tuple[str, ...] = ()) -> str:
     """`helm template`, once per values in each test process: it takes seconds beside the
     cluster tests, and the chart's tests render the same values many times."""
     args = ["template", "cx", str(CHART), "--namespace", namespace]
     for value in sets:
         args += ["--set", value]
+    for value in as_json:
+        args += ["--set-json", value]
     return helm(*args)
 
 
@@ -259,9 +265,25 @@ def test_helm_test_pod_runs_as_its_own_least_privileged_account() -> None:
     assert pod["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
 
 
+def admission(docs: list[dict[str, Any]], what: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A ValidatingAdmissionPolicy of the chart and its binding: "images" or "targets"."""
+    found = [
+        doc
+        for doc in docs
+        if doc["kind"] in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+        and doc["metadata"]["name"].endswith(f"-{what}")
+    ]
+    return only(found, "ValidatingAdmissionPolicy"), only(found, "ValidatingAdmissionPolicyBinding")
+
+
 def image_policy(docs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The ValidatingAdmissionPolicy on spec.image and its binding."""
-    return only(docs, "ValidatingAdmissionPolicy"), only(docs, "ValidatingAdmissionPolicyBinding")
+    return admission(docs, "images")
+
+
+def target_policy(docs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ValidatingAdmissionPolicy on workload.target and its binding."""
+    return admission(docs, "targets")
 
 
 def variable(policy: dict[str, Any], name: str) -> str:
@@ -348,8 +370,16 @@ def test_image_policy_binding_scoped_to_the_watched_or_selected_namespaces() -> 
     assert binding["spec"]["matchResources"]["namespaceSelector"] == {"matchLabels": {"cx": "on"}}
 
 
-def test_image_policy_disabled_renders_nothing() -> None:
-    kinds = {doc["kind"] for doc in render("imagePolicy.enabled=false")}
+def test_each_policy_disabled_renders_nothing_of_its_own() -> None:
+    names = {doc["metadata"]["name"] for doc in render("imagePolicy.enabled=false")}
+    assert not {"cx-cxlab-cxlab-system-images"} & names
+    assert "cx-cxlab-cxlab-system-targets" in names
+    names = {doc["metadata"]["name"] for doc in render("targetPolicy.enabled=false")}
+    assert not {"cx-cxlab-cxlab-system-targets"} & names
+    assert "cx-cxlab-cxlab-system-images" in names
+    kinds = {
+        doc["kind"] for doc in render("imagePolicy.enabled=false", "targetPolicy.enabled=false")
+    }
     assert not kinds & {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 
@@ -376,15 +406,128 @@ def test_the_schema_refuses_an_allowed_image_that_is_no_repository(entry: str) -
     assert run.returncode != 0 and "imagePolicy.allowedImages" in run.stderr
 
 
-def test_image_policy_needs_kubernetes_1_30() -> None:
+@pytest.mark.parametrize(("policy", "other"), [("imagePolicy", "targetPolicy"),
+                                               ("targetPolicy", "imagePolicy")])  # fmt: skip
+def test_each_policy_needs_kubernetes_1_30(policy: str, other: str) -> None:
+    older = ["--kube-version", "1.29.4", "--set", f"{other}.enabled=false"]
     run = subprocess.run(
-        [str(HELM), "template", "cx", str(CHART), "--kube-version", "1.29.4"],
+        [str(HELM), "template", "cx", str(CHART), *older], capture_output=True, text=True
+    )
+    assert run.returncode != 0 and f"{policy}.enabled=false" in run.stderr
+    helm("template", "cx", str(CHART), *older, "--set", f"{policy}.enabled=false")
+
+
+def target_lists(policy: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The policy's allowed namespaces and url patterns: CEL list literals of strings."""
+    namespaces: list[str] = json.loads(variable(policy, "namespaces"))
+    patterns: list[str] = json.loads(variable(policy, "urlPatterns"))
+    return namespaces, patterns
+
+
+def test_target_policy_allows_only_a_service_in_the_own_namespace_by_default() -> None:
+    policy, binding = target_policy(render())
+    # cluster-scoped: unique per release (name and namespace), with the usual labels
+    assert policy["metadata"]["name"] == "cx-cxlab-cxlab-system-targets"
+    assert binding["metadata"]["name"] == policy["metadata"]["name"]
+    assert "namespace" not in policy["metadata"] and "namespace" not in binding["metadata"]
+    for doc in (policy, binding):
+        assert doc["apiVersion"] == "admissionregistration.k8s.io/v1"
+        assert doc["metadata"]["labels"]["app.kubernetes.io/instance"] == "cx"
+    spec = policy["spec"]
+    assert spec["failurePolicy"] == "Fail" and "paramKind" not in spec
+    (rule,) = spec["matchConstraints"]["resourceRules"]
+    assert rule["apiGroups"] == ["cxlab.dev"]
+    assert rule["resources"] == ["concurrencyexperiments", "experimentschedules"]
+    assert sorted(rule["operations"]) == ["CREATE", "UPDATE"]
+    assert target_lists(policy) == ([], [])
+    conditions = {c["name"]: c["expression"] for c in spec["matchConditions"]}
+    # an object without a target passes; so does an update that leaves the spec alone
+    for what in ("has(dyn(object.spec).workload.target)",
+                 "has(dyn(object.spec).experimentTemplate.spec.workload.target)"):  # fmt: skip
+        assert what in conditions["sets-a-target"], what
+    assert "oldObject.spec != object.spec" in conditions["creates-or-changes-spec"]
+    assert "experimentTemplate.spec.workload.target" in variable(policy, "target")
+    assert "request.namespace" in variable(policy, "serviceNamespace")
+    service, url = spec["validations"]
+    assert "variables.serviceNamespace == request.namespace" in service["expression"]
+    assert "allowed == '*'" in service["expression"]
+    assert "'^(?:' + pattern + ')$'" in url["expression"]  # the whole url, not a part of it
+    for validation, value, rule_text in (
+        (service, "targetPolicy.namespaces",
+         "a target Service must be in the experiment\\'s own namespace"),
+        (url, "targetPolicy.urlPatterns", "a target url must match one of the allowed patterns"),
+    ):  # fmt: skip
+        assert validation["reason"] == "Forbidden"
+        assert "\n" not in validation["message"] and value in validation["message"]
+        message = validation["messageExpression"]
+        # the target, the rule, the value to change
+        for what in ("variables.field", rule_text, value, "release cx in namespace cxlab-system"):
+            assert what in message, what
+    assert "variables.target.service.name" in service["messageExpression"]
+    assert "variables.url" in url["messageExpression"]
+    assert "substring(0, 200)" in variable(policy, "url")
+    assert "there are none: every url target is refused" in url["messageExpression"]
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    assert binding["spec"]["matchResources"] == {"namespaceSelector": {}}
+
+
+def test_target_policy_lists_follow_values() -> None:
+    patterns = ["https://api\\.example\\.com(/.*)?", "http://[a-z]+\\.team\\.svc(:8080)?/.*"]
+    policy, _ = target_policy(
+        render("targetPolicy.namespaces={shared,tools}",
+               json_values={"targetPolicy.urlPatterns": patterns})
+    )  # fmt: skip
+    assert target_lists(policy) == (["shared", "tools"], patterns)
+    service, url = policy["spec"]["validations"]
+    assert "or in shared, tools." in service["messageExpression"]
+    assert "allowed patterns in full: " in url["messageExpression"]
+    assert json.dumps(", ".join(patterns))[1:-1] in url["messageExpression"]
+    everywhere, _ = target_policy(render("targetPolicy.namespaces={*}"))
+    assert target_lists(everywhere) == (["*"], [])
+
+
+def test_target_policy_patterns_survive_quoting() -> None:
+    """A pattern reaches CEL as a JSON string literal (a CEL one too): quotes and backslashes
+    stay what the admin wrote."""
+    patterns = ['https://x\\.example/"q"', "https://y\\.example/'s'", "https://z/\\d+<&>"]
+    policy, _ = target_policy(render(json_values={"targetPolicy.urlPatterns": patterns}))
+    assert target_lists(policy) == ([], patterns)
+
+
+def test_target_policy_binding_scoped_to_the_watched_or_selected_namespaces() -> None:
+    _, binding = target_policy(render("watchNamespaces={team-a,team-b}"))
+    assert binding["spec"]["matchResources"]["namespaceSelector"] == {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a", "team-b"]}
+        ]
+    }
+    _, binding = target_policy(
+        render("watchNamespaces={team-a}", "targetPolicy.namespaceSelector.matchLabels.cx=on")
+    )
+    assert binding["spec"]["matchResources"]["namespaceSelector"] == {"matchLabels": {"cx": "on"}}
+
+
+@pytest.mark.parametrize(
+    ("value", "entry"),
+    [
+        ("namespaces", "Team_A"),
+        ("namespaces", "team-a.svc"),
+        ("namespaces", "a" * 64),
+        ("namespaces", "*team"),
+        ("urlPatterns", ""),
+        ("urlPatterns", "https://(x"),  # no RE2
+        ("urlPatterns", "https://x(?=y)"),  # lookahead: not RE2
+    ],
+)
+def test_the_schema_refuses_a_bad_target_policy_entry(value: str, entry: str) -> None:
+    run = subprocess.run(
+        [str(HELM), "template", "cx", str(CHART), "--set-json",
+         f"targetPolicy.{value}={json.dumps([entry])}"],
         capture_output=True,
         text=True,
-    )
-    assert run.returncode != 0 and "imagePolicy.enabled=false" in run.stderr
-    older = ["--kube-version", "1.29.4", "--set", "imagePolicy.enabled=false"]
-    helm("template", "cx", str(CHART), *older)
+    )  # fmt: skip
+    assert run.returncode != 0 and f"targetPolicy.{value}" in run.stderr
 
 
 def test_two_replicas_take_turns_through_a_lease_one_runs_without() -> None:

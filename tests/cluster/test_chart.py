@@ -1,13 +1,13 @@
 """The Helm chart installed for real on the local cluster: the operator image runs in a Pod
 under the chart's ServiceAccount and RBAC, `helm test` takes a tiny experiment to Succeeded,
 the account has what it needs and nothing else, the image policy refuses an experiment (or a
-schedule's template) whose spec.image is not allowed at `kubectl apply`, and `helm uninstall`
-removes the operator and the policy.
+schedule's template) whose spec.image is not allowed at `kubectl apply`, the target policy one
+whose workload.target is not, and `helm uninstall` removes the operator and the policies.
 
 The release watches only its own namespace (watchNamespaces), so it never reconciles the
 experiments of other tests sharing the cluster; the CRD is installed by the chart only when
-the cluster lacks it (other tests apply it too), and kept on uninstall. The image policy is
-cluster-scoped, but its binding follows watchNamespaces: it too acts only in the release's
+the cluster lacks it (other tests apply it too), and kept on uninstall. The policies are
+cluster-scoped, but their bindings follow watchNamespaces: they too act only in the release's
 namespace, never on other tests' experiments."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import yaml
 from harness import KUBECONFIG, ROOT, crd_lock
 from kubernetes.client.exceptions import ApiException
 
-from cxlab.crd import CRD_PATH, GROUP, PLURAL, VERSION
+from cxlab.crd import CRD_PATH, GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 
 HELM = ROOT / "build" / "bin" / "helm"
 KUBECTL = ROOT / "build" / "k8s" / "bin" / "kubectl"
@@ -178,8 +178,10 @@ def policy_name(release: Release) -> str:
     return f"{RELEASE}-{release.namespace}-images"  # fullname, namespace: unique per release
 
 
-def experiment_spec(image: str | None = None) -> dict[str, Any]:
-    """A small experiment's spec: a few sleep tasks."""
+def experiment_spec(
+    image: str | None = None, target: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A small experiment's spec: sleep tasks, or http ones calling the target."""
     spec: dict[str, Any] = {
         "workload": {"type": "sleep", "tasks": 5, "rtt": "100ms"},
         "models": [{"model": "asyncio", "workers": [0]}],
@@ -187,6 +189,8 @@ def experiment_spec(image: str | None = None) -> dict[str, Any]:
     }
     if image is not None:
         spec["image"] = image
+    if target is not None:
+        spec["workload"] = {"type": "http", "tasks": 5, "target": target}
     return spec
 
 
@@ -218,9 +222,10 @@ def apply_experiment(
     name: str = "image-check",
     dry_run: bool = True,
     finalizers: list[str] | None = None,
+    target: dict[str, Any] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """A small experiment through `kubectl apply`, by default a server dry run."""
-    spec = experiment_spec(image)
+    spec = experiment_spec(image, target)
     return apply(namespace, "ConcurrencyExperiment", spec, name, dry_run, finalizers)
 
 
@@ -234,9 +239,10 @@ def apply_schedule(
     image: str | None,
     name: str = "schedule-check",
     dry_run: bool = True,
+    target: dict[str, Any] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """A schedule of a small experiment through `kubectl apply`, by default a server dry run."""
-    spec = schedule_spec(experiment_spec(image))
+    spec = schedule_spec(experiment_spec(image, target))
     return apply(namespace, "ExperimentSchedule", spec, name, dry_run)
 
 
@@ -481,6 +487,258 @@ def test_image_policy_follows_the_values_on_upgrade(release: Release, image_poli
     assert apply_experiment(release.namespace, "cxlab.dev/runner:dev").returncode == 0
 
 
+# --- the target policy: which service an http workload may load -----------------------------
+
+# Namespaces the policy only reads the names of: they need not exist.
+ELSEWHERE = "cxlab-chart-elsewhere"
+THIRD = "cxlab-chart-third"
+URL = "https://api.example.com/items?limit=10"
+PATTERN = r"https://api\.example\.com(/.*)?"
+KINDS = ("experiment", "schedule")
+FIELD = {
+    "experiment": "spec.workload.target",
+    "schedule": "spec.experimentTemplate.spec.workload.target",
+}
+
+
+def target_policy_name(release: Release) -> str:
+    return f"{RELEASE}-{release.namespace}-targets"
+
+
+def service(namespace: str | None = None) -> dict[str, Any]:
+    """A target Service: in the experiment's namespace, or in the one named."""
+    return {"name": "api", "port": 8080, **({"namespace": namespace} if namespace else {})}
+
+
+def apply_target(
+    namespace: str, kind: str, target: dict[str, Any]
+) -> subprocess.CompletedProcess[str]:
+    """A server dry run of an http experiment, or a schedule of one, calling the target."""
+    if kind == "experiment":
+        return apply_experiment(namespace, None, name="target-check", target=target)
+    return apply_schedule(namespace, None, name="target-check", target=target)
+
+
+def upgrade(release: Release, values: dict[str, Any]) -> None:
+    """helm upgrade with these values (--set-json: a pattern's backslashes stay)."""
+    sets = [
+        arg for key, value in values.items() for arg in ("--set-json", f"{key}={json.dumps(value)}")
+    ]
+    run(HELM, "upgrade", RELEASE, CHART, "--namespace", release.namespace, "--reuse-values",
+        "--wait", "--timeout", "120s", *sets)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def target_policy(release: Release) -> str:
+    """The release's target policy, once the apiserver enforces it (either rule: each test
+    says which it found broken)."""
+    probes = ({"service": service(ELSEWHERE)}, {"url": URL})
+    eventually(
+        "the target policy never refused a Service in another namespace nor a url",
+        lambda: any(refused(apply_target(release.namespace, "experiment", p)) for p in probes),
+    )
+    return target_policy_name(release)
+
+
+def test_target_policy_installed_and_bound_to_the_release_namespace(
+    release: Release, target_policy: str
+) -> None:
+    api = kubernetes.client.AdmissionregistrationV1Api()
+    policy = api.read_validating_admission_policy(target_policy)
+    assert policy.metadata.labels["app.kubernetes.io/instance"] == RELEASE
+    assert policy.spec.failure_policy == "Fail"
+    assert not (policy.status.type_checking and policy.status.type_checking.expression_warnings)
+    binding = api.read_validating_admission_policy_binding(target_policy)
+    assert binding.spec.policy_name == target_policy
+    assert binding.spec.validation_actions == ["Deny"]
+    (term,) = binding.spec.match_resources.namespace_selector.match_expressions
+    assert (term.key, term.operator, term.values) == (
+        "kubernetes.io/metadata.name",
+        "In",
+        [release.namespace],
+    )
+
+
+def assert_service_refused(
+    done: subprocess.CompletedProcess[str], release: Release, kind: str, namespace: str, rule: str
+) -> None:
+    """Refused by the target policy, naming the target, the rule and the value to change."""
+    assert refused(done), done.stdout
+    message = done.stderr
+    assert f"ValidatingAdmissionPolicy '{target_policy_name(release)}'" in message, message
+    assert f'{FIELD[kind]}.service "api.{namespace}" is not allowed' in message, message
+    assert rule in message, message
+    where = f"targetPolicy.namespaces of release {RELEASE} in namespace {release.namespace}"
+    assert where in message, message
+
+
+def assert_url_refused(
+    done: subprocess.CompletedProcess[str], release: Release, kind: str, url: str, rule: str
+) -> None:
+    assert refused(done), done.stdout
+    message = done.stderr
+    assert f"ValidatingAdmissionPolicy '{target_policy_name(release)}'" in message, message
+    assert f'{FIELD[kind]}.url "{url}" is not allowed' in message, message
+    assert rule in message, message
+    where = f"targetPolicy.urlPatterns of release {RELEASE} in namespace {release.namespace}"
+    assert where in message, message
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_target_policy_refuses_a_service_in_another_namespace(
+    release: Release, target_policy: str, kind: str
+) -> None:
+    done = apply_target(release.namespace, kind, {"service": service(ELSEWHERE)})
+    rule = f"a target Service must be in the experiment's own namespace {release.namespace}."
+    assert_service_refused(done, release, kind, ELSEWHERE, rule)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("named", [False, True], ids=["unset", "named"])
+def test_target_policy_accepts_a_service_in_the_own_namespace(
+    release: Release, target_policy: str, kind: str, named: bool
+) -> None:
+    target = {"service": service(release.namespace if named else None)}
+    done = apply_target(release.namespace, kind, target)
+    assert done.returncode == 0, done.stderr
+    assert "created (server dry run)" in done.stdout
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_target_policy_refuses_a_url_by_default(
+    release: Release, target_policy: str, kind: str
+) -> None:
+    done = apply_target(release.namespace, kind, {"url": URL})
+    rule = "a target url must match one of the allowed patterns, and there are none"
+    assert_url_refused(done, release, kind, URL, rule)
+
+
+def test_target_policy_follows_the_values_on_upgrade(release: Release, target_policy: str) -> None:
+    """Another namespace and a url pattern allowed by Helm values, for experiments and
+    schedules alike; the release's values restored after (later tests expect the default)."""
+    namespace = release.namespace
+    upgrade(
+        release, {"targetPolicy.namespaces": [ELSEWHERE], "targetPolicy.urlPatterns": [PATTERN]}
+    )
+    try:
+        eventually(
+            f"{ELSEWHERE} never became allowed",
+            lambda: (
+                apply_target(namespace, "experiment", {"service": service(ELSEWHERE)}).returncode
+                == 0
+            ),
+        )
+        for kind in KINDS:
+            for target in ({"service": service(ELSEWHERE)}, {"url": URL}):
+                done = apply_target(namespace, kind, target)
+                assert done.returncode == 0, f"{kind} {target}: {done.stderr}"
+            done = apply_target(namespace, kind, {"service": service(THIRD)})
+            rule = f"own namespace {namespace} or in {ELSEWHERE}."
+            assert_service_refused(done, release, kind, THIRD, rule)
+            # the whole url must match, not a part of it: the host ends where the pattern says
+            evil = "https://api.example.com.evil.example/items"
+            done = apply_target(namespace, kind, {"url": evil})
+            rule = f"a target url must match one of the allowed patterns in full: {PATTERN}."
+            assert_url_refused(done, release, kind, evil, rule)
+    finally:
+        upgrade(release, {"targetPolicy.namespaces": [], "targetPolicy.urlPatterns": []})
+    eventually(
+        "the default never came back",
+        lambda: refused(apply_target(namespace, "schedule", {"url": URL})),
+    )
+
+
+def test_target_policy_checks_spec_changes_not_metadata_of_an_older_schedule(
+    release: Release, target_policy: str
+) -> None:
+    """A schedule created before the policy (here: while its binding was away) keeps its
+    target: labels, finalizers and deletion still work; changing its spec, any field of it,
+    is checked."""
+    api = kubernetes.client.AdmissionregistrationV1Api()
+    custom = kubernetes.client.CustomObjectsApi()
+    namespace, name, hold = release.namespace, "older-target", "cxlab.dev/test-hold"
+    binding = api.api_client.sanitize_for_serialization(
+        api.read_validating_admission_policy_binding(target_policy)
+    )
+    meta = binding["metadata"]
+    binding["metadata"] = {k: meta[k] for k in ("name", "labels", "annotations") if k in meta}
+    other = {"service": service(ELSEWHERE)}
+    api.delete_validating_admission_policy_binding(target_policy)
+    restored = False
+
+    def finalizers() -> list[str] | None:
+        found = custom.list_namespaced_custom_object(
+            GROUP, VERSION, namespace, SCHEDULE_PLURAL, field_selector=f"metadata.name={name}"
+        )["items"]
+        return list(found[0]["metadata"].get("finalizers") or []) if found else None
+
+    try:
+        eventually(
+            "the policy still refused without its binding",
+            lambda: not refused(apply_target(namespace, "schedule", other)),
+        )
+        spec = schedule_spec(experiment_spec(target=other))
+        created = apply(
+            namespace, "ExperimentSchedule", spec, name, dry_run=False, finalizers=[hold]
+        )
+        assert created.returncode == 0, created.stderr
+        api.create_validating_admission_policy_binding(binding)
+        restored = True
+        eventually(
+            "the restored binding never refused",
+            lambda: refused(apply_target(namespace, "schedule", other)),
+        )
+        custom.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            namespace,
+            SCHEDULE_PLURAL,
+            name,
+            {"metadata": {"labels": {"checked": "yes"}}},
+        )
+        with pytest.raises(ApiException) as error:  # any field of the spec: the target is read
+            custom.patch_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                namespace,
+                SCHEDULE_PLURAL,
+                name,
+                {"spec": {"schedule": "@every 2h"}},
+            )
+        assert error.value.status == 403
+        message = json.loads(error.value.body)["message"]
+        assert f'{FIELD["schedule"]}.service "api.{ELSEWHERE}" is not allowed' in message, message
+        # deletion: the finalizers come off, updates that leave the spec alone (the operator's,
+        # if it put one on, then ours)
+        custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, SCHEDULE_PLURAL, name)
+        eventually("the operator kept its finalizer", lambda: finalizers() == [hold], timeout=60)
+        ours_off = [
+            {"op": "test", "path": "/metadata/finalizers", "value": [hold]},
+            {"op": "remove", "path": "/metadata/finalizers"},
+        ]
+        run(KUBECTL, "patch", "-n", namespace, f"{SCHEDULE_PLURAL}.{GROUP}", name, "--type=json",
+            "-p", json.dumps(ours_off))  # fmt: skip
+        eventually("the schedule was never deleted", lambda: finalizers() is None)
+    except BaseException:
+        # Let nothing hold the namespace, even a policy that (wrongly) refuses the cleanup:
+        # without the binding (once the apiserver has seen it go), strip the finalizers, delete.
+        if restored:
+            api.delete_validating_admission_policy_binding(target_policy)
+            restored = False
+        strip = [KUBECTL, "patch", "-n", namespace, f"{SCHEDULE_PLURAL}.{GROUP}", name,
+                 "--type=merge", "-p", '{"metadata":{"finalizers":null}}']  # fmt: skip
+        eventually(
+            "the finalizers never came off",
+            lambda: run(*strip, check=False).returncode == 0 or finalizers() is None,
+        )
+        run(KUBECTL, "delete", "-n", namespace, f"{SCHEDULE_PLURAL}.{GROUP}", name, "--wait=false",
+            "--ignore-not-found", check=False)  # fmt: skip
+        raise
+    finally:
+        if not restored:
+            api.create_validating_admission_policy_binding(binding)
+
+
 def test_uninstall_leaves_no_operator_pods(release: Release) -> None:
     run(HELM, "uninstall", RELEASE, "--namespace", release.namespace, "--wait")
     core = kubernetes.client.CoreV1Api()
@@ -490,11 +748,12 @@ def test_uninstall_leaves_no_operator_pods(release: Release) -> None:
         time.sleep(0.5)
     assert not core.list_namespaced_pod(release.namespace).items
     assert _crd_exists(), "the CRD must outlive the release"
-    # the cluster-scoped image policy goes with the release
+    # the cluster-scoped policies go with the release
     admission = kubernetes.client.AdmissionregistrationV1Api()
     mine = f"app.kubernetes.io/instance={RELEASE}"
     for listed in (
         admission.list_validating_admission_policy(label_selector=mine),
         admission.list_validating_admission_policy_binding(label_selector=mine),
     ):
-        assert policy_name(release) not in {item.metadata.name for item in listed.items}
+        names = {item.metadata.name for item in listed.items}
+        assert not {policy_name(release), target_policy_name(release)} & names

@@ -254,7 +254,7 @@ class ServiceRef(Strict):
     """The Service's name."""
     namespace: Namespace | None = None
     """Its namespace; unset: the experiment's. Another namespace must be allowed by the
-    cluster's admission policy (the chart's admission.targets.namespaces)."""
+    cluster's admission policy (the chart's targetPolicy.namespaces)."""
     port: Port
     """The Service's port number."""
     path: Path = "/"
@@ -308,7 +308,7 @@ class TargetSpec(Strict):
     """An in-cluster Service. Or url."""
     url: Url | None = None
     """An http:// or https:// URL. On a cluster the admission policy must allow it (the
-    chart's admission.targets.urlPatterns); cxlab run calls only loopback addresses unless
+    chart's targetPolicy.urlPatterns); cxlab run calls only loopback addresses unless
     given --allow-remote-target. Or service."""
     method: HttpMethod = "GET"
     """The request's method."""

@@ -316,10 +316,13 @@ def test_requests_reach_the_service_and_failures_have_their_kind(
     if model != "locust":  # (Locust's ?rtt=: test_runners.py's delay target, at 1.5 s a start)
         runs["delay"] = _start("delay", model, plain.url("/delay?q=1"), "--rtt", "1ms")
     try:
-        _ok(runs["echo"], tasks=4)
+        echo = _ok(runs["echo"], tasks=4)
         assert secure.seen.wrong == [] and secure.seen.echoed == 4, secure.seen.wrong
+        # the service's own time: no RTT simulated, so no floor and no efficiency
+        assert (echo["rttSeconds"], echo["floorSeconds"], echo["efficiency"]) == (None,) * 3
         if "delay" in runs:
-            _ok(runs["delay"])
+            delay = _ok(runs["delay"])
+            assert delay["rttSeconds"] == 0.001 and delay["floorSeconds"] is not None
         _failed(runs["refused"], "connect")
         timed_out = _failed(runs["timeout"], "timeout", tasks=2)
         assert timed_out["wallSeconds"] < SLOW_SECONDS / 2  # it did not wait for the answer

@@ -39,7 +39,12 @@ def build_result(
 ) -> Result:
     wall = phase.elapsed()
     ordered = sorted(recorder.latencies)
+    # A direct target's time is the user's service's: no RTT was simulated, so no floor and no
+    # efficiency either (0 would read as the worst), as the Go runner writes it.
+    simulated = config.workload in ("sleep", "http") and config.target_mode != "direct"
     floor = floor_seconds(config.workload, config.tasks, config.workers, config.rtt, config.hold)
+    if config.workload == "http" and not simulated:
+        floor = None
     used = phase.used
     cpu_seconds = used.user_seconds + used.system_seconds
     sampler = phase.sampler
@@ -59,7 +64,7 @@ def build_result(
         "workersStarted": workers,
         "gomaxprocs": None,
         "tasks": config.tasks,
-        "rttSeconds": config.rtt if config.workload in ("sleep", "http") else None,
+        "rttSeconds": config.rtt if simulated else None,
         "iterations": config.iterations if config.workload == "cpu" else None,
         "holdSeconds": config.hold if config.workload == "hold" else None,
         "tasksOk": ok,

@@ -334,7 +334,8 @@ def test_requests_reach_the_service_and_failures_have_their_kind(
         _stop(list(runs.values()))
 
 
-@pytest.mark.parametrize("model", ["asyncio", "goroutines"])
+# asyncio's own client, http.client (the blocking models'), Go's
+@pytest.mark.parametrize("model", ["asyncio", "threads", "goroutines"])
 def test_every_framing_of_an_answer_is_read_whole(model: str, services: _Services) -> None:
     # One worker reusing its connection: an answer misread leaves the next one garbled (or
     # waiting for a body that never comes: --request-timeout fails it).

@@ -132,6 +132,18 @@ def _sleep(seconds: float) -> BlockingTask:
     return lambda: sleep(seconds)
 
 
+class _Response(http.client.HTTPResponse):
+    """http.client skips a 100 Continue before the final answer but takes any other interim
+    one (103 Early Hints) for the final answer, leaving the real one unread: every 1xx but
+    101 is skipped here, as the asyncio client and Go's do."""
+
+    def _read_status(self) -> tuple[str, int, str]:
+        version, status, reason = super()._read_status()  # type: ignore[misc]  # (untyped)
+        if 100 < status < 200 and status != 101:
+            return version, http.client.CONTINUE, reason  # begin() skips its headers
+        return version, status, reason
+
+
 class _BlockingHttp:
     """One request with http.client (cooperative under gevent). One instance may serve
     several threads at once (threads' onDemand pool shares its task function), so a reused
@@ -170,6 +182,7 @@ class _BlockingHttp:
             )
         else:
             connection = http.client.HTTPConnection(target.host, target.port, timeout=timeout)
+        connection.response_class = _Response
         try:
             connection.connect()  # TCP, then for https the TLS handshake
         except TimeoutError as error:

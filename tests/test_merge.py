@@ -243,6 +243,21 @@ def test_a_pod_without_successful_tasks() -> None:
     assert (result["tasksOk"], result["tasksFailed"]) == (2, 2)
 
 
+def test_failure_kinds_are_summed_or_left_out_with_an_older_runners() -> None:
+    kinds = [
+        {"connect": 2, "timeout": 0, "tls": 0, "status": 1, "other": 0},
+        {"connect": 0, "timeout": 4, "tls": 0, "status": 0, "other": 1},
+    ]
+    results = [pod_result([0.1], pod=0, failed=3), pod_result([0.1], pod=1, failed=5)]
+    for result, counted in zip(results, kinds, strict=True):
+        result["failureKinds"] = counted
+    result = merged(results)
+    assert result["failureKinds"] == {"connect": 2, "timeout": 4, "tls": 0, "status": 1, "other": 1}
+    assert sum(result["failureKinds"].values()) == result["tasksFailed"]
+    del results[1]["failureKinds"]
+    assert "failureKinds" not in merged(results)
+
+
 def test_errors_are_summed_per_message_and_capped_at_five() -> None:
     results = [
         pod_result([0.1], pod=0, errors={"refused": 5, "reset": 2, "a": 1, "timeout": 3}),

@@ -16,7 +16,13 @@ from typing import Any, cast
 
 from cxlab_contract import histogram
 from cxlab_contract.figures import significant
-from cxlab_contract.result import MAX_ERRORS, MAX_SYSCALL_COUNTS, MAX_TIMELINE_SAMPLES, Result
+from cxlab_contract.result import (
+    FAILURE_KINDS,
+    MAX_ERRORS,
+    MAX_SYSCALL_COUNTS,
+    MAX_TIMELINE_SAMPLES,
+    Result,
+)
 from cxlab_contract.timeline import halve
 
 # The Results as plain mappings: merging goes over their keys by name.
@@ -99,6 +105,10 @@ def merge_results(pods: Sequence[Result]) -> Result:
             "warmup": _warmup(results),
         }
     )
+    if all("failureKinds" in r for r in results):  # an older runner's Results have none
+        merged["failureKinds"] = {
+            kind: sum(r["failureKinds"][kind] for r in results) for kind in FAILURE_KINDS
+        }
     return cast(Result, merged)
 
 

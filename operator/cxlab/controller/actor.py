@@ -185,6 +185,8 @@ class Actor:
         for entry in decision.finished:
             if entry.failed:
                 event("Warning", "TrialFailed", f"{entry.name}: {entry.message or ''}")
+            elif entry.skipped:  # abortOnFail: no Pod ran, so no Result
+                event("Normal", "TrialSkipped", f"{entry.name}: {entry.message or ''}")
             else:
                 assert entry.result is not None
                 wall = entry.result["wallSeconds"]

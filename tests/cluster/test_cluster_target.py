@@ -8,6 +8,7 @@ with its kind of failure."""
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import subprocess
 import time
@@ -51,7 +52,7 @@ def _target(path: str, **more: Any) -> dict[str, Any]:
 def _kubectl(lab: Lab, *args: str, stdin: str | None = None) -> str:
     return subprocess.run(
         [KUBECTL, "-n", lab.namespace, *args], capture_output=True, text=True, check=True,
-        env={"KUBECONFIG": str(KUBECONFIG), "PATH": "/usr/bin:/bin"}, input=stdin,
+        env={**os.environ, "KUBECONFIG": str(KUBECONFIG)}, input=stdin,
     ).stdout  # fmt: skip
 
 

@@ -23,6 +23,10 @@ ROOT = Path(__file__).resolve().parents[2]
 KUBECONFIG = ROOT / "build" / "cluster" / "kubeconfig"
 LOGS = ROOT / "build" / "cluster" / "logs"
 SLEEP = {"type": "sleep", "tasks": 20, "rtt": "20ms"}
+# Trials in the node's shared CPU pool: for tests of what the operator does, not of pinning.
+# The local node has one allocatable core, which every whole-CPU trial of every test running
+# beside waits for (the cluster phase's long pole).
+SHARED_POOL = {"resources": {"cpu": 0.25}, "pinning": "preferred"}
 # Cluster tests run side by side in pytest-xdist workers (make test): each worker has its own
 # operator, serving only its own namespaces, with metrics on a port of its own.
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ...; "" when not under xdist

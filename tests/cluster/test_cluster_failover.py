@@ -9,7 +9,7 @@ from typing import Any
 
 import kubernetes
 import pytest
-from harness import Lab, Operator, experiment_spec
+from harness import SHARED_POOL, Lab, Operator, experiment_spec
 
 pytestmark = pytest.mark.cluster
 
@@ -59,7 +59,7 @@ def test_the_standby_takes_over_from_a_killed_leader_and_no_trial_runs_twice(
     standby = next(r for r in replicas if r is not active)
     workload = {"type": "sleep", "tasks": 4, "rtt": "1s"}
     lab.apply("failover", experiment_spec([{"model": "asyncio", "workers": [1, 2, 4]}], workload,
-                                          repetitions=2))  # fmt: skip
+                                          repetitions=2, **SHARED_POOL))  # fmt: skip
 
     def done(experiment: dict[str, Any]) -> int:
         return int((experiment.get("status") or {}).get("progress", {}).get("trialsDone", 0))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from harness import KUBECONFIG, ROOT, TIMEOUT_SCALE, Lab, experiment_spec, why
+from harness import KUBECONFIG, ROOT, SHARED_POOL, TIMEOUT_SCALE, Lab, experiment_spec, why
 
 KUBECTL = str(ROOT / "build" / "k8s" / "bin" / "kubectl")
 ENV = {**os.environ, "KUBECONFIG": str(KUBECONFIG)}
@@ -74,21 +74,21 @@ def test_kubectl_wait_and_cxlab_wait_gate_on_the_verdict(lab: Lab, tmp_path: Pat
     waited for as a pipeline would. Inconclusive's exit status is the same function's
     (tests/test_objectives.py), shown end to end locally (tests/test_local_backend.py)."""
     met: dict[str, Any] = experiment_spec(
-        [{"model": "asyncio"}], QUICK, objectives=[{"latency": {"max": "1s"}}]
+        [{"model": "asyncio"}], QUICK, objectives=[{"latency": {"max": "1s"}}], **SHARED_POOL
     )
     # every task sleeps 20 ms, so no p50 is 5 ms: 1 worker breaks it and 2 and 4 workers can
     # only do worse (skipped)
     broken = experiment_spec(
         [{"model": "threads", "workers": [1, 2, 4]}], QUICK,
         objectives=[{"name": "p50-5ms", "latency": {"percentile": "p50", "max": "5ms"},
-                     "abortOnFail": True}],
+                     "abortOnFail": True}], **SHARED_POOL,
     )  # fmt: skip
     lab.apply("broken", broken)
     lab.apply("met", met)
     # one task of 60 s on a quarter of a core (the shared pool: beside the others, not before
     # them): surely not finished within wait's second; a 5-task experiment was, once, in CI
     slow = experiment_spec([{"model": "asyncio"}], {"type": "sleep", "tasks": 1, "rtt": "60s"},
-                           resources={"cpu": 0.25}, pinning="preferred")  # fmt: skip
+                           **SHARED_POOL)  # fmt: skip
     lab.apply("slow", slow)
     early = cxlab_wait(lab, "slow", "--timeout", "1s")
     assert early.returncode == 124 and "not finished after 1s" in early.stderr

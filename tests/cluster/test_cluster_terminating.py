@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import kubernetes
 import pytest
-from harness import Lab, Operator, experiment_spec
+from harness import SHARED_POOL, Lab, Operator, experiment_spec
 from kubernetes.client.exceptions import ApiException
 
 pytestmark = pytest.mark.cluster
@@ -44,7 +44,7 @@ def test_a_namespace_deleted_while_the_operator_was_down_goes_once_it_is_back(
     lab = Lab(namespace)
     # long trials: the experiment is running (and holds the finalizer) when the operator dies
     slow = {"type": "sleep", "tasks": 600, "rtt": "100ms"}
-    lab.apply("held", experiment_spec([{"model": "asyncio", "workers": [1]}], slow))
+    lab.apply("held", experiment_spec([{"model": "asyncio", "workers": [1]}], slow, **SHARED_POOL))
     lab.wait("held", lambda e: lab.phase(e) == "Running", timeout=120)
     finalizers = lab.stored("held")["metadata"].get("finalizers") or []
     assert "cxlab.dev/finalizer" in finalizers

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import KUBECONFIG, ROOT, SLEEP, Lab, Operator, experiment_spec, why
+from harness import KUBECONFIG, ROOT, SHARED_POOL, SLEEP, Lab, Operator, experiment_spec, why
 from helpers import program, scrape
 from kubernetes.client.exceptions import ApiException
 
@@ -174,8 +174,9 @@ def test_what_the_schema_cannot_catch_fails_with_a_condition(lab: Lab) -> None:
 
 def test_operator_killed_mid_experiment_runs_each_trial_once(lab: Lab, operator: Operator) -> None:
     workload = {"type": "sleep", "tasks": 4, "rtt": "1s"}
+    # in the shared pool (SHARED_POOL): which trial runs once is what counts here, not its core
     lab.apply("restart", experiment_spec([{"model": "asyncio", "workers": [1, 2, 4]}], workload,
-                                         repetitions=2))  # fmt: skip
+                                         repetitions=2, **SHARED_POOL))  # fmt: skip
 
     def two_done(experiment: dict[str, Any]) -> bool:
         return int((experiment.get("status") or {}).get("progress", {}).get("trialsDone", 0)) >= 2
@@ -202,7 +203,7 @@ def test_operator_killed_mid_experiment_runs_each_trial_once(lab: Lab, operator:
 
 
 def test_a_deleted_trial_pod_is_retried(lab: Lab) -> None:
-    lab.apply("lost", experiment_spec(ASYNCIO, one_long_task(6)))
+    lab.apply("lost", experiment_spec(ASYNCIO, one_long_task(6), **SHARED_POOL))
     lab.wait("lost", lambda _: lab.running_pod("lost"), timeout=60)
     [pod] = [p for p in lab.pods("lost") if p.metadata.labels.get("cxlab.dev/trial")]
     lab.core.delete_namespaced_pod(pod.metadata.name, lab.namespace)
@@ -211,7 +212,7 @@ def test_a_deleted_trial_pod_is_retried(lab: Lab) -> None:
 
 
 def test_deleting_a_running_experiment_stops_its_pods(lab: Lab) -> None:
-    lab.apply("doomed", experiment_spec(ASYNCIO, one_long_task(60)))
+    lab.apply("doomed", experiment_spec(ASYNCIO, one_long_task(60), **SHARED_POOL))
     lab.wait("doomed", lambda _: lab.running_pod("doomed"), timeout=60)
     lab.delete("doomed")
     lab.wait("doomed", lambda e: not e and not lab.pods("doomed"), timeout=60)
@@ -229,14 +230,15 @@ def test_a_trial_no_node_can_hold_fails_at_once_with_the_numbers(lab: Lab) -> No
 
 
 def test_a_trial_over_its_timeout_fails_with_the_reason(lab: Lab) -> None:
-    lab.apply("slow", experiment_spec(ASYNCIO, one_long_task(60), trialTimeout="3s"))
+    lab.apply("slow", experiment_spec(ASYNCIO, one_long_task(60), trialTimeout="3s", **SHARED_POOL))
     [entry] = lab.wait_finished("slow", timeout=60)["status"]["trials"]
     assert entry["phase"] == "Failed" and "timed out after trialTimeout 3s" in entry["message"]
     assert "TrialFailed" in [e.reason for e in lab.events("slow", "TrialFailed")]
 
 
 def test_a_spec_change_while_running_is_reported(lab: Lab) -> None:
-    lab.apply("steady", experiment_spec(ASYNCIO, one_long_task(5), ttlSecondsAfterFinished=2))
+    lab.apply("steady", experiment_spec(ASYNCIO, one_long_task(5), ttlSecondsAfterFinished=2,
+                                        **SHARED_POOL))  # fmt: skip
     lab.wait("steady", lambda e: lab.phase(e) == "Running", timeout=60)
     lab.patch_spec("steady", {"repetitions": 3})
     changed = lab.wait("steady", lambda e: "SpecChanged" in conditions(e), timeout=30)

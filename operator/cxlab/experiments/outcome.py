@@ -130,8 +130,10 @@ def failure_bound(spec: ExperimentSpec) -> float | None:
 def too_many_failures(result: Result, bound: float | None) -> str | None:
     """Why a trial against the user's service measured its failures, not the service: more
     of its tasks failed than `bound` (workload.target.maxFailureRatio) allows, by kind."""
+    if bound is None:
+        return None
     total = result["tasksOk"] + result["tasksFailed"]
-    if bound is None or total == 0 or result["tasksFailed"] / total <= bound:
+    if total == 0 or result["tasksFailed"] / total <= bound:
         return None
     kinds = result.get("failureKinds")
     by_kind = ", ".join(f"{k} {n}" for k, n in (kinds or {}).items() if n)

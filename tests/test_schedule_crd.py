@@ -37,8 +37,9 @@ def test_there_is_an_example() -> None:
 def test_every_schedule_example_fits_the_schema_and_parses(
     path: Path, schema: dict[str, Any]
 ) -> None:
+    validator = jsonschema.Draft202012Validator(schema)  # validate() checks the schema anew
     for document in yaml.safe_load_all(path.read_text()):
-        jsonschema.validate(document, schema)
+        validator.validate(document)
         assert parse_experiment_schedule(document).spec.experiment_template.spec.capacity
 
 

@@ -39,13 +39,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if str(item.path).startswith(here + os.sep):
             item.add_marker(pytest.mark.cluster)
-    items.sort(key=_tool_rank)  # stable: the rest keep their order
+    items.sort(key=_order)  # stable: the rest keep their order
 
 
-def _tool_rank(item: pytest.Item) -> int:
+def _order(item: pytest.Item) -> tuple[int, int]:
+    """Solo tests by the tool they need (in build order); before the rest, the long ones:
+    the workers take tests in this order, and a long test begun last is the phase's tail."""
     solo = item.get_closest_marker("solo")
     tool = solo.kwargs.get("tool") if solo else None
-    return TOOLS_IN_BUILD_ORDER.index(tool) + 1 if tool else 0
+    rank = TOOLS_IN_BUILD_ORDER.index(tool) + 1 if tool else 0
+    return rank, 0 if item.get_closest_marker("long") else 1
 
 
 def _make(target: str) -> None:

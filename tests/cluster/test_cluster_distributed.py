@@ -96,6 +96,7 @@ def test_arrival_and_closed_loop_trials_of_two_pods_merge_rates_and_histograms(l
     )
 
 
+@pytest.mark.long
 def test_a_pod_deleted_before_the_barrier_retries_the_trial_then_fails_with_the_reason(
     lab: Lab,
 ) -> None:

@@ -49,6 +49,7 @@ def holder(lab: Lab) -> str | None:
     return str(lease.spec.holder_identity or "") or None
 
 
+@pytest.mark.long
 def test_the_standby_takes_over_from_a_killed_leader_and_no_trial_runs_twice(
     lab: Lab, replicas: list[Operator]
 ) -> None:

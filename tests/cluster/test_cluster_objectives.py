@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from harness import KUBECONFIG, ROOT, SHARED_POOL, TIMEOUT_SCALE, Lab, experiment_spec, why
 
@@ -69,6 +70,7 @@ def printer_column(lab: Lab, name: str) -> str:
     return row[start:].split()[0]
 
 
+@pytest.mark.long
 def test_kubectl_wait_and_cxlab_wait_gate_on_the_verdict(lab: Lab, tmp_path: Path) -> None:
     """Met and broken (with trials skipped), applied together so they run side by side, each
     waited for as a pipeline would. Inconclusive's exit status is the same function's

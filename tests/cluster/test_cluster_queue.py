@@ -11,6 +11,7 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Any
 
+import pytest
 from harness import Lab, Operator, experiment_spec
 
 from cxlab.times import parse_time
@@ -102,6 +103,7 @@ def test_queue_timeout_fails_a_waiting_experiment_with_that_reason(lab: Lab) -> 
     lab.delete("holder")
 
 
+@pytest.mark.long
 def test_a_kill_9_while_experiments_wait_loses_no_place_and_runs_nothing_twice(
     lab: Lab, operator: Operator
 ) -> None:

@@ -63,6 +63,7 @@ def history(body: dict[str, Any]) -> list[dict[str, Any]]:
     return list(status(body).get("history") or [])
 
 
+@pytest.mark.long
 def test_every_slot_gets_one_run_across_a_kill_9_history_limits_and_suspend(
     lab: Lab, operator: Operator
 ) -> None:
@@ -135,6 +136,7 @@ def _plan_by_hand(run: dict[str, Any], target: dict[str, Any]) -> tuple[int, Ser
     return pods, Service.of_histogram(means[len(means) // 2][1])
 
 
+@pytest.mark.long
 def test_a_slower_rtt_regresses_is_acknowledged_and_the_plan_is_verified_as_calculated(
     lab: Lab,
 ) -> None:

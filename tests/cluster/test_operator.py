@@ -31,6 +31,7 @@ def one_long_task(seconds: int) -> dict[str, Any]:
     return {"type": "sleep", "tasks": 1, "rtt": f"{seconds}s"}
 
 
+@pytest.mark.long
 def test_every_model_reaches_succeeded_pinned(lab: Lab, tmp_path: Path) -> None:
     python_and_go = [
         {"model": "sequential"},
@@ -172,6 +173,7 @@ def test_what_the_schema_cannot_catch_fails_with_a_condition(lab: Lab) -> None:
     assert not lab.pods("same-rtt")
 
 
+@pytest.mark.long
 def test_operator_killed_mid_experiment_runs_each_trial_once(lab: Lab, operator: Operator) -> None:
     workload = {"type": "sleep", "tasks": 4, "rtt": "1s"}
     # in the shared pool (SHARED_POOL): which trial runs once is what counts here, not its core

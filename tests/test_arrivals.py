@@ -210,7 +210,9 @@ def test_a_stall_reaches_every_arrival_but_only_one_task_per_closed_loop_worker(
     # cold CI run, 0.56 in a warm one beside the cluster tests), while a closed loop stays
     # near W per stall below: the lower bound is the stall's, the upper one only a sanity bound
     assert tasks == 800 and 0.12 <= share <= 0.7, share
-    assert STALL_FOR * 0.75 < opened["latencySeconds"]["max"] < STALL_FOR + 0.25
+    # the longest wait is the stall's; a busy machine adds to it (0.45 s seen beside the
+    # cluster tests), never a second stall's worth
+    assert STALL_FOR * 0.75 < opened["latencySeconds"]["max"] < STALL_FOR + 0.5
 
     workers, seconds = 10, 4
     closed = run_runner(model, *http, "--duration", f"{seconds}s", "--workers", str(workers))

@@ -11,6 +11,7 @@ from cxlab.conditions import condition_of
 from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.labels import NOISE_CHECKED, share_text, spread_cells, workers_label
 from cxlab.experiments.objectives import row_figure, row_needed
+from cxlab.experiments.outcome import failure_kinds_text
 from cxlab.experiments.status import ExperimentStatus, ObjectivePoint, ObjectiveStatus, Progress
 from cxlab.experiments.summary import Summary, syscalls_requested
 from cxlab.stats import MIN_FOR_INTERVAL, center
@@ -319,8 +320,7 @@ def failed_requests_text(status: ExperimentStatus) -> str:
         result = entry.result
         if not result or not result["tasksFailed"]:
             continue
-        kinds = result.get("failureKinds")
-        by_kind = ", ".join(f"{kind} {n}" for kind, n in (kinds or {}).items() if n)
+        by_kind = failure_kinds_text(result)
         total = result["tasksOk"] + result["tasksFailed"]
         rows.append(
             f"  {entry.name}: {result['tasksFailed']} of {total}"

@@ -127,6 +127,13 @@ def failure_bound(spec: ExperimentSpec) -> float | None:
     return spec.workload.target.max_failure_ratio if spec.workload.target is not None else None
 
 
+def failure_kinds_text(result: Result) -> str:
+    """The kinds its failed tasks had, "connect 3, timeout 1"; empty for none (or an older
+    runner's Result, which has no kinds)."""
+    kinds = result.get("failureKinds")
+    return ", ".join(f"{kind} {n}" for kind, n in (kinds or {}).items() if n)
+
+
 def too_many_failures(result: Result, bound: float | None) -> str | None:
     """Why a trial against the user's service measured its failures, not the service: more
     of its tasks failed than `bound` (workload.target.maxFailureRatio) allows, by kind."""
@@ -135,8 +142,7 @@ def too_many_failures(result: Result, bound: float | None) -> str | None:
     total = result["tasksOk"] + result["tasksFailed"]
     if total == 0 or result["tasksFailed"] / total <= bound:
         return None
-    kinds = result.get("failureKinds")
-    by_kind = ", ".join(f"{k} {n}" for k, n in (kinds or {}).items() if n)
+    by_kind = failure_kinds_text(result)
     first = result["errors"][0]["message"] if result["errors"] else None
     return (
         f"{result['tasksFailed']} of {total} requests failed "

@@ -108,6 +108,53 @@ def test_held_slots_take_their_room() -> None:
     assert fits_now(one, nodes, [Held(request(cpu=2))])  # fits nowhere: waits, holds nothing
 
 
+def _reference_fits(request: Request, nodes: list[NodeView], held: list[Held], pods: int) -> bool:
+    """The placement rule as written down, slowly: bound slots on their node, then each
+    unbound one on the first of the matching nodes sorted by free CPU (most first) that holds
+    it; then the Pods of one more trial the same way."""
+    free = {n.name: [n.cpu, n.memory] for n in nodes if not n.cordoned}
+    by_name = {n.name: n for n in nodes}
+
+    def take(want: Request, names: list[str]) -> bool:
+        for name in names:
+            if free[name][0] >= want.cpu and free[name][1] >= want.memory:
+                free[name][0] -= want.cpu
+                free[name][1] -= want.memory
+                return True
+        return False
+
+    def roomiest(want: Request) -> list[str]:
+        names = [n for n in free if matches(by_name[n], want)]
+        return sorted(names, key=lambda n: free[n][0], reverse=True)
+
+    for slot in [h for h in held if h.node is not None] + [h for h in held if h.node is None]:
+        take(slot.request, [slot.node] if slot.node in free else roomiest(slot.request))
+    return all(take(request, roomiest(request)) for _ in range(pods))
+
+
+def test_incremental_placement_agrees_with_the_rule_written_slowly() -> None:
+    import random
+
+    rng = random.Random(31)
+    for _ in range(400):
+        nodes = [
+            NodeView(f"n{i}", Decimal(rng.choice([1, 2, 4])), Decimal(rng.choice([1, 2, 8])) * GI,
+                     labels={"pool": rng.choice("ab")}, cordoned=rng.random() < 0.1)
+            for i in range(rng.randint(0, 6))
+        ]  # fmt: skip
+        requests = [
+            Request(Decimal(rng.choice(["0.5", "1", "2"])), Decimal(rng.choice([1, 2])) * GI,
+                    {"pool": rng.choice("ab")} if rng.random() < 0.5 else {}, (), {})
+            for _ in range(3)
+        ]  # fmt: skip
+        held = [
+            Held(rng.choice(requests), rng.choice([None, None, *(n.name for n in nodes), "gone"]))
+            for _ in range(rng.randint(0, 12))
+        ]
+        want, pods = rng.choice(requests), rng.randint(1, 3)
+        assert fits_now(want, nodes, held, pods) == _reference_fits(want, nodes, held, pods)
+
+
 def test_first_come_first_served() -> None:
     nodes = [node(cpu="1")]
     a, b, c = candidate("a", 3), candidate("b", 2), candidate("c", 1)

@@ -203,36 +203,76 @@ class Held:
     node: str | None = None
 
 
+class Capacity:
+    """The nodes' free room as held slots are placed on it one by one (bound ones on their
+    node, the rest first-fit on the matching node with most free CPU), and whether more
+    fits. Placing incrementally, with each request's matching nodes found once, keeps a
+    queue of 50 experiments holding 500 slots on 100 nodes to milliseconds (it was half the
+    operator's CPU while they waited: every slot matched against every node, again for
+    every experiment ahead)."""
+
+    def __init__(self, nodes: list[NodeView]) -> None:
+        self._free = {n.name: [n.cpu, n.memory] for n in nodes if not n.cordoned}
+        self._nodes = {n.name: n for n in nodes}
+        # id(request) → (request, names of the free nodes it matches, in the nodes' order);
+        # the request is kept so its id stays its own
+        self._matching: dict[int, tuple[Request, list[str]]] = {}
+
+    def _names(self, request: Request) -> list[str]:
+        found = self._matching.get(id(request))
+        if found is None:
+            names = [n for n in self._free if matches(self._nodes[n], request)]
+            found = self._matching[id(request)] = (request, names)
+        return found[1]
+
+    def _roomiest(self, request: Request, free: dict[str, list[Decimal]]) -> list[Decimal] | None:
+        """The room of the matching node with most free CPU that holds the request (the
+        first such node on a tie), or None."""
+        best: list[Decimal] | None = None
+        for name in self._names(request):
+            room = free[name]
+            holds = room[0] >= request.cpu and room[1] >= request.memory
+            if holds and (best is None or room[0] > best[0]):
+                best = room
+        return best
+
+    def place(self, slot: Held) -> None:
+        """Take the slot's room; a slot that fits nowhere waits on the scheduler and takes
+        nothing here."""
+        request = slot.request
+        if slot.node in self._free:
+            room: list[Decimal] | None = self._free[slot.node]
+            assert room is not None
+            if not (room[0] >= request.cpu and room[1] >= request.memory):
+                room = None
+        else:
+            room = self._roomiest(request, self._free)
+        if room is not None:
+            room[0] -= request.cpu
+            room[1] -= request.memory
+
+    def fits(self, request: Request, pods: int = 1) -> bool:
+        """Whether one more trial of `pods` Pods fits now (nothing is taken)."""
+        free = {n: list(self._free[n]) for n in self._names(request)} if pods > 1 else self._free
+        for _ in range(pods):
+            room = self._roomiest(request, free)
+            if room is None:
+                return False
+            if pods > 1:
+                room[0] -= request.cpu
+                room[1] -= request.memory
+        return True
+
+
+def placed(nodes: list[NodeView], held: list[Held]) -> Capacity:
+    """The nodes with every held slot placed: bound ones first, on their node."""
+    capacity = Capacity(nodes)
+    for slot in sorted(held, key=lambda h: h.node is None):
+        capacity.place(slot)
+    return capacity
+
+
 def fits_now(request: Request, nodes: list[NodeView], held: list[Held], pods: int = 1) -> bool:
     """Whether one more trial (of `pods` Pods) fits after every held slot is placed (bound
     ones on their node, the rest first-fit on the matching nodes with most room)."""
-    free = {n.name: [n.cpu, n.memory] for n in nodes if not n.cordoned}
-    by_name = {n.name: n for n in nodes}
-    for slot in sorted(held, key=lambda h: h.node is None):
-        names = [slot.node] if slot.node in free else []
-        if not names:
-            names = sorted(
-                (n for n in free if matches(by_name[n], slot.request)),
-                key=lambda n: free[n][0],
-                reverse=True,
-            )
-        for name in names:
-            room = free[name]
-            if room[0] >= slot.request.cpu and room[1] >= slot.request.memory:
-                room[0] -= slot.request.cpu
-                room[1] -= slot.request.memory
-                break
-        # a held slot that fits nowhere waits on the scheduler: it takes nothing here
-    for _ in range(pods):
-        rooms = [
-            room
-            for name, room in sorted(free.items(), key=lambda item: item[1][0], reverse=True)
-            if matches(by_name[name], request)
-            and room[0] >= request.cpu
-            and room[1] >= request.memory
-        ]
-        if not rooms:
-            return False
-        rooms[0][0] -= request.cpu
-        rooms[0][1] -= request.memory
-    return True
+    return placed(nodes, held).fits(request, pods)

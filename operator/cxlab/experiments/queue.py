@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cxlab.experiments.fields import SpecError
-from cxlab.experiments.nodes import Held, NodeView, Request, fits_now
+from cxlab.experiments.nodes import Held, NodeView, Request, placed
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.spec import API_VERSION, KIND, ExperimentSpec
@@ -88,19 +88,22 @@ def verdict(
     """Whether `me` (waiting) is admitted now; else where it stands and why it waits."""
     others = [c for c in candidates if c.key != me.key]
     waiting = order([c for c in others if not c.admitted] + [me], now)
-    held = [slot for c in others if c.admitted for slot in c.held()]
+    capacity = placed(nodes, [slot for c in others if c.admitted for slot in c.held()])
     users = sorted(c.key for c in others if c.admitted)
     position = [c.key for c in waiting].index(me.key) + 1
     for ahead in waiting[: position - 1]:
-        if not fits_now(ahead.request, nodes, held):
+        if not capacity.fits(ahead.request):
             return Verdict(
                 False, position, len(waiting), ahead.key,
                 f"waiting behind {ahead.key} (position {position} of {len(waiting)}): "
                 f"it is first in line and the cluster has no room for its trials yet",
             )  # fmt: skip
-        held += ahead.held()  # it is admitted in its own pass; count it as holding already
+        # It is admitted in its own pass: count it as holding already. (A waiting experiment
+        # has no live Pods, so its slots are all unbound: placed after the bound ones.)
+        for slot in ahead.held():
+            capacity.place(slot)
         users.append(ahead.key)
-    if fits_now(me.request, nodes, held, me.pods):
+    if capacity.fits(me.request, me.pods):
         return Verdict(True, 0, len(waiting) - 1, None, "admitted")
     named = ", ".join(users[:3]) + (f" and {len(users) - 3} more" if len(users) > 3 else "")
     return Verdict(

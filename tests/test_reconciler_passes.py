@@ -4,11 +4,13 @@ and it says when the clock alone needs the next pass."""
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from helpers import ApiserverBase
+from helpers import run_runner
 from test_decide import pod
 from test_refusals import experiment
 
@@ -123,3 +125,24 @@ def test_once_the_sweep_ended_what_follows_it_starts_without_a_verification() ->
         reconciler(kube).reconcile(copy.deepcopy(body), [], lambda *_: None)
         assert kube.created == ["bad-t001-a1"], (follows, kube.created)
         assert kube.body["status"]["attempts"] == {first: 1}, kube.body["status"]
+
+
+def test_a_trial_that_succeeds_posts_no_event_one_that_fails_a_warning() -> None:
+    result_text = json.dumps(run_runner("asyncio", "--workload", "sleep", "--tasks", "2"))
+    body = experiment()
+    body["metadata"]["resourceVersion"] = "1"
+    first, second = plan_trials(parse_experiment(body).spec)[:2]
+    body["status"] = {"phase": "Running", "attempts": {first.name: 1, second.name: 1}}
+    kube = Apiserver(copy.deepcopy(body))
+    events: list[tuple[str, str, str]] = []
+    ended = [
+        pod(first.name, phase="Succeeded", exit_code=0, termination_message=result_text,
+            name=f"{body['metadata']['name']}-{first.name}-a1"),
+        pod(second.name, phase="Failed", exit_code=1, termination_reason="Error",
+            termination_message="boom", name=f"{body['metadata']['name']}-{second.name}-a1"),
+    ]  # fmt: skip
+    reconciler(kube).reconcile(copy.deepcopy(body), ended, lambda *e: events.append(e))
+    recorded = {t["name"]: t["phase"] for t in kube.body["status"]["trials"]}
+    assert recorded == {first.name: "Succeeded", second.name: "Failed"}
+    trials = [(kind, reason) for kind, reason, _ in events if reason.startswith("Trial")]
+    assert trials == [("Warning", "TrialFailed")]

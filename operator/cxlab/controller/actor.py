@@ -182,15 +182,18 @@ class Actor:
             waited = new.queued_seconds
             after = f" after {waited:.1f} s in the queue" if waited else ""
             event("Normal", "Started", f"{progress.trials_total} trials planned{after}")
+        # No Event per succeeded trial: status records each, and at thousands of trials one
+        # POST each was half the operator's writes. A failure is worth a Warning each;
+        # trials skipped together (abortOnFail) are one Event.
+        skipped = [e for e in decision.finished if e.skipped]
         for entry in decision.finished:
             if entry.failed:
                 event("Warning", "TrialFailed", f"{entry.name}: {entry.message or ''}")
-            elif entry.skipped:  # abortOnFail: no Pod ran, so no Result
-                event("Normal", "TrialSkipped", f"{entry.name}: {entry.message or ''}")
-            else:
-                assert entry.result is not None
-                wall = entry.result["wallSeconds"]
-                event("Normal", "TrialSucceeded", f"{entry.name}: {wall:.3f} s wall")
+        if skipped:
+            names = ", ".join(e.name for e in skipped[:3])
+            more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+            message = f"{len(skipped)} trial(s) skipped ({names}{more}): {skipped[0].message or ''}"
+            event("Normal", "TrialsSkipped", message[:1000])
         if new.finished and not old.finished:
             if decision.failure:
                 event("Warning", decision.failure_reason or "Failed", decision.failure[:1000])

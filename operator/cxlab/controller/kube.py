@@ -165,13 +165,13 @@ class Kube:
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            pod = self.core.read_namespaced_pod(name, namespace)
+            answer: Any = self.core.read_namespaced_pod(name, namespace, _preload_content=False)
         except ApiException as error:
             if error.status == 404:
                 return None
             raise
-        serialized: dict[str, Any] = self.core.api_client.sanitize_for_serialization(pod)
-        return serialized
+        pod: dict[str, Any] = json.loads(answer.data)  # as the JSON came: no typed models
+        return pod
 
     def get_experiment(
         self, namespace: str, name: str, full: bool = False
@@ -265,9 +265,9 @@ class Kube:
             self.core.patch_namespaced_config_map(name, namespace, patch)
 
     def list_config_maps(self, namespace: str, selector: str) -> list[dict[str, Any]]:
-        found = self.core.list_namespaced_config_map(namespace, label_selector=selector)
-        client = self.core.api_client
-        return [client.sanitize_for_serialization(item) for item in found.items]
+        return _items(self.core.list_namespaced_config_map(
+            namespace, label_selector=selector, _preload_content=False
+        ))  # fmt: skip
 
     def list_namespaces(self) -> list[dict[str, Any]]:
         return _items(self.core.list_namespace(_request_timeout=10, _preload_content=False))

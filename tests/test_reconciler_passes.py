@@ -9,8 +9,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from helpers import ApiserverBase
-from helpers import run_runner
+from helpers import ApiserverBase, run_runner
 from test_decide import pod
 from test_refusals import experiment
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes
+import urllib3
 from kubernetes.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -57,19 +58,23 @@ def events(
 ) -> Iterator[Any]:
     """Watch events for up to `seconds`. A watch the apiserver ends with 410 (its resource
     version expired) or 504 (its watch cache is behind the version a fresh list returned) is
-    started again from the current state, as kopf and client-go's reflector do."""
+    started again from the current state, as kopf and client-go's reflector do; so is one
+    whose connection broke (the apiserver restarted: bench-scale's chaos runs)."""
     deadline = time.monotonic() + seconds
     while (left := deadline - time.monotonic()) > 0:
         watcher = kubernetes.watch.Watch()
         try:
             yield from watcher.stream(list_call, *args, timeout_seconds=max(1, int(left)), **kwargs)
         except ApiException as error:
-            if error.status not in (410, 504):
+            if error.status not in (410, 500, 503, 504):
                 raise
             print(
                 f"watch ended with {error.status} ({error.reason}): watching again", file=sys.stderr
             )
             time.sleep(0.5)
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            print(f"watch broke ({error!r:.100}): watching again", file=sys.stderr)
+            time.sleep(1)
 
 
 def memory_kib(pid: int, field: str) -> int:

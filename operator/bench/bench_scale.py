@@ -1,14 +1,24 @@
-"""`make bench-scale`: the operator at the scale of a cluster, on KWOK's fake nodes.
+"""`make bench-scale`: the operator at the scale of a cluster, on KWOK's fake nodes, beside
+the commit it is compared with, in one run.
 
-50 experiments x 100 trials, parallelism 10 each, on 100 fake nodes (hack/kwok.sh): the real
+Two sizes: `small` (50 experiments x 100 trials on 100 fake nodes, `make bench-scale`) and
+`large` (200 x 100 on 500, `make bench-scale-large`); parallelism 10 each. The real
 apiserver, scheduler and operator; KWOK plays the kubelet (a trial Pod starts in 0.2-0.8 s,
 ends after its expected duration with a Result, 2 % fail). Halfway through, the operator is
-killed (SIGKILL) and started again. Prints: the operator's CPU seconds and peak RSS, apiserver
-requests per trial (the operator's own, and everyone's), trial Pod ended → trial recorded in
-status (p50, p99), the total time against the ideal, and whether every trial was recorded
-exactly once (one entry, one Pod). Prints figures; asserts nothing.
+killed (SIGKILL) and a successor started at once. With CXLAB_SCALE_CHAOS=1 the apiserver is
+restarted at a quarter and etcd at three quarters as well (hack/restart.sh).
 
-CXLAB_SCALE_EXPERIMENTS and CXLAB_SCALE_TRIALS (a multiple of 10) make it smaller.
+Each operator runs from its own source tree: HEAD's, and the baseline commit's
+(CXLAB_SCALE_BASELINE, `none` for no baseline), each exported with `git archive` under
+build/bench/ (so the checkout can change while it runs). Prints, side by side: the
+operator's CPU per trial and peak RSS, its API requests per trial by verb, trial Pod ended
+→ trial recorded in status (p50, p99), the catch-up after the kill (the trials that ended
+while it was down, recorded), the first new trial Pod of each experiment after the
+successor started, and whether every trial was recorded exactly once (one entry, one Pod).
+Prints figures; asserts nothing.
+
+CXLAB_SCALE_EXPERIMENTS and CXLAB_SCALE_TRIALS (a multiple of 10) make it smaller;
+CXLAB_SCALE_PROFILE=DIR samples each operator process with py-spy (build/tools/py-spy).
 """
 
 from __future__ import annotations
@@ -24,14 +34,22 @@ import time
 import urllib.request
 import uuid
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import kubernetes
 from bench_operator import KUBECONFIG, ROOT, events, memory_kib, remove_namespace
 
-EXPERIMENTS = int(os.environ.get("CXLAB_SCALE_EXPERIMENTS", "50"))
+SIZES = {"small": (50, 100), "large": (200, 500)}  # experiments, fake nodes
+SIZE = os.environ.get("CXLAB_SCALE_SIZE", "small")
+EXPERIMENTS = int(os.environ.get("CXLAB_SCALE_EXPERIMENTS", SIZES[SIZE][0]))
+NODES = SIZES[SIZE][1]
 TRIALS = int(os.environ.get("CXLAB_SCALE_TRIALS", "100"))
+# main before the lean operator (issue 31): what its figures are compared with
+BASELINE = os.environ.get("CXLAB_SCALE_BASELINE", "e70309d")
+CHAOS = os.environ.get("CXLAB_SCALE_CHAOS") == "1"
+PROFILE = os.environ.get("CXLAB_SCALE_PROFILE")  # a folder: py-spy's samples of each process
 PARALLELISM = 10
 WORKERS = list(range(1, 11))  # 10 tasks at 100 ms: 1.0 s down to 0.1 s
 TASKS, RTT = 10, 0.1
@@ -40,6 +58,7 @@ KUBECTL = [str(ROOT / "build/k8s/bin/kubectl"), "--kubeconfig", str(KUBECONFIG)]
 FAKE_NODES = {"nodeSelector": {"type": "kwok"},
               "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists",
                                "effect": "NoSchedule"}]}  # fmt: skip
+GIVE_UP_SECONDS = 6000
 
 
 def experiment(name: str) -> dict[str, Any]:
@@ -64,23 +83,53 @@ def expected_seconds() -> float:
     return sum(per_trial) / PARALLELISM
 
 
+def source_tree(commit: str) -> Path:
+    """The operator's Python sources at `commit`, exported once under build/bench/."""
+    full = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{commit}^{{commit}}"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    tree = ROOT / "build" / "bench" / full[:12]
+    if not (tree / ".exported").exists():
+        tree.mkdir(parents=True, exist_ok=True)
+        parts = ["operator", "workloads/python"]
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", full, *parts],
+                                 capture_output=True, check=True).stdout  # fmt: skip
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        (tree / ".exported").touch()
+    return tree
+
+
 class Operator:
-    def __init__(self, namespace_glob: str) -> None:
+    """The operator processes of one run (the one killed, its successor), from one tree."""
+
+    def __init__(self, tree: Path, namespace_glob: str) -> None:
+        self.tree = tree
         self.glob = namespace_glob
         self.process: subprocess.Popen[bytes] | None = None
+        self.started = 0.0  # time.time() the running process was started
         self.cpu = 0.0  # seconds, of every process started so far (the killed one's too)
         self.peaks: list[float] = []  # MiB, each process's, in order (the killed one first)
         self.requests: Counter[str] = Counter()  # by verb, every process's
+        self.profilers: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> None:
         log = open(ROOT / "build/cluster/logs/operator-bench-scale.log", "ab")  # noqa: SIM115
+        path = f"{self.tree / 'operator'}:{self.tree / 'workloads' / 'python'}"
+        self.started = time.time()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "cxlab.cli", "operator", "--health-port", "0",
              "--metrics-port", str(METRICS_PORT), "--namespace", self.glob],
-            # MALLOC_ARENA_MAX as the chart runs it
-            env={"MALLOC_ARENA_MAX": "2", **os.environ, "KUBECONFIG": str(KUBECONFIG)},
+            # MALLOC_ARENA_MAX as the chart runs it; the tree's sources before the venv's
+            env={"MALLOC_ARENA_MAX": "2", **os.environ, "KUBECONFIG": str(KUBECONFIG),
+                 "PYTHONPATH": path},
             stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
+        if PROFILE:  # py-spy samples each process from outside (its own CPU is not counted)
+            out = Path(PROFILE) / f"operator-{self.process.pid}.txt"
+            self.profilers.append(subprocess.Popen(
+                [str(ROOT / "build/tools/py-spy/bin/py-spy"), "record", "--nonblocking",
+                 "--format", "raw", "--rate", "20", "--pid", str(self.process.pid),
+                 "--output", str(out)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
 
     def sample(self) -> tuple[float, float, Counter[str]]:
         """(CPU seconds, peak RSS MiB, requests by verb) of the running process."""
@@ -118,150 +167,209 @@ class Operator:
                 self.account()
             self.process.terminate()
             self.process.wait(timeout=30)
+        for profiler in self.profilers:
+            profiler.wait(timeout=60)  # it writes its samples once its process has gone
 
 
-def apiserver_requests() -> int:
-    text = subprocess.run([*KUBECTL, "get", "--raw", "/metrics"], capture_output=True,
-                          text=True, check=True).stdout  # fmt: skip
-    return int(
-        sum(
-            float(line.rsplit(" ", 1)[1])
-            for line in text.splitlines()
-            if line.startswith("apiserver_request_total{")
-        )
-    )
+class ApiserverRequests:
+    """Every client's requests to the apiserver, from its own counter (which a restart of
+    the apiserver sets back to zero: counted up to the restart, then from zero)."""
+
+    def __init__(self) -> None:
+        self.before = self.counter()
+        self.counted = 0
+
+    @staticmethod
+    def counter() -> int:
+        text = subprocess.run([*KUBECTL, "get", "--raw", "/metrics"], capture_output=True,
+                              text=True, check=True).stdout  # fmt: skip
+        return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                       if line.startswith("apiserver_request_total{")))  # fmt: skip
+
+    def restarting(self) -> None:
+        self.counted += self.counter() - self.before
+        self.before = 0
+
+    def total(self) -> int:
+        return self.counted + self.counter() - self.before
 
 
-def import_floor_mib() -> float:
+def import_floor_mib(tree: Path) -> float:
     """The operator's RSS once its modules are imported, before it does anything."""
     probe = (
         "import cxlab.controller.handlers\n"
         "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmRSS')))"
     )
+    path = f"{tree / 'operator'}:{tree / 'workloads' / 'python'}"
+    env = {"MALLOC_ARENA_MAX": "2", **os.environ, "PYTHONPATH": path}
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True, env={"MALLOC_ARENA_MAX": "2", **os.environ})  # fmt: skip
+                         check=True, env=env)  # fmt: skip
     return int(out.stdout) / 1024
 
 
-def main() -> None:
-    kubernetes.config.load_kube_config(config_file=str(KUBECONFIG))
-    core, custom = kubernetes.client.CoreV1Api(), kubernetes.client.CustomObjectsApi()
-    nodes = core.list_node(label_selector="type=kwok").items
-    ready = [n for n in nodes if any(c.type == "Ready" and c.status == "True"
-                                     for c in n.status.conditions or [])]  # fmt: skip
-    if len(ready) < 100:
-        sys.exit(f"bench-scale needs 100 Ready fake nodes (make kwok-up); found {len(ready)}")
-    namespace = f"cxlab-scale-{uuid.uuid4().hex[:6]}"
-    core.create_namespace({"metadata": {"name": namespace}})
-    operator = Operator("cxlab-scale-*")
-    operator.start()
-    total = EXPERIMENTS * TRIALS
-    ended: dict[tuple[str, str], float] = {}  # (experiment, trial) → first seen ended
-    pods_of: dict[tuple[str, str], set[str]] = defaultdict(set)
-    recorded: dict[tuple[str, str], float] = {}  # → first seen in status
-    entries_seen: Counter[tuple[str, str]] = Counter()  # entries per trial at the end
-    sizes: dict[str, int] = {}
-    finished: dict[str, float] = {}
-    done = threading.Event()
+@dataclass
+class Seen:
+    """What the benchmark's watches saw of one run (time.time() throughout)."""
 
+    ended: dict[tuple[str, str], float] = field(default_factory=dict)  # trial → Pod ended
+    pods_of: dict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
+    added: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # Pods
+    recorded: dict[tuple[str, str], float] = field(default_factory=dict)  # first in status
+    entries: Counter[tuple[str, str]] = field(default_factory=Counter)  # entries at the end
+    sizes: dict[str, int] = field(default_factory=dict)
+    finished: dict[str, float] = field(default_factory=dict)
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+def watch(core: Any, custom: Any, namespace: str, seen: Seen) -> list[threading.Thread]:
     def watch_pods() -> None:
         # plain dicts (deserialize=False): this machine's two cores are the operator's too
-        for event in events(core.list_namespaced_pod, namespace, seconds=3600,
+        for event in events(core.list_namespaced_pod, namespace, seconds=GIVE_UP_SECONDS,
                             label_selector="cxlab.dev/trial", deserialize=False):  # fmt: skip
-            pod, seen = event["object"], time.time()
+            pod, moment = event["object"], time.time()
             labels = pod["metadata"]["labels"]
             key = (labels["cxlab.dev/experiment"], labels["cxlab.dev/trial"])
-            pods_of[key].add(pod["metadata"]["name"])
+            if pod["metadata"]["name"] not in seen.pods_of[key]:
+                seen.pods_of[key].add(pod["metadata"]["name"])
+                seen.added[key[0]].append(moment)
             if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-                ended.setdefault(key, seen)
-            if done.is_set():
+                seen.ended.setdefault(key, moment)
+            if seen.done.is_set():
                 return
 
     def watch_experiments() -> None:
-        for event in events(custom.list_namespaced_custom_object, "cxlab.dev", "v1alpha1",
-                            namespace, "concurrencyexperiments", seconds=3600):  # fmt: skip
-            body, seen = event["object"], time.time()
+        listing = (custom.list_namespaced_custom_object, "cxlab.dev", "v1alpha1", namespace,
+                   "concurrencyexperiments")  # fmt: skip
+        for event in events(*listing, seconds=GIVE_UP_SECONDS):
+            body, moment = event["object"], time.time()
             name, status = body["metadata"]["name"], body.get("status") or {}
             for entry in status.get("trials") or []:
-                recorded.setdefault((name, entry["name"]), seen)
-            if status.get("phase") in ("Succeeded", "Failed") and name not in finished:
-                finished[name] = seen
-                sizes[name] = len(json.dumps(body))
+                seen.recorded.setdefault((name, entry["name"]), moment)
+            if status.get("phase") in ("Succeeded", "Failed") and name not in seen.finished:
+                seen.finished[name] = moment
+                seen.sizes[name] = len(json.dumps(body))
                 for entry in status.get("trials") or []:
-                    entries_seen[(name, entry["name"])] += 1
-                if len(finished) == EXPERIMENTS:
-                    done.set()
+                    seen.entries[(name, entry["name"])] += 1
+                if len(seen.finished) == EXPERIMENTS:
+                    seen.done.set()
                     return
 
     threads = [threading.Thread(target=watch_pods, daemon=True),
                threading.Thread(target=watch_experiments, daemon=True)]  # fmt: skip
     for thread in threads:
         thread.start()
+    return threads
+
+
+def restart(component: str, requests: ApiserverRequests, log: list[str], began: float) -> None:
+    if component == "kube-apiserver":
+        requests.restarting()
+    at = time.time() - began
+    done = subprocess.run([str(ROOT / "hack/restart.sh"), component], capture_output=True,
+                          text=True)  # fmt: skip
+    outcome = "back" if done.returncode == 0 else f"FAILED: {done.stderr.strip()[-300:]}"
+    log.append(f"{component} at {at:.0f} s, {outcome} after {time.time() - began - at:.0f} s")
+
+
+def run(label: str, tree: Path) -> dict[str, str]:
+    """One run of the benchmark with the operator from `tree`; its figures by row."""
+    core, custom = kubernetes.client.CoreV1Api(), kubernetes.client.CustomObjectsApi()
+    namespace = f"cxlab-scale-{uuid.uuid4().hex[:6]}"
+    core.create_namespace({"metadata": {"name": namespace}})
+    operator = Operator(tree, "cxlab-scale-*")
+    operator.start()
+    total = EXPERIMENTS * TRIALS
+    seen = Seen()
+    watch(core, custom, namespace, seen)
     time.sleep(5)  # the operator's start-up and the watches' first lists are not measured
-    requests_before = apiserver_requests()
+    requests = ApiserverRequests()
     began = time.time()
+    print(f"[{time.strftime('%H:%M:%S')}] {label}: {EXPERIMENTS} experiments", file=sys.stderr)
     for i in range(EXPERIMENTS):
-        body = experiment(f"s{i:02d}")
         custom.create_namespaced_custom_object(
-            "cxlab.dev", "v1alpha1", namespace, "concurrencyexperiments", body
+            "cxlab.dev", "v1alpha1", namespace, "concurrencyexperiments", experiment(f"s{i:03d}")
         )
-    killed_at = None
-    while not done.wait(0.5):
+    killed_at = successor = None
+    chaos: list[str] = []
+    # (fraction of trials recorded, what happens then)
+    steps = [(0.5, "operator")] + ([(0.25, "kube-apiserver"), (0.75, "etcd")] if CHAOS else [])
+    steps.sort()
+    restarts: list[threading.Thread] = []
+    while not seen.done.wait(0.5):
         assert operator.process is not None
         if operator.process.poll() is not None:  # not killed by us: it failed on its own
             remove_namespace(core, custom, namespace, seconds=0)
             sys.exit(f"the operator exited with {operator.process.returncode}: see "
                      "build/cluster/logs/operator-bench-scale.log")  # fmt: skip
-        if killed_at is None and len(recorded) >= total // 2:
-            killed_at = time.time()
-            operator.kill()  # SIGKILL: no chance to tidy up
-            operator.start()
-        if time.time() - began > 3000:
-            print("gave up after 50 minutes", file=sys.stderr)
+        if steps and len(seen.recorded) >= total * steps[0][0]:
+            _, what = steps.pop(0)
+            if what == "operator":
+                killed_at = time.time()
+                operator.kill()  # SIGKILL: no chance to tidy up
+                operator.start()
+                successor = operator.started
+            else:  # in the background: the watches and the operator ride it out
+                thread = threading.Thread(target=restart, args=(what, requests, chaos, began))
+                thread.start()
+                restarts.append(thread)
+        if time.time() - began > GIVE_UP_SECONDS:
+            print(f"{label}: gave up after {GIVE_UP_SECONDS} s", file=sys.stderr)
             break
-    elapsed = max(finished.values(), default=time.time()) - began
-    everyone = apiserver_requests() - requests_before
+    for thread in restarts:
+        thread.join()
+    elapsed = max(seen.finished.values(), default=time.time()) - began
+    everyone = requests.total()
     operator.account()
-    report(locals())
-    remove_namespace(core, custom, namespace, seconds=120)
+    rows = figures(seen, operator, tree, began, elapsed, everyone, killed_at, successor, chaos)
+    remove_namespace(core, custom, namespace, seconds=300)
     operator.stop(account=False)
+    return rows
 
 
-def report(run: dict[str, Any]) -> None:
-    total, operator = run["total"], run["operator"]
-    latencies = sorted(run["recorded"][k] - t for k, t in run["ended"].items()
-                       if k in run["recorded"])  # fmt: skip
-    counts = Counter(run["entries_seen"].values())
-    extra_pods = sum(1 for pods in run["pods_of"].values() if len(pods) > 1)
+def figures(
+    seen: Seen, operator: Operator, tree: Path, began: float, elapsed: float, everyone: int,
+    killed_at: float | None, successor: float | None, chaos: list[str],
+) -> dict[str, str]:  # fmt: skip
+    total = EXPERIMENTS * TRIALS
+    latencies = sorted(seen.recorded[k] - t for k, t in seen.ended.items() if k in seen.recorded)
+    counts = Counter(seen.entries.values())
+    extra_pods = sum(1 for pods in seen.pods_of.values() if len(pods) > 1)
     mine = sum(operator.requests.values())
-    verbs = ", ".join(f"{v} {n / total:.1f}" for v, n in sorted(operator.requests.items()))
-    ideal = expected_seconds()
-    rows = [
-        ("experiments x trials (parallelism)", f"{EXPERIMENTS} x {TRIALS} ({PARALLELISM}) on "
-                                               "100 fake nodes"),
-        ("trials recorded", f"{len(run['entries_seen'])} of {total}"),
-        ("recorded more than once", f"{sum(n for c, n in counts.items() if c > 1)}"),
-        ("trials with more than one Pod", f"{extra_pods}"),
-        ("kill -9 of the operator", f"at {run['killed_at'] - run['began']:.0f} s, after "
-                                    f"{total // 2} trials recorded" if run["killed_at"] else "-"),
-        ("total time", f"{run['elapsed']:.0f} s"),
-        ("ideal (tasks only, each experiment)", f"{ideal:.0f} s; with KWOK's start-up "
-                                                f"{ideal + 0.5 * TRIALS / PARALLELISM:.0f} s"),
-        ("operator CPU", f"{operator.cpu:.0f} s ({1000 * operator.cpu / total:.0f} ms per trial)"),
-        ("operator peak RSS", f"{max(operator.peaks):.0f} MiB (each process: "
-                              + ", ".join(f"{p:.0f}" for p in operator.peaks)
-                              + f"; its imports alone {import_floor_mib():.0f})"),
-        ("apiserver requests per trial", f"operator {mine / total:.1f} "
-                                         f"({verbs}); "
-                                         f"everyone {run['everyone'] / total:.1f}"),
-        ("Pod ended -> trial recorded", f"p50 {_quantile(latencies, 0.5):.3f} s, "
-                                        f"p99 {_quantile(latencies, 0.99):.3f} s, "
-                                        f"max {latencies[-1] if latencies else 0:.3f} s"),
-        ("largest experiment object", f"{max(run['sizes'].values(), default=0) / 1024:.0f} KiB"),
-    ]  # fmt: skip
-    print(f"Operator at scale on KWOK ({time.strftime('%Y-%m-%d')}):")
-    for label, value in rows:
-        print(f"  {label:<38}{value}")
+    verbs = ", ".join(f"{v} {n / total:.2f}" for v, n in sorted(operator.requests.items()))
+    rows = {
+        "trials recorded": f"{len(seen.entries)} of {total}",
+        "recorded more than once": f"{sum(n for c, n in counts.items() if c > 1)}",
+        "trials with more than one Pod": f"{extra_pods}",
+        "total time": f"{elapsed:.0f} s",
+        "operator CPU per trial": f"{1000 * operator.cpu / total:.1f} ms ({operator.cpu:.0f} s)",
+        "operator peak RSS": f"{max(operator.peaks):.0f} MiB",
+        "  each process": ", ".join(f"{p:.0f}" for p in operator.peaks)
+        + f"; imports {import_floor_mib(tree):.0f}",
+        "operator API requests per trial": f"{mine / total:.2f}",
+        "  by verb": verbs,
+        "everyone's API requests per trial": f"{everyone / total:.1f}",
+        "Pod ended -> recorded p50": f"{_quantile(latencies, 0.5):.2f} s",
+        "Pod ended -> recorded p99": f"{_quantile(latencies, 0.99):.2f} s",
+        "Pod ended -> recorded max": f"{latencies[-1] if latencies else 0:.2f} s",
+        "largest experiment object": f"{max(seen.sizes.values(), default=0) / 1024:.0f} KiB",
+    }
+    if killed_at is not None and successor is not None:
+        # the trials that ended while no operator ran, and those it found ended at its start
+        down = [k for k, t in seen.ended.items() if killed_at <= t <= successor]
+        caught = [seen.recorded[k] for k in down if k in seen.recorded]
+        firsts = [min((t for t in times if t >= successor), default=math.inf)
+                  for times in seen.added.values()]  # fmt: skip
+        firsts = [t - successor for t in firsts]
+        rows["kill -9 at"] = f"{killed_at - began:.0f} s ({len(down)} trials ended while down)"
+        rows["catch-up: all of those recorded"] = (
+            f"{max(caught) - successor:.1f} s after the successor started" if caught else "-"
+        )
+        rows["first new Pod per experiment"] = (
+            f"p50 {_quantile(firsts, 0.5):.1f} s, max {max(firsts, default=0):.1f} s after start"
+        )
+    for line in chaos:
+        rows[f"restart of {line.split(' ')[0]}"] = line.split(" ", 1)[1]
+    return rows
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -270,6 +378,45 @@ def _quantile(values: list[float], q: float) -> float:
     if len(values) == 1:
         return values[0]
     return statistics.quantiles(values, n=100, method="inclusive")[round(q * 100) - 1]
+
+
+def main() -> None:
+    kubernetes.config.load_kube_config(config_file=str(KUBECONFIG))
+    core = kubernetes.client.CoreV1Api()
+    nodes = core.list_node(label_selector="type=kwok").items
+    ready = [n for n in nodes if any(c.type == "Ready" and c.status == "True"
+                                     for c in n.status.conditions or [])]  # fmt: skip
+    if len(ready) < NODES:
+        sys.exit(f"bench-scale {SIZE} needs {NODES} Ready fake nodes (make kwok-up "
+                 f"KWOK_NODES={NODES}); found {len(ready)}")  # fmt: skip
+    trees = {} if BASELINE == "none" else {f"baseline {BASELINE}": source_tree(BASELINE)}
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    # HEAD as committed (a change not yet committed is not measured: say so)
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "operator",
+                            "workloads/python"], capture_output=True, text=True).stdout  # fmt: skip
+    if dirty.strip():
+        print("bench-scale measures HEAD as committed; not the changes beside it", file=sys.stderr)
+    trees[f"HEAD {head}"] = source_tree(head)
+    columns = {label: run(label, tree) for label, tree in trees.items()}
+    chaos = " and the apiserver and etcd restarted" if CHAOS else ""
+    print(f"Operator at scale on KWOK ({time.strftime('%Y-%m-%d')}): {EXPERIMENTS} experiments"
+          f" x {TRIALS} trials (parallelism {PARALLELISM}) on {NODES} fake nodes, a kill -9 of "
+          f"the operator halfway{chaos}; ideal {expected_seconds():.0f} s of tasks per "
+          f"experiment")  # fmt: skip
+    rows = list(dict.fromkeys(r for c in columns.values() for r in c))
+    width = 2 + max(len(v) for c in columns.values() for v in (*c.values(), *columns))
+    print(f"  {'':<36}" + "".join(f"{label:<{width}}" for label in columns))
+    for row in rows:
+        print(f"  {row:<36}" + "".join(f"{c.get(row, '-'):<{width}}" for c in columns.values()))
+    if len(columns) == 2:
+        base, this = columns.values()
+        ratio = _number(this["operator CPU per trial"]) / _number(base["operator CPU per trial"])
+        print(f"  CPU per trial, this / baseline: {ratio:.2f}")
+
+
+def _number(text: str) -> float:
+    return float(text.split()[0])
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 import kopf
 
@@ -43,12 +43,29 @@ NAMESPACES: tuple[str, ...] = ()
 FINALIZER = f"{GROUP}/finalizer"
 
 
+class SpecDiffBase(kopf.AnnotationsDiffBaseStorage):
+    """kopf's diff base, built without copying what it throws away: kopf deep-copies the
+    whole object on every event (an experiment's status of tens of KiB, every Pod's status)
+    only to drop its status and metadata; 6 % of the operator's CPU at 5,000 trials."""
+
+    def build(
+        self, *, body: kopf.Body, extra_fields: Iterable[Any] | None = None
+    ) -> kopf.BodyEssence:
+        metadata = body.get("metadata") or {}
+        kept = {k: v for k, v in metadata.items() if k in ("labels", "annotations")}
+        slim = {k: v for k, v in body.items() if k not in ("metadata", "status")}
+        if extra_fields:  # fields kopf asks to keep (none of cxlab's handlers do)
+            return super().build(body=body, extra_fields=extra_fields)
+        slim["metadata"] = kept
+        return super().build(body=kopf.Body(cast(kopf.RawBody, slim)), extra_fields=None)
+
+
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     # Storage under our own group from day one: migrating annotations on live objects is risky.
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+    settings.persistence.diffbase_storage = SpecDiffBase(
         prefix=GROUP, key="last-handled-configuration"
     )
     # Reconnect watches every few minutes: a silently dropped connection then heals itself,

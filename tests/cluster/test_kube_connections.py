@@ -16,13 +16,6 @@ from cxlab.controller.kube import Kube
 pytestmark = pytest.mark.cluster
 
 
-def opened(kube: Kube) -> int:
-    """Connections the client has opened to the apiserver so far."""
-    client = kube.core.api_client
-    pool = client.rest_client.pool_manager.connection_from_url(client.configuration.host)
-    return int(pool.num_connections)
-
-
 def test_creating_and_deleting_pods_reuses_one_connection(lab: Lab) -> None:
     kube, namespace = Kube(), lab.namespace
     for i in range(5):
@@ -38,4 +31,4 @@ def test_creating_and_deleting_pods_reuses_one_connection(lab: Lab) -> None:
         }
         assert kube.create_pod(manifest)
         kube.delete_pod(namespace, f"conn-{i}")
-    assert opened(kube) == 1
+    assert kube.rest.opened() == 1

@@ -11,6 +11,7 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
+from cxlab.controller.rest import JSON_PATCH, MERGE_PATCH, Rest, path
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 from cxlab.experiments.results_store import results_selector, with_full_results
 from cxlab.experiments.status import ExperimentStatus
@@ -62,26 +63,23 @@ def refusal(pod: str, error: ApiException) -> PodRefused | None:
     return PodRefused(pod, int(error.status), reason, message or "no message")
 
 
-def unread(answer: Any) -> None:
-    """Give back the connection of an answer (_preload_content=False) whose body is not
-    needed. Left unread, the connection is closed rather than pooled, and the next request
-    opens another with a TLS handshake: two per trial (its Pod created and deleted) before."""
-    answer.drain_conn()
-    answer.release_conn()
-
-
-def _items(answer: Any) -> list[dict[str, Any]]:
-    """A list's items as the JSON came (_preload_content=False): the client's typed models
-    cost ten times more to build."""
-    items: list[dict[str, Any]] = json.loads(answer.data)["items"]
-    return items
-
-
 def load_configuration() -> None:
     try:
         kubernetes.config.load_incluster_config()
     except kubernetes.config.ConfigException:
         kubernetes.config.load_kube_config()
+
+
+def _experiments(namespace: str, *name: str) -> str:
+    return path("apis", GROUP, VERSION, "namespaces", namespace, PLURAL, *name)
+
+
+def _pods(namespace: str, *name: str) -> str:
+    return path("api", "v1", "namespaces", namespace, "pods", *name)
+
+
+def _config_maps(namespace: str, *name: str) -> str:
+    return path("api", "v1", "namespaces", namespace, "configmaps", *name)
 
 
 class Kube:
@@ -91,21 +89,10 @@ class Kube:
         """`on_request(method)` is told of every request sent (the operator counts them);
         `connections`: kept open to the apiserver, one per thread that may send at once (the
         client's default, 5 per CPU, makes 16 pass threads open a TLS connection per request
-        once they outnumber it)."""
-        configuration = kubernetes.client.Configuration.get_default_copy()
-        if connections is not None:
-            configuration.connection_pool_maxsize = connections
-        client = kubernetes.client.ApiClient(configuration)
-        if on_request is not None:
-            send = client.rest_client.request
-
-            def counted(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-                on_request(method)
-                return send(method, url, *args, **kwargs)
-
-            client.rest_client.request = counted  # type: ignore[method-assign]
-        self.core = kubernetes.client.CoreV1Api(client)
-        self.custom = kubernetes.client.CustomObjectsApi(client)
+        once they outnumber it). Answers are plain JSON (cxlab.controller.rest); one that is
+        not needed is drained, so its connection is pooled rather than closed: unread, the
+        next request paid a TLS handshake, two per trial (its Pod created and deleted)."""
+        self.rest = Rest(on_request, connections)
 
     def write_status(
         self, namespace: str, name: str, status: ExperimentStatus, version: str | None = None
@@ -120,30 +107,21 @@ class Kube:
             precondition = {"op": "replace", "path": "/metadata/resourceVersion", "value": version}
             patch.insert(0, precondition)
         try:
-            written: Any = self.custom.patch_namespaced_custom_object_status(
-                GROUP,
-                VERSION,
-                namespace,
-                PLURAL,
-                name,
-                patch,
-                _content_type="application/json-patch+json",
+            written: dict[str, Any] = self.rest.request(
+                "PATCH", _experiments(namespace, name, "status"), patch, content_type=JSON_PATCH
             )
         except ApiException as error:
             if error.status == 409:
                 raise StaleStatus(f"{namespace}/{name} changed since version {version}") from error
             raise
-        return dict(written)
+        return written
 
     def create_pod(self, manifest: dict[str, Any]) -> bool:
         """False when the Pod exists already (a retried create after a restart); PodRefused
         when the apiserver refuses it for what it is."""
         try:
-            # The client takes a plain manifest as well as a V1Pod.
             namespace = manifest["metadata"]["namespace"]
-            # _preload_content=False: the answer is not read into the client's typed models
-            answer = self.core.create_namespaced_pod(namespace, manifest, _preload_content=False)  # type: ignore[arg-type]
-            unread(answer)
+            self.rest.request("POST", _pods(namespace), manifest, read=False)
         except ApiException as error:
             if error.status == 409:
                 return False
@@ -155,22 +133,20 @@ class Kube:
 
     def delete_pod(self, namespace: str, name: str) -> None:
         try:
-            answer = self.core.delete_namespaced_pod(
-                name, namespace, grace_period_seconds=5, _preload_content=False
+            self.rest.request(
+                "DELETE", _pods(namespace, name), query={"gracePeriodSeconds": 5}, read=False
             )
-            unread(answer)
         except ApiException as error:
             if error.status != 404:
                 raise
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            answer: Any = self.core.read_namespaced_pod(name, namespace, _preload_content=False)
+            pod: dict[str, Any] = self.rest.request("GET", _pods(namespace, name))
         except ApiException as error:
             if error.status == 404:
                 return None
             raise
-        pod: dict[str, Any] = json.loads(answer.data)  # as the JSON came: no typed models
         return pod
 
     def get_experiment(
@@ -190,14 +166,12 @@ class Kube:
 
     def _stored_experiment(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            found: Any = self.custom.get_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, name
-            )
+            found: dict[str, Any] = self.rest.request("GET", _experiments(namespace, name))
         except ApiException as error:
             if error.status == 404:
                 return None
             raise
-        return dict(found)
+        return found
 
     def create_experiment(self, manifest: dict[str, Any]) -> str | None:
         """None once it exists (409 too: a pass before this one made it); the apiserver's
@@ -205,7 +179,7 @@ class Kube:
         admission policy, a quota); throttling and server errors raise."""
         try:
             namespace = manifest["metadata"]["namespace"]
-            self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, manifest)
+            self.rest.request("POST", _experiments(namespace), manifest, read=False)
         except ApiException as error:
             if error.status == 409:
                 return None
@@ -225,10 +199,9 @@ class Kube:
             "metadata": {"name": name, "namespace": namespace, "resourceVersion": version},
             "status": status.document(),
         }
+        url = path("apis", GROUP, VERSION, "namespaces", namespace, SCHEDULE_PLURAL, name, "status")
         try:
-            written: Any = self.custom.replace_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, SCHEDULE_PLURAL, name, updated
-            )
+            written: dict[str, Any] = self.rest.request("PUT", url, updated)
         except ApiException as error:
             if error.status == 409:
                 return None
@@ -237,45 +210,45 @@ class Kube:
 
     def delete_experiment(self, namespace: str, name: str) -> None:
         try:
-            self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+            self.rest.request("DELETE", _experiments(namespace, name), read=False)
         except ApiException as error:
             if error.status != 404:
                 raise
 
     def list_nodes(self) -> list[dict[str, Any]]:
         """Every Node, as plain dicts (for capacity: allocatable, labels, taints)."""
-        return _items(self.core.list_node(_request_timeout=10, _preload_content=False))
+        return _items(self.rest.request("GET", path("api", "v1", "nodes"), timeout=10))
 
     def add_to_config_map(self, manifest: dict[str, Any]) -> None:
         """Merge the manifest's binaryData into the ConfigMap (its keys added or replaced, the
         others kept), creating the ConfigMap if it does not exist."""
         namespace, name = manifest["metadata"]["namespace"], manifest["metadata"]["name"]
         patch = {"binaryData": manifest["binaryData"]}
+        url = _config_maps(namespace, name)
         try:
-            self.core.patch_namespaced_config_map(name, namespace, patch)
+            self.rest.request("PATCH", url, patch, content_type=MERGE_PATCH, read=False)
             return
         except ApiException as error:
             if error.status != 404:
                 raise
         try:
-            self.core.create_namespaced_config_map(namespace, manifest)  # type: ignore[arg-type]
+            self.rest.request("POST", _config_maps(namespace), manifest, read=False)
         except ApiException as error:
             if error.status != 409:  # created meanwhile: add to it
                 raise
-            self.core.patch_namespaced_config_map(name, namespace, patch)
+            self.rest.request("PATCH", url, patch, content_type=MERGE_PATCH, read=False)
 
     def list_config_maps(self, namespace: str, selector: str) -> list[dict[str, Any]]:
-        return _items(self.core.list_namespaced_config_map(
-            namespace, label_selector=selector, _preload_content=False
-        ))  # fmt: skip
+        listed = self.rest.request(
+            "GET", _config_maps(namespace), query={"labelSelector": selector}
+        )
+        return _items(listed)
 
     def list_namespaces(self) -> list[dict[str, Any]]:
-        return _items(self.core.list_namespace(_request_timeout=10, _preload_content=False))
+        return _items(self.rest.request("GET", path("api", "v1", "namespaces"), timeout=10))
 
     def list_experiments(self, namespace: str) -> list[dict[str, Any]]:
-        found: Any = self.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
-        items: list[dict[str, Any]] = found["items"]
-        return items
+        return _items(self.rest.request("GET", _experiments(namespace)))
 
     def remove_finalizer(self, namespace: str, name: str, finalizer: str) -> bool:
         """Remove one finalizer from an experiment, if it still has it (a JSON Patch that tests
@@ -288,13 +261,12 @@ class Kube:
         if finalizer not in finalizers:
             return False
         index = finalizers.index(finalizer)
-        path = f"/metadata/finalizers/{index}"
-        patch = [{"op": "test", "path": path, "value": finalizer}, {"op": "remove", "path": path}]
+        at = f"/metadata/finalizers/{index}"
+        patch = [{"op": "test", "path": at, "value": finalizer}, {"op": "remove", "path": at}]
         try:
-            self.custom.patch_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, name, patch,
-                _content_type="application/json-patch+json",
-            )  # fmt: skip
+            self.rest.request(
+                "PATCH", _experiments(namespace, name), patch, content_type=JSON_PATCH, read=False
+            )
         except ApiException as error:
             if error.status in (404, 422):  # gone, or changed since read: the next sweep
                 return False
@@ -302,9 +274,15 @@ class Kube:
         return True
 
     def delete_pods(self, namespace: str, selector: str) -> None:
-        self.core.delete_collection_namespaced_pod(
-            namespace, label_selector=selector, grace_period_seconds=0
-        )
+        self.rest.request(
+            "DELETE", _pods(namespace),
+            query={"labelSelector": selector, "gracePeriodSeconds": 0}, read=False,
+        )  # fmt: skip
+
+
+def _items(listed: dict[str, Any]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = listed["items"]
+    return items
 
 
 def read_experiment(namespace: str, name: str) -> dict[str, Any]:

@@ -1,0 +1,91 @@
+"""The operator's own requests to the apiserver: JSON in, plain dicts out, over one pool of
+kept-alive connections.
+
+The kubernetes package's typed API classes checked every call's arguments with pydantic,
+built typed models of answers the operator reads as JSON, and imported some 250 model
+modules: 23 MiB of the operator's RSS and a fifth of its CPU at 5,000 trials (py-spy). Its
+configuration (kubeconfig or in-cluster, TLS, proxy, a token that is refreshed) and its
+ApiException are kept: the connections come from its RESTClientObject's pool.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from kubernetes.client.configuration import Configuration
+from kubernetes.client.exceptions import ApiException
+from kubernetes.client.rest import RESTClientObject
+
+JSON = "application/json"
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def path(*parts: str) -> str:
+    """A URL path from its segments, each quoted (names are DNS labels, but say so)."""
+    return "/" + "/".join(quote(p, safe="") for p in parts)
+
+
+class Rest:
+    def __init__(
+        self,
+        on_request: Callable[[str], None] | None = None,
+        connections: int | None = None,
+        configuration: Configuration | None = None,
+    ) -> None:
+        """`on_request(method)` is told of every request sent; `connections`: kept open to
+        the apiserver, one per thread that may send at once."""
+        self.configuration = configuration or Configuration.get_default_copy()
+        if connections is not None:
+            self.configuration.connection_pool_maxsize = connections
+        self._pool = RESTClientObject(self.configuration).pool_manager
+        self._on_request = on_request
+
+    def opened(self) -> int:
+        """Connections opened to the apiserver so far (the tests count them)."""
+        return int(self._pool.connection_from_url(self.configuration.host).num_connections)
+
+    def request(
+        self,
+        method: str,
+        url_path: str,
+        body: Any = None,
+        *,
+        query: Mapping[str, Any] | None = None,
+        content_type: str = JSON,
+        timeout: float | None = None,
+        read: bool = True,
+    ) -> Any:
+        """The answer's JSON (None with `read=False`: the body is drained, the connection
+        pooled). ApiException for any status but 2xx, with the apiserver's Status body."""
+        url = self.configuration.host + url_path
+        if query:
+            url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
+        headers = {"Accept": JSON, "User-Agent": "cxlab-operator"}
+        # read per request: an in-cluster token is refreshed by the configuration's hook
+        settings: dict[str, Any] = dict(self.configuration.auth_settings())
+        for auth in settings.values():
+            headers[auth["key"]] = auth["value"]
+        data = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            data = json.dumps(body, separators=(",", ":")).encode()
+        if self._on_request is not None:
+            self._on_request(method)
+        answer = self._pool.request(
+            method, url, body=data, headers=headers, timeout=timeout, preload_content=False,
+            retries=False,
+        )  # fmt: skip
+        try:
+            if not 200 <= answer.status < 300:
+                text = answer.read().decode("utf-8", "replace")
+                raise ApiException(status=answer.status, reason=answer.reason, body=text)
+            if not read:
+                answer.drain_conn()
+                return None
+            return json.loads(answer.read())
+        finally:
+            answer.release_conn()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 import kopf
@@ -20,6 +19,7 @@ from cxlab.controller.kube import Kube, load_configuration
 from cxlab.controller.loop import run_loop
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.pass_state import EventSink
+from cxlab.controller.passes import Passes
 from cxlab.controller.schedule_pass import LABEL_SCHEDULE, ScheduleReconciler, view_run
 from cxlab.controller.terminating import keep_sweeping
 from cxlab.controller.wakes import Wakes
@@ -97,7 +97,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     memo.reconciler = Reconciler(kube, CONFIG, metrics)
     memo.schedules = ScheduleReconciler(memo.reconciler.kube, metrics, now)
     memo.wakes = Wakes()
-    memo.passes = ThreadPoolExecutor(CONFIG.workers, thread_name_prefix="reconcile")
+    memo.passes = Passes(CONFIG.workers)  # the passes with a trial to record first
     if NAMESPACES:  # kopf leaves out a namespace already terminating when it starts
         memo.sweeper = asyncio.create_task(keep_sweeping(kube, NAMESPACES, FINALIZER))
 
@@ -109,7 +109,7 @@ def shut_down(memo: kopf.Memo, **_: Any) -> None:
         sweeper.cancel()
     passes = memo.get("passes")
     if passes is not None:
-        passes.shutdown(wait=True, cancel_futures=True)
+        passes.shutdown(cancel=True)
 
 
 # Indexers are async: kopf runs a sync one in a worker thread, a hop per Pod event.

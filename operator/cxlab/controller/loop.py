@@ -12,13 +12,14 @@ import logging
 import math
 from asyncio import FIRST_COMPLETED
 from collections.abc import Callable
-from concurrent.futures import Executor
 from typing import Any
 
 from cxlab.controller.experiment_pass import Reconciler
 from cxlab.controller.pass_state import EventSink, PassReport
+from cxlab.controller.passes import Passes
 from cxlab.controller.wakes import Key, Wakes
-from cxlab.experiments.pod_view import PodView
+from cxlab.experiments.pod_view import PodPhase, PodView
+from cxlab.experiments.pods import COMPONENT_TRIAL
 from cxlab.experiments.queue import Candidate
 from cxlab.experiments.status import Phase
 
@@ -31,7 +32,7 @@ async def run_loop(
     body: Callable[[], dict[str, Any]],
     reconciler: Reconciler,
     wakes: Wakes,
-    passes: Executor,
+    passes: Passes,
     stopped: Any,  # kopf.DaemonStopped: a flag, true once stopped, with an awaitable wait()
     pods: Callable[[], list[PodView]],
     queue: Callable[[], list[Candidate]],
@@ -49,13 +50,15 @@ async def run_loop(
             wake.clear()  # a change from here on brings another pass after this one
             current = wakes.current(key, body())
             waiting = Phase.of((current.get("status") or {}).get("phase")) == Phase.PENDING
+            seen = pods()
             run = functools.partial(
-                reconciler.reconcile, current, pods(), event, queue() if waiting else []
+                reconciler.reconcile, current, seen, event, queue() if waiting else []
             )
             try:
                 # kopf.event needs the handler's context (its event queue) in the thread
-                done: PassReport = await loop.run_in_executor(
-                    passes, contextvars.copy_context().run, run
+                work = functools.partial(contextvars.copy_context().run, run)
+                done: PassReport = await asyncio.wrap_future(
+                    passes.submit(_ended(seen), work), loop=loop
                 )
             except Exception:
                 failures += 1
@@ -79,6 +82,13 @@ async def run_loop(
             woken.cancel()
     finally:
         stopping.cancel()
+
+
+def _ended(pods: list[PodView]) -> bool:
+    """A trial Pod has ended and is not let go yet: its trial waits to be recorded."""
+    return any(
+        p.component == COMPONENT_TRIAL and PodPhase(p.phase).ended and not p.deleting for p in pods
+    )
 
 
 async def _until(stopped: Any) -> None:

@@ -3,6 +3,7 @@ placement matching, FIFO with priorities and aging, no backfilling, held slots."
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -27,7 +28,15 @@ from cxlab.experiments.nodes import (
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.pod_view import view_pod
 from cxlab.experiments.pods import build_trial_pod
-from cxlab.experiments.queue import AGING_SECONDS, Candidate, candidate_of, order, verdict
+from cxlab.experiments.queue import (
+    AGING_SECONDS,
+    Candidate,
+    candidate_of,
+    order,
+    spec_of,
+    verdict,
+)
+from cxlab.experiments.queue import candidate as queue_candidate
 from cxlab.experiments.record import Live, build_status
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.status import QueuePlace
@@ -210,6 +219,20 @@ def test_the_queue_reads_an_experiment_from_the_resource() -> None:
     assert running is not None and running.admitted and running.slots == 2  # 2 of 4 left
     body["status"] = {"phase": "Succeeded"}
     assert candidate_of(body, NOW) is None
+
+
+def test_the_queue_reads_the_spec_a_run_started_with_not_an_edit() -> None:
+    body = document(parallelism=3, repetitions=2)  # 4 trials
+    body["metadata"] |= {"namespace": "lab", "creationTimestamp": "2026-11-23T11:00:00Z"}
+    body["status"] = {"phase": "Running", "startedSpec": json.dumps(body["spec"])}
+    body["spec"] = body["spec"] | {"parallelism": 1, "priority": 9}  # edited since
+    found = candidate_of(body, NOW)
+    assert found is not None
+    assert found == queue_candidate(body, spec_of(body), NOW)  # the uncached reading
+    assert (found.priority, found.slots) == (0, 3)
+    body["status"]["startedSpec"] = None  # not started: the spec as it is now
+    assert candidate_of(body, NOW) == queue_candidate(body, spec_of(body), NOW)
+    assert candidate_of(body, NOW).slots == 1  # type: ignore[union-attr]
 
 
 def test_a_waiting_experiment_has_a_place_and_no_start_then_records_its_wait() -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -131,13 +132,43 @@ def candidate_of(body: dict[str, Any], now: datetime) -> Candidate | None:
     metadata, status = body["metadata"], body.get("status") or {}
     if status.get("phase") in ("Succeeded", "Failed") or metadata.get("deletionTimestamp"):
         return None  # being deleted: its Pods go with it
+    started = status.get("startedSpec")
+    text = started if started else json.dumps(body.get("spec") or {}, sort_keys=True)
+    seen = _queue_view(metadata["name"], text, bool(started))
+    if seen is None:
+        return None
+    request, priority, parallelism, trials, pods = seen
+    left = trials - len(status.get("trials") or [])
+    return Candidate(
+        namespace=metadata.get("namespace") or "",
+        name=metadata["name"],
+        created=candidate_created(body, now),
+        priority=priority,
+        request=request,
+        slots=max(0, min(parallelism, left)) * pods,
+        admitted=status.get("phase") == "Running",
+        pods=pods,
+    )
+
+
+@lru_cache(maxsize=1024)
+def _queue_view(name: str, spec: str, started: bool) -> tuple[Request, int, int, int, int] | None:
+    """What the queue needs of a spec (its text), read once: kopf's index asks on every
+    event of the experiment (each status write), on the event loop, and reading and
+    planning a spec is milliseconds. None: it cannot run, or Kueue admits it (to this queue
+    its Pods are like any other workload's)."""
+    body = {"metadata": {"name": name}, "spec": {} if started else json.loads(spec)}
+    if started:
+        body["status"] = {"startedSpec": spec}
     try:
-        spec = spec_of(body)
+        parsed = spec_of(body)
     except (SpecError, ValidationError, ValueError):
         return None
-    if spec.queue_name:
-        return None  # Kueue admits it: to this queue its Pods are like any other workload's
-    return candidate(body, spec, now)
+    if parsed.queue_name:
+        return None
+    trials = plan_trials(parsed)
+    pods = max(t.pods for t in trials)
+    return Request.of(parsed), parsed.priority, parsed.parallelism, len(trials), pods
 
 
 def candidate(body: dict[str, Any], spec: ExperimentSpec, now: datetime) -> Candidate:

@@ -354,18 +354,25 @@ def figures(
         "largest experiment object": f"{max(seen.sizes.values(), default=0) / 1024:.0f} KiB",
     }
     if killed_at is not None and successor is not None:
-        # the trials that ended while no operator ran, and those it found ended at its start
-        down = [k for k, t in seen.ended.items() if killed_at <= t <= successor]
+        # The trials that ended while no operator acted: from the kill to the successor's
+        # first status write (its imports, its lists, its first passes).
+        acting = min((t for t in seen.recorded.values() if t >= successor), default=math.inf)
+        down = [k for k, t in seen.ended.items() if killed_at <= t <= acting]
+        waited = sorted(seen.recorded[k] - seen.ended[k] for k in down if k in seen.recorded)
         caught = [seen.recorded[k] for k in down if k in seen.recorded]
         firsts = [min((t for t in times if t >= successor), default=math.inf)
                   for times in seen.added.values()]  # fmt: skip
         firsts = [t - successor for t in firsts]
-        rows["kill -9 at"] = f"{killed_at - began:.0f} s ({len(down)} trials ended while down)"
-        rows["catch-up: all of those recorded"] = (
-            f"{max(caught) - successor:.1f} s after the successor started" if caught else "-"
-        )
+        rows["kill -9 at"] = f"{killed_at - began:.0f} s"
+        rows["successor's first status write"] = f"{acting - successor:.1f} s after its start"
+        rows["trials ended meanwhile"] = (
+            f"{len(down)}: all recorded {max(caught) - killed_at:.1f} s after the kill, "
+            f"ended -> recorded p99 {_quantile(waited, 0.99):.1f} s"
+            if caught else f"{len(down)}"
+        )  # fmt: skip
         rows["first new Pod per experiment"] = (
-            f"p50 {_quantile(firsts, 0.5):.1f} s, max {max(firsts, default=0):.1f} s after start"
+            f"p50 {_quantile(firsts, 0.5):.1f} s, max {max(firsts, default=0):.1f} s after "
+            "the successor started"
         )
     for line in chaos:
         rows[f"restart of {line.split(' ')[0]}"] = line.split(" ", 1)[1]

@@ -43,6 +43,12 @@ class OperatorConfig:
     # Running trials' task counts are read (GET /metrics) and written to status.progress at
     # most this often, and only once a trial has run this long: a status patch each time.
     progress_interval_seconds: float = 10.0
+    # After a pass wrote an experiment's status, its next pass waits this long, so that the
+    # trials ending meanwhile are recorded together: one status write, one results ConfigMap
+    # patch, one watch event of the experiment for several trials (its status is tens of KiB:
+    # each write costs the operator, the apiserver and every watcher its parse). A trial that
+    # ends after a quiet spell is recorded at once. 0: every pass at once.
+    status_interval_seconds: float = 0.5
     # Reconcile passes that may run at once (threads); each experiment has one at a time. A
     # pass mostly waits on the apiserver (a status write, a Pod created and deleted, a results
     # ConfigMap): with 4, 10 busy experiments waited 4 s (p50) for a finished trial to be
@@ -71,6 +77,7 @@ class OperatorConfig:
             barrier_timeout=env.get("CXLAB_BARRIER_TIMEOUT", defaults.barrier_timeout),
             reconcile_interval_seconds=parse_duration(env.get("CXLAB_RECONCILE_INTERVAL", "30s")),
             progress_interval_seconds=parse_duration(env.get("CXLAB_PROGRESS_INTERVAL", "10s")),
+            status_interval_seconds=parse_duration(env.get("CXLAB_STATUS_INTERVAL", "500ms")),
             workers=int(env.get("CXLAB_WORKERS", defaults.workers)),
             operator_metrics_port=int(
                 env.get("CXLAB_OPERATOR_METRICS_PORT", defaults.operator_metrics_port)

@@ -202,6 +202,7 @@ async def reconcile(
         key, lambda: dict(body), memo.reconciler, memo.wakes, memo.passes, stopped,
         pods=lambda: list(index.get(key, [])), queue=lambda: _queue(kwargs),
         event=_events(body, memo), reconcile_interval=CONFIG.reconcile_interval_seconds,
+        status_interval=CONFIG.status_interval_seconds,
     )  # fmt: skip
 
 

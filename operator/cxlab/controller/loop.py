@@ -38,15 +38,23 @@ async def run_loop(
     queue: Callable[[], list[Candidate]],
     event: EventSink,
     reconcile_interval: float,
+    status_interval: float = 0.0,
 ) -> None:
     """Until `stopped`: pass, then sleep until woken or due. `body()` (kopf's live view of the
-    object), `pods()` and `queue()` (its indexes) are read at the start of each pass."""
+    object), `pods()` and `queue()` (its indexes) are read at the start of each pass. A pass
+    comes at least `status_interval` after the last one that wrote status (what changes
+    meanwhile is taken in by that one pass)."""
     wake = wakes.event(key)
     loop = asyncio.get_running_loop()
     stopping = asyncio.ensure_future(_until(stopped))
     failures = 0
+    wrote = -math.inf  # loop.time() of the last status write
     try:
         while not stopped:
+            if (spacing := wrote + status_interval - loop.time()) > 0:
+                await asyncio.wait({stopping}, timeout=spacing)
+                if stopped:
+                    break
             wake.clear()  # a change from here on brings another pass after this one
             current = wakes.current(key, body())
             waiting = Phase.of((current.get("status") or {}).get("phase")) == Phase.PENDING
@@ -69,6 +77,7 @@ async def run_loop(
             failures = 0
             if done.written is not None:
                 wakes.wrote(key, done.written)
+                wrote = loop.time()
             recheck = math.inf if done.recheck_seconds is None else done.recheck_seconds
             # A finished experiment sleeps until a change or its TTL: no safety timer for
             # the thousands a busy cluster keeps.

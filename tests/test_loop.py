@@ -1,0 +1,93 @@
+"""An experiment's reconcile loop (cxlab.controller.loop): after a pass that wrote status the
+next waits `status_interval`, so the trials that end meanwhile are recorded by one pass; a
+pass that wrote nothing brings no wait; and a stop ends the wait at once."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+from cxlab.controller.loop import run_loop
+from cxlab.controller.pass_state import PassReport
+from cxlab.controller.passes import Passes
+from cxlab.controller.wakes import Wakes
+
+KEY = ("lab", "x")
+
+
+class Stopped:
+    """kopf's DaemonStopped as the loop uses it: a flag with an awaitable wait()."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+
+    def __bool__(self) -> bool:
+        return self.event.is_set()
+
+    async def wait(self) -> None:
+        await self.event.wait()
+
+
+class Reconciler:
+    """Writes status on the passes in `writing` (by number); notes when each pass began."""
+
+    def __init__(self, writing: set[int], loop: asyncio.AbstractEventLoop) -> None:
+        self.writing, self.loop, self.began = writing, loop, []  # type: ignore[var-annotated]
+        self.version = 0
+
+    def reconcile(self, body: Any, pods: Any, event: Any, queue: Any) -> PassReport:
+        self.began.append(self.loop.time())
+        if len(self.began) - 1 in self.writing:
+            self.version += 1
+            return PassReport(written={"metadata": {"resourceVersion": str(self.version)}})
+        return PassReport()
+
+
+async def passes_of(writing: set[int], interval: float, count: int) -> list[float]:
+    """When each of `count` passes began, woken again as soon as each ends."""
+    loop, wakes, stopped = asyncio.get_running_loop(), Wakes(), Stopped()
+    reconciler, threads = Reconciler(writing, loop), Passes(1)
+
+    async def keep_waking() -> None:
+        while len(reconciler.began) < count:
+            wakes.wake(KEY)
+            await asyncio.sleep(0.01)
+        stopped.event.set()
+
+    body = {"metadata": {"name": "x", "resourceVersion": "0"}, "status": {"phase": "Running"}}
+    waker = asyncio.ensure_future(keep_waking())
+    await run_loop(
+        KEY, lambda: body, reconciler, wakes, threads, stopped,  # type: ignore[arg-type]
+        pods=list, queue=list, event=lambda *_: None, reconcile_interval=60.0,
+        status_interval=interval,
+    )  # fmt: skip
+    await waker
+    threads.shutdown()
+    return reconciler.began
+
+
+def test_a_pass_after_a_status_write_waits_the_interval() -> None:
+    began = asyncio.run(passes_of({0, 2}, interval=0.6, count=4))
+    gaps = [b - a for a, b in itertools.pairwise(began)]
+    assert gaps[0] >= 0.6 and gaps[2] >= 0.6  # after the writes
+    assert gaps[1] < 0.6  # nothing written: no wait (woken 10 ms later)
+
+
+def test_a_stop_ends_the_wait() -> None:
+    async def stop_soon() -> float:
+        loop, wakes, stopped = asyncio.get_running_loop(), Wakes(), Stopped()
+        reconciler, threads = Reconciler({0}, loop), Passes(1)
+        wakes.wake(KEY)
+        loop.call_later(0.1, wakes.wake, KEY)  # a change after the write: the loop spaces
+        loop.call_later(0.3, stopped.event.set)
+        began = loop.time()
+        await run_loop(
+            KEY, lambda: {"metadata": {"name": "x"}, "status": {}}, reconciler,  # type: ignore[arg-type]
+            wakes, threads, stopped, pods=list, queue=list, event=lambda *_: None,
+            reconcile_interval=60.0, status_interval=30.0,
+        )  # fmt: skip
+        threads.shutdown()
+        return loop.time() - began
+
+    assert asyncio.run(stop_soon()) < 20  # not the 30 s interval

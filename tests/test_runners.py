@@ -22,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from cxlab.barrier import is_ready, release
 from cxlab.experiments.outcome import parse_result
+from cxlab.local.delay_target import free_port
 from cxlab_contract import runner_contract
 
 PYTHON_MODELS = ["sequential", "threads", "processes", "gevent", "asyncio"]
@@ -530,6 +531,147 @@ def test_both_runners_wait_for_their_final_read(model: str, metrics_port: int) -
     assert status == 200 and samples[("cxlab_trial_finished", None)] == 1
     assert samples[("cxlab_tasks_completed_total", "ok")] == 3
     assert result["tasksOk"] == 3
+
+
+def _get_bytes(port: int, path: str) -> tuple[int, str, bytes]:
+    """The status, Content-Type and body as sent."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
+            return reply.status, reply.headers["Content-Type"], reply.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers["Content-Type"], error.read()
+
+
+def _status(port: int, path: str) -> int | None:
+    """None while nothing listens."""
+    try:
+        return _get_bytes(port, path)[0]
+    except urllib.error.URLError:
+        return None
+
+
+def _result_once_written(port: int, process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """The Result line on stdout, then GET /result's body once it answers 200 (JSON); the
+    runner, waiting for its final read, must not have taken GET /result for it."""
+    assert process.stdout is not None
+    line = process.stdout.readline()  # written: the runner now waits for its final read
+    deadline = time.monotonic() + 5
+    while (answer := _get_bytes(port, "/result"))[0] != 200:
+        assert time.monotonic() < deadline, f"/result never answered 200: {answer}"
+        time.sleep(0.02)
+    assert answer[1] == "application/json"
+    time.sleep(0.3)
+    assert process.poll() is None, "GET /result was taken for the final read"
+    return line, answer[2]
+
+
+def _ends_after_its_final_read(port: int, process: subprocess.Popen[bytes]) -> bytes:
+    """The rest of its stdout."""
+    assert _get(port, "/metrics?final=1")[0] == 200
+    stdout, stderr = process.communicate(timeout=10)
+    assert process.returncode == 0 and b"no final read" not in stderr, stderr
+    return stdout
+
+
+@pytest.mark.parametrize("model", [*PYTHON_MODELS, "locust", "goroutines"])
+def test_both_runners_answer_their_result_once_written_and_it_is_no_final_read(
+    model: str, metrics_port: int, target_url: str, tmp_path: Path
+) -> None:
+    """GET /result answers 503 running until the Result is written, then the Result itself:
+    the very bytes of stdout and --result-path. A runner with --final-read still waits."""
+    path = tmp_path / "result.json"
+    argv = runner_argv(model, "--workload", "http", "--target-url", target_url, "--tasks", "2",
+                       "--workers", "1", "--rtt", "300ms", "--metrics-port", str(metrics_port),
+                       "--barrier-timeout", "30s", "--final-read", "30s",
+                       "--result-path", str(path))  # fmt: skip
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    address = f"127.0.0.1:{metrics_port}"
+    try:
+        deadline = time.monotonic() + 30
+        while not is_ready(address):
+            assert process.poll() is None and time.monotonic() < deadline, "never ready"
+            time.sleep(0.02)
+        waiting = _get_bytes(metrics_port, "/result")  # at the barrier
+        assert release([address]) == []
+        running = _get_bytes(metrics_port, "/result")  # two tasks of 300 ms, one at a time
+        line, body = _result_once_written(metrics_port, process)
+        _ends_after_its_final_read(metrics_port, process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    for status, content_type, text in (waiting, running):
+        assert (status, text) == (503, b"running\n") and content_type.startswith("text/plain")
+    assert body == line == path.read_bytes()
+    assert parse_result(body.decode())["tasksOk"] == 2
+
+
+def test_a_distributed_locust_master_and_worker_answer_their_own_result(
+    target_url: str,
+) -> None:
+    master_port, worker_port = free_port(), free_port()
+    flags = ["--workload", "http", "--target-url", target_url, "--rtt", "1ms", "--tasks", "4",
+             "--workers", "2", "--locust-master", f"127.0.0.1:{free_port()}",
+             "--final-read", "30s"]  # fmt: skip
+    master = subprocess.Popen(
+        runner_argv("locust", *flags, "--expect-workers", "1", "--barrier-timeout", "60s",
+                    "--metrics-port", str(master_port), "--pod", "1"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    runs = [master]
+    try:
+        deadline = time.monotonic() + 30
+        while not is_ready(f"127.0.0.1:{master_port}"):  # it waits for its worker
+            assert master.poll() is None and time.monotonic() < deadline, "never ready"
+            time.sleep(0.02)
+        waiting = _get_bytes(master_port, "/result")
+        worker = subprocess.Popen(
+            runner_argv("locust", *flags, "--metrics-port", str(worker_port), "--pod", "0"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        runs.append(worker)
+        # The master ends first: once its statistics count every task it tells the worker
+        # to quit, and the worker's Result follows.
+        master_line, master_body = _result_once_written(master_port, master)
+        worker_line, worker_body = _result_once_written(worker_port, worker)
+        for port, run in ((master_port, master), (worker_port, worker)):
+            _ends_after_its_final_read(port, run)
+    finally:
+        for run in runs:
+            if run.poll() is None:
+                run.kill()
+                run.communicate()
+    assert waiting[0] == 503 and waiting[2] == b"running\n"
+    assert master_body == master_line and worker_body == worker_line
+    assert parse_result(master_body.decode())["locustWorkers"] == 1
+    assert parse_result(worker_body.decode())["locustWorkers"] is None
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_a_runner_traced_for_syscalls_answers_no_result_but_its_outer_runners(
+    metrics_port: int,
+) -> None:
+    """Under strace the traced run's Result lacks the counts, which the outer runner adds
+    after it exits: its GET /result stays 503 while its /done answers 200."""
+    argv = runner_argv("sequential", "--workload", "sleep", "--tasks", "1", "--rtt", "1ms",
+                       "--metrics-port", str(metrics_port), "--final-read", "30s",
+                       "--syscalls")  # fmt: skip
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while _status(metrics_port, "/done") != 200:  # the traced run's end
+            assert process.poll() is None and time.monotonic() < deadline, "never done"
+            time.sleep(0.02)
+        answer = _get_bytes(metrics_port, "/result")
+        stdout = _ends_after_its_final_read(metrics_port, process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    counted = parse_result(stdout.decode())["syscalls"]
+    if "unavailable" in counted:
+        pytest.skip(f"no strace here: {counted}")
+    assert answer[0] == 503 and answer[2] == b"running\n"
 
 
 @pytest.mark.parametrize("model", ["asyncio", "goroutines"])

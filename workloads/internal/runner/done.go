@@ -11,22 +11,39 @@ import (
 
 // endOfTasks is the contract's end of the task phase, told to whoever drives the runner:
 // GET /done answers 200 once the Result is written (the trial Pod's readiness probe, so a
-// Ready trial Pod is one with final values to read) and 503 before; the first GET
+// Ready trial Pod is one with final values to read) and 503 before; GET /result answers the
+// Result itself from then on, the bytes written to stdout and --result-path (the operator
+// records a trial without waiting for the container's exit); the first GET
 // /metrics?final=1 after that is the final read the runner waits for with --final-read.
 type endOfTasks struct {
 	done     atomic.Bool
-	read     chan struct{} // closed by the final read
+	result   atomic.Pointer[[]byte] // the Result as written, once it is
+	read     chan struct{}          // closed by the final read
 	readOnce sync.Once
 }
 
 func newEndOfTasks() *endOfTasks { return &endOfTasks{read: make(chan struct{})} }
 
-func (e *endOfTasks) finish() { e.done.Store(true) }
+// finish marks the end of the tasks; result is the Result as written, newline included.
+func (e *endOfTasks) finish(result []byte) {
+	e.result.Store(&result)
+	e.done.Store(true)
+}
 
-// handle serves GET /done, and GET /metrics through metrics, noting the final read once the
-// whole answer is written (a read before the end is not final: its values can still move).
+// handle serves GET /done, GET /result, and GET /metrics through metrics, noting the final
+// read once the whole answer is written (a read before the end is not final: its values can
+// still move). GET /result ends nothing: it is not the final read.
 func (e *endOfTasks) handle(mux *http.ServeMux, metrics http.Handler) {
 	serveFlag(mux, "GET /done", &e.done, "done", "running")
+	mux.HandleFunc("GET /result", func(w http.ResponseWriter, _ *http.Request) {
+		result := e.result.Load()
+		if result == nil {
+			http.Error(w, "running", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(*result)
+	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		final := e.done.Load() && r.URL.Query().Get("final") == "1"
 		metrics.ServeHTTP(w, r)

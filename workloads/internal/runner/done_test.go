@@ -2,8 +2,12 @@ package runner
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +68,60 @@ func TestTheRunnerWaitsForItsFinalRead(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("still running 5 s after its final read")
+	}
+}
+
+// GET /result answers 503 while the tasks run and, once the Result is written, the Result
+// itself as JSON: the very bytes written to stdout and --result-path. It ends nothing: the
+// runner with --final-read still waits for GET /metrics?final=1.
+func TestResultAnswersTheWrittenResultAndIsNotTheFinalRead(t *testing.T) {
+	port := freePort(t)
+	path := filepath.Join(t.TempDir(), "result.json")
+	var stdout, stderr bytes.Buffer
+	exit := make(chan int, 1)
+	args := fmt.Sprintf("--model goroutines --workload sleep --tasks 2 --workers 1 --rtt 300ms "+
+		"--metrics-port %d --final-read 20s --result-path %s", port, path)
+	go func() { exit <- Main(strings.Fields(args), &stdout, &stderr) }()
+	url := fmt.Sprintf("http://127.0.0.1:%d/result", port)
+	waitFor(t, port, "/metrics", http.StatusOK)
+	if status, body := call(t, http.MethodGet, url); status != http.StatusServiceUnavailable || body != "running\n" {
+		t.Errorf("GET /result while the tasks run: %d %q, want 503 running", status, body)
+	}
+	waitFor(t, port, "/result", http.StatusOK)
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("GET /result: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var result Result
+	if err := json.Unmarshal(body, &result); err != nil || result.TasksOK != 2 {
+		t.Errorf("GET /result: %v %q", err, body)
+	}
+	if written, err := os.ReadFile(path); err != nil || !bytes.Equal(body, written) {
+		t.Errorf("GET /result %q, --result-path %q (%v)", body, written, err)
+	}
+	select {
+	case s := <-exit:
+		t.Fatalf("exited %d after GET /result, before its final read: %s", s, stderr.String())
+	case <-time.After(300 * time.Millisecond):
+	}
+	if status, _ := call(t, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics?final=1", port)); status != http.StatusOK {
+		t.Fatalf("final read: %d", status)
+	}
+	select {
+	case s := <-exit:
+		if s != ExitOK || strings.Contains(stderr.String(), "no final read") {
+			t.Errorf("exit %d: %s", s, stderr.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("still running 5 s after its final read")
+	}
+	if !bytes.Equal(body, stdout.Bytes()) {
+		t.Errorf("GET /result %q, stdout %q", body, stdout.Bytes())
 	}
 }
 

@@ -112,13 +112,14 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 		logger.Print(err)
 		return ExitCrash
 	}
-	if err := writeResult(result, stdout, c.ResultPath, logger); err != nil {
+	written, err := writeResult(result, stdout, c.ResultPath, logger)
+	if err != nil {
 		logger.Print(err)
 		return ExitCrash
 	}
 	logger.Printf("done: %d ok, %d failed in %.3fs", result.TasksOK, result.TasksFailed, result.WallSeconds)
 
-	end.finish()
+	end.finish(written)
 	if end.afterTasks(done, c.Linger, c.FinalRead) {
 		logger.Printf("no final read of /metrics within %v", c.FinalRead)
 	}
@@ -142,11 +143,12 @@ func serveMetrics(reg *prometheus.Registry, barrier *startBarrier, end *endOfTas
 	return srv, nil
 }
 
-// writeResult writes the same bytes to stdout and, if given, to path.
-func writeResult(r Result, stdout io.Writer, path string, logger *log.Logger) error {
+// writeResult writes the same bytes to stdout and, if given, to path, and returns them
+// (what GET /result answers).
+func writeResult(r Result, stdout io.Writer, path string, logger *log.Logger) ([]byte, error) {
 	b, err := r.Encode()
 	if err != nil {
-		return fmt.Errorf("encoding the Result: %w", err)
+		return nil, fmt.Errorf("encoding the Result: %w", err)
 	}
 	if len(b) > MaxResultBytes {
 		// Only huge --experiment/--trial labels get here; a whole Result
@@ -154,14 +156,14 @@ func writeResult(r Result, stdout io.Writer, path string, logger *log.Logger) er
 		logger.Printf("warning: the Result is %d bytes, over %d", len(b), MaxResultBytes)
 	}
 	if _, err := stdout.Write(b); err != nil {
-		return fmt.Errorf("writing the Result: %w", err)
+		return nil, fmt.Errorf("writing the Result: %w", err)
 	}
 	if path != "" {
 		if err := os.WriteFile(path, b, 0o644); err != nil {
-			return fmt.Errorf("writing the Result: %w", err)
+			return nil, fmt.Errorf("writing the Result: %w", err)
 		}
 	}
-	return nil
+	return b, nil
 }
 
 // exitOnSIGTERM ends a trial that is stopped (a deleted Pod) at once, saying so, with status

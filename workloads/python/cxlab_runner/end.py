@@ -1,7 +1,8 @@
 """The end of the task phase, told to whoever drives the runner (workloads/CONTRACT.md):
 GET /done answers 200 once the Result is written (a trial Pod's readiness probe, so a Ready
-trial Pod has final values to read), and the first GET /metrics?final=1 after that is the
-final read the runner waits for with --final-read."""
+trial Pod has final values to read), GET /result answers the Result itself from then on (the
+operator records a trial without waiting for the container's exit), and the first GET
+/metrics?final=1 after that is the final read the runner waits for with --final-read."""
 
 from __future__ import annotations
 
@@ -12,14 +13,22 @@ import time
 
 from cxlab_contract.durations import format_duration
 
+# Set in the environment of a trial run under strace (--syscalls, syscalls.py): its Result is
+# not the trial's, which the outer runner writes with the counts once this one has exited.
+UNDER_STRACE = "CXLAB_RUNNER_UNDER_STRACE"
+
 
 class EndOfTasks:
     def __init__(self) -> None:
         self.done = False
+        self.result: bytes | None = None  # the Result as written, newline included
         self._read = threading.Event()  # the final read, or a SIGTERM
         self._stopped = threading.Event()  # a SIGTERM after the tasks
 
-    def finish(self) -> None:
+    def finish(self, result: bytes | None) -> None:
+        """result: the bytes written as the Result, which GET /result answers; None where they
+        are not the trial's Result (a run under strace: the outer runner adds the counts)."""
+        self.result = result
         self.done = True
 
     def answered(self, final: bool, done_before: bool) -> None:

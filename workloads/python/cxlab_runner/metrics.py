@@ -170,7 +170,7 @@ class TrialCollector(Collector):
 
 
 class _Handler(BaseHTTPRequestHandler):
-    """/metrics, the start barrier's /ready and /start, and /done (CONTRACT.md)."""
+    """/metrics, the start barrier's /ready and /start, /done and /result (CONTRACT.md)."""
 
     registry: CollectorRegistry
     barrier: StartBarrier
@@ -186,6 +186,12 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/done":
             done = self.end.done
             self._answer(200 if done else 503, b"done\n" if done else b"running\n")
+        elif path == "/result":  # not the final read: it ends nothing
+            result = self.end.result
+            if result is None:
+                self._answer(503, b"running\n")
+            else:
+                self._answer(200, result, "application/json")
         elif path == "/ready":
             ready = self.barrier.arrived
             self._answer(200 if ready else 503, b"ready\n" if ready else b"not ready\n")
@@ -197,7 +203,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.barrier.release()
             self._answer(200, b"released\n")
         else:
-            known = ("/metrics", "/ready", "/done")
+            known = ("/metrics", "/ready", "/done", "/result")
             self._answer(405 if urlsplit(self.path).path in known else 404, b"")
 
     def _answer(self, status: int, body: bytes, content_type: str = "text/plain") -> None:
@@ -212,7 +218,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class MetricsServer:
-    """Serves the collector on 0.0.0.0:port/metrics (and /ready, /start, /done) from a
+    """Serves the collector on 0.0.0.0:port/metrics (and /ready, /start, /done, /result) from a
     daemon thread (a greenlet under gevent), on a registry of its own so nothing but cxlab_
     metrics is exposed."""
 

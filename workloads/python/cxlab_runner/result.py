@@ -124,10 +124,12 @@ def build_result(
     return result
 
 
-def write(text: str, path: str | None) -> None:
+def write(text: str, path: str | None) -> bytes:
     """To the result path, then stdout. Through a rename where the folder allows it, so a
     reader never sees half a Result; in place where it does not — /dev/termination-log is
-    a file the kubelet mounts, in a folder the runner cannot write to."""
+    a file the kubelet mounts, in a folder the runner cannot write to. Returns the bytes
+    written to each (text is ASCII JSON), the line newline included: what GET /result
+    answers."""
     if path:
         partial = f"{path}.partial"
         try:
@@ -138,3 +140,4 @@ def write(text: str, path: str | None) -> None:
             with open(path, "w") as file:
                 file.write(text + "\n")
     print(text, flush=True)
+    return (text + "\n").encode()

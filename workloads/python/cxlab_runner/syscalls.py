@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cxlab_contract.result import MAX_SYSCALL_COUNTS, Syscalls, encode
+from cxlab_runner.end import UNDER_STRACE
 from cxlab_runner.result import write
 
 
@@ -72,7 +73,10 @@ def run_traced(argv: list[str], result_path: str | None) -> tuple[int, Syscalls 
 def _run(command: list[str]) -> tuple[int, str]:
     """Run strace and its runner; pass SIGTERM on to the runner (strace would detach and
     leave it running); relay stderr, keeping the last line of strace's own."""
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    environment = {**os.environ, UNDER_STRACE: "1"}  # its Result is not the trial's
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment
+    )
     last: collections.deque[str] = collections.deque(maxlen=1)
     relay = threading.Thread(target=_relay, args=(process.stderr, last), daemon=True)
     relay.start()

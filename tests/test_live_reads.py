@@ -1,6 +1,7 @@
 """The operator's final read of a trial Pod whose tasks have ended, against a real runner on
 this machine standing in for the Pod (its IP 127.0.0.1): a trial far shorter than the
-progress interval is read all the same, once, and its runner then exits."""
+progress interval is read all the same, once, its Result taken from the runner (the Pod is
+seen as ended with it, before its container exits), and its runner then exits."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def test_a_short_trial_is_read_once_its_tasks_end_and_its_runner_then_exits(
     runner = subprocess.Popen(
         runner_argv("asyncio", "--workload", "sleep", "--tasks", "2", "--rtt", "1ms",
                     "--metrics-port", str(metrics_port), "--final-read", "30s"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         config = OperatorConfig(metrics_port=metrics_port)  # progress interval 10 s
@@ -55,22 +56,28 @@ def test_a_short_trial_is_read_once_its_tasks_end_and_its_runner_then_exits(
             node="node-1", ready=False, exit_code=None, termination_reason=None,
             termination_message=None, unschedulable=None, container_started=True,
         )  # fmt: skip
-        decision = Decision(running=[(trial, pod)])
-        # Its tasks run (not Ready): nothing is read before the progress interval.
-        live.running("ex", decision, 2, memory, NOW)
+        # Its tasks run (not Ready): nothing is read, not even at the progress interval.
+        assert live.final_reads("ex", [trial], [pod], memory, NOW) == [pod]
+        live.running("ex", Decision(running=[(trial, pod)]), 2, memory, NOW)
         assert trial.name not in memory.scraped
         deadline = time.monotonic() + 20
         while not _done(metrics_port):  # the kubelet's readiness probe, standing in
             assert runner.poll() is None and time.monotonic() < deadline, "never done"
             time.sleep(0.02)
-        ready = Decision(running=[(trial, replace(pod, ready=True))])
-        live.running("ex", ready, 2, memory, NOW)
+        ready = replace(pod, ready=True)
+        [seen] = live.final_reads("ex", [trial], [ready], memory, NOW)
         assert trial.name in memory.scraped
-        _, stderr = runner.communicate(timeout=10)  # not the 30 s: the read came
+        stdout, stderr = runner.communicate(timeout=10)  # not the 30 s: the read came
         assert runner.returncode == 0 and "no final read" not in stderr, stderr
-        # Read once: a pass that still sees the Pod Ready does not read it again.
-        live.running("ex", ready, 2, memory, NOW)
-        assert memory.final_reads == {trial.name: {pod.name: True}}
+        # Seen as ended, with the very Result its termination message would carry.
+        assert (seen.phase, seen.exit_code, seen.finished) == ("Succeeded", 0, NOW)
+        assert seen.termination_message == stdout
+        # Read once: a pass that still sees the Pod Ready does not read it again, and still
+        # sees it ended with its Result until the Pod goes.
+        [again] = live.final_reads("ex", [trial], [ready], memory, NOW)
+        assert memory.final_reads == {trial.name: {pod.name: True}} and again == seen
+        assert live.final_reads("ex", [trial], [], memory, NOW) == []
+        assert memory.results == {} and memory.final_reads == {}
     finally:
         if runner.poll() is None:
             runner.kill()

@@ -22,6 +22,12 @@ def is_done(host: str, port: int, timeout: float) -> bool:
     return _get(host, port, "/done", timeout) is not None
 
 
+def result_of(host: str, port: int, timeout: float) -> str | None:
+    """The runner's Result once its tasks have ended (GET /result: the document its
+    termination message will carry); None before, or from a runner without /result."""
+    return _get(host, port, "/result", timeout)
+
+
 def final_read(host: str, port: int, timeout: float) -> bool:
     """The final read of a runner whose tasks have ended (its /done answers 200): it says it
     finished; the runner waits for this read (--final-read), then exits."""

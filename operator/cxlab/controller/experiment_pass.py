@@ -146,6 +146,7 @@ class Reconciler:
         pods = indexed + self._unindexed(
             metadata["namespace"], metadata["name"], trials, recorded, attempts, indexed, memory
         )
+        pods = self.live.final_reads(metadata["name"], trials, pods, memory, moment)
         target = next((p for p in pods if p.component == COMPONENT_TARGET), None)
         observed = Observed(
             spec, trials, recorded, attempts, pods, moment,

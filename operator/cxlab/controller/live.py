@@ -6,6 +6,7 @@ at most every interval)."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -15,9 +16,9 @@ from cxlab.controller.metrics import OperatorMetrics
 from cxlab.experiments.decide import Decision
 from cxlab.experiments.plan import Trial, pod_indexes
 from cxlab.experiments.pod_view import PodPhase, PodView
-from cxlab.experiments.pods import trial_pod_name
+from cxlab.experiments.pods import COMPONENT_TRIAL, trial_pod_name
 from cxlab.experiments.status import ExperimentStatus, RunningTrial, running_entry
-from cxlab.scrape import final_read, tasks_done
+from cxlab.scrape import final_read, result_of, tasks_done
 from cxlab_contract.durations import parse_duration
 
 
@@ -25,7 +26,7 @@ class LiveReads:
     def __init__(self, config: OperatorConfig, metrics: OperatorMetrics) -> None:
         self.config = config
         self.metrics = metrics
-        self.final_reads = parse_duration(config.final_read) > 0
+        self.final_reads_on = parse_duration(config.final_read) > 0
 
     def running(
         self,
@@ -60,13 +61,9 @@ class LiveReads:
                 if counts and None not in counts:
                     memory.tasks_done[trial_name] = sum(c or 0 for c in counts)
                     memory.scraped.add(trial_name)
-            if self.final_reads:
-                self._final_reads(experiment, trials[trial_name], pods, memory)
             done = memory.tasks_done.get(trial_name)
             total = None if trials[trial_name].verify else tasks  # a verification: arrivals
             running.append(running_entry(trial_name, first.name, total, done, elapsed))
-        for gone in memory.final_reads.keys() - by_trial.keys():
-            del memory.final_reads[gone]
         # Trials whose first Pods this pass creates are running as of this write: the pass
         # the new Pod's event brings then has nothing to add (one status patch per trial).
         for trial, attempt, index in decision.create:
@@ -76,29 +73,48 @@ class LiveReads:
                 running.append(running_entry(trial.name, pod_name, total, None, 0.0))
         return running
 
-    def _final_reads(
-        self, experiment: str, trial: Trial, pods: list[PodView], memory: Memory
-    ) -> None:
-        """Each Pod whose tasks have ended (Ready: its runner's /done) is read once, however
-        short the trial: the runner waits for that read. The trial counts as scraped once
-        every Pod of its attempt said it finished."""
-        tried = memory.final_reads.setdefault(trial.name, {})
+    def final_reads(
+        self, experiment: str, trials: list[Trial], pods: list[PodView], memory: Memory,
+        moment: datetime,
+    ) -> list[PodView]:  # fmt: skip
+        """Each trial Pod whose tasks have ended (Ready: its runner's /done) is read once,
+        however short the trial: first its Result (GET /result), then its final metrics (the
+        runner waits for that read, then exits). A trial counts as scraped once every Pod of
+        its attempt said it finished. Returns the Pods with those that gave their Result seen
+        as ended with it: the trial is recorded now, not after the container's exit, the
+        kubelet's next relist (up to a second) and the Pod's status update."""
+        if not self.final_reads_on:
+            return pods
+        by_name = {t.name: t for t in trials}
+        seen_trials = set()
         for pod in pods:
+            trial = by_name.get(pod.trial or "")
+            if trial is None or pod.component != COMPONENT_TRIAL:
+                continue
+            seen_trials.add(trial.name)
+            tried = memory.final_reads.setdefault(trial.name, {})
             if pod.name in tried or pod.deleting or not pod.ready:
                 continue
             if not (pod.ip and pod.phase == PodPhase.RUNNING):
                 continue
             began = time.monotonic()
-            finished = final_read(
-                pod.ip, self.config.metrics_port, self.config.scrape_timeout_seconds
-            )
+            port, timeout = self.config.metrics_port, self.config.scrape_timeout_seconds
+            result = result_of(pod.ip, port, timeout)
+            finished = final_read(pod.ip, port, timeout)
             self.metrics.scrape_duration.observe(time.monotonic() - began)
             self.metrics.scrapes.labels("ok" if finished else "error").inc()
             tried[pod.name] = finished
-        attempt = pods[0].attempt
-        names = [trial_pod_name(experiment, trial, attempt, i) for i in pod_indexes(trial)]
-        if all(tried.get(name) for name in names):
-            memory.scraped.add(trial.name)
+            if result is not None:
+                memory.results[pod.name] = result
+            names = [trial_pod_name(experiment, trial, pod.attempt, i) for i in pod_indexes(trial)]
+            if all(tried.get(name) for name in names):
+                memory.scraped.add(trial.name)
+        for gone in memory.final_reads.keys() - seen_trials:
+            del memory.final_reads[gone]
+        present = {p.name for p in pods}
+        memory.results = {n: r for n, r in memory.results.items() if n in present}
+        return [_ended_with(p, memory.results[p.name], moment) if _taken(p, memory) else p
+                for p in pods]  # fmt: skip
 
     def _tasks_done(self, pod: PodView) -> int | None:
         if not (pod.ip and pod.phase == PodPhase.RUNNING):
@@ -121,6 +137,19 @@ class LiveReads:
             memory.last_progress_patch = time.monotonic()
             return True
         return False
+
+
+def _taken(pod: PodView, memory: Memory) -> bool:
+    """The Pod gave its Result at the final read and has not ended on its own yet."""
+    return pod.name in memory.results and not PodPhase(pod.phase).ended and not pod.deleting
+
+
+def _ended_with(pod: PodView, result: str, moment: datetime) -> PodView:
+    """The Pod as it will end: succeeded, its Result the one its runner gave."""
+    return replace(
+        pod, phase=PodPhase.SUCCEEDED, ready=False, exit_code=0, termination_reason="Completed",
+        termination_message=result, finished=moment,
+    )  # fmt: skip
 
 
 def _first_pod(trial: Trial) -> int:

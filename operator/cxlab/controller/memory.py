@@ -14,6 +14,9 @@ class Memory:
     scraped: set[str] = field(default_factory=set)  # trials whose /metrics answered
     # Running trials' Pods whose final read was tried (once each: whether it said finished)
     final_reads: dict[str, dict[str, bool]] = field(default_factory=dict)
+    # Pods whose runner gave its Result at the final read (Pod name → the Result's text):
+    # seen as ended with it, before the container exits and the kubelet reports it
+    results: dict[str, str] = field(default_factory=dict)
     last_progress_patch: float = 0.0
     next_scrape: float = 0.0  # time.monotonic() from which running trials are read again
     tasks_done: dict[str, int] = field(default_factory=dict)  # running trials, last read

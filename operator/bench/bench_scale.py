@@ -195,13 +195,16 @@ class ApiserverRequests:
 
 
 def import_floor_mib(tree: Path) -> float:
-    """The operator's RSS once its modules are imported, before it does anything."""
+    """The operator's RSS once its modules are imported and its client made (which imports
+    what it needs lazily), before it does anything."""
     probe = (
         "import cxlab.controller.handlers\n"
+        "from cxlab.controller.kube import Kube, load_configuration\n"
+        "load_configuration(); Kube()\n"
         "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmRSS')))"
     )
     path = f"{tree / 'operator'}:{tree / 'workloads' / 'python'}"
-    env = {"MALLOC_ARENA_MAX": "2", **os.environ, "PYTHONPATH": path}
+    env = {"MALLOC_ARENA_MAX": "2", **os.environ, "PYTHONPATH": path, "KUBECONFIG": str(KUBECONFIG)}
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, env=env)  # fmt: skip
     return int(out.stdout) / 1024

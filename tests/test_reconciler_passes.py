@@ -33,9 +33,9 @@ class Apiserver(ApiserverBase):
         self.created: list[str] = []
 
     def write_status(
-        self, namespace: str, name: str, typed: ExperimentStatus, version: str | None = None
+        self, namespace: str, name: str, document: dict[str, Any], version: str | None = None
     ) -> dict[str, Any]:
-        status = typed.document()  # as the apiserver receives it
+        status = copy.deepcopy(ExperimentStatus.read(document).document())  # as a valid status
         self.writes.append(version)
         if version != self.body["metadata"]["resourceVersion"]:
             raise StaleStatus(f"{name} changed since version {version}")

@@ -323,9 +323,9 @@ class Apiserver(ApiserverBase):
         self.fail_writes = 0  # the next writes fail (the operator dies before them)
 
     def write_status(
-        self, namespace: str, name: str, typed: ExperimentStatus, version: str | None = None
+        self, namespace: str, name: str, document: dict[str, Any], version: str | None = None
     ) -> dict[str, Any]:
-        status = typed.document()  # as the apiserver receives it
+        status = copy.deepcopy(ExperimentStatus.read(document).document())  # as a valid status
         if self.fail_writes:
             self.fail_writes -= 1
             raise RuntimeError("the operator died")

@@ -64,9 +64,9 @@ class RecordingKube:
         return list(self.config_maps.values())
 
     def write_status(
-        self, namespace: str, name: str, typed: ExperimentStatus, version: str | None = None
+        self, namespace: str, name: str, document: dict[str, Any], version: str | None = None
     ) -> dict[str, Any]:
-        status = typed.document()  # as the apiserver receives it
+        status = copy.deepcopy(ExperimentStatus.read(document).document())  # as a valid status
         # what a status points at is stored before it
         stored = {
             f"{k[: -len(SUFFIX)]}" for m in self.config_maps.values() for k in m["binaryData"]

@@ -28,7 +28,6 @@ from cxlab.controller.experiment_pass import Reconciler
 from cxlab.controller.kube import StaleStatus
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.experiments.pod_view import PodView, view_pod
-from cxlab.experiments.status import ExperimentStatus
 from cxlab.times import now
 
 WORKERS = list(range(1, 11))
@@ -72,11 +71,11 @@ class Apiserver:
         self.config_maps: dict[str, dict[str, Any]] = {}
 
     def write_status(
-        self, namespace: str, name: str, typed: ExperimentStatus, version: str | None = None
+        self, namespace: str, name: str, document: dict[str, Any], version: str | None = None
     ) -> dict[str, Any]:
         if version != self.body["metadata"]["resourceVersion"]:
             raise StaleStatus(name)
-        written = json.loads(json.dumps(self.body | {"status": typed.document()}))
+        written = json.loads(json.dumps(self.body | {"status": document}))
         written["metadata"]["resourceVersion"] = str(int(version or 0) + 1)
         self.body = written
         return json.loads(json.dumps(written))

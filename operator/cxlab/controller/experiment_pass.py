@@ -262,8 +262,9 @@ class Reconciler:
             status, message, generation=metadata.get("generation", 1), now=moment
         )
         written = self.kube.write_status(
-            metadata["namespace"], metadata["name"], rejected, metadata.get("resourceVersion")
-        )
+            metadata["namespace"], metadata["name"], rejected.document(),
+            metadata.get("resourceVersion"),
+        )  # fmt: skip
         self.metrics.status_writes.inc()
         self.metrics.phases[(metadata["namespace"], metadata["name"])] = Phase.FAILED
         event("Warning", "InvalidSpec", message[:1000])

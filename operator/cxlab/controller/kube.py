@@ -95,14 +95,14 @@ class Kube:
         self.rest = Rest(on_request, connections)
 
     def write_status(
-        self, namespace: str, name: str, status: ExperimentStatus, version: str | None = None
+        self, namespace: str, name: str, status: dict[str, Any], version: str | None = None
     ) -> dict[str, Any]:
-        """Replace the whole status, only if the object is still at resourceVersion `version`
-        (StaleStatus otherwise: the pass decided from an old status and must not overwrite a
-        newer one). Returns the object as written. A JSON Patch, not a merge patch: in a merge
-        patch a null deletes its key, and a Result's nulls (gomaxprocs of a Python model) must
-        stay."""
-        patch: list[dict[str, Any]] = [{"op": "add", "path": "/status", "value": status.document()}]
+        """Replace the whole status (its document: ExperimentStatus.document()), only if the
+        object is still at resourceVersion `version` (StaleStatus otherwise: the pass decided
+        from an old status and must not overwrite a newer one). Returns the object as
+        written. A JSON Patch, not a merge patch: in a merge patch a null deletes its key, and
+        a Result's nulls (gomaxprocs of a Python model) must stay."""
+        patch: list[dict[str, Any]] = [{"op": "add", "path": "/status", "value": status}]
         if version is not None:  # the apiserver answers 409 Conflict if it has moved on
             precondition = {"op": "replace", "path": "/metadata/resourceVersion", "value": version}
             patch.insert(0, precondition)

@@ -17,7 +17,7 @@ from cxlab.experiments.decide import Decision
 from cxlab.experiments.plan import Trial, pod_indexes
 from cxlab.experiments.pod_view import PodPhase, PodView
 from cxlab.experiments.pods import COMPONENT_TRIAL, trial_pod_name
-from cxlab.experiments.status import ExperimentStatus, RunningTrial, running_entry
+from cxlab.experiments.status import RunningTrial, running_entry
 from cxlab.scrape import final_read, result_of, tasks_done
 from cxlab_contract.durations import parse_duration
 
@@ -125,9 +125,9 @@ class LiveReads:
         self.metrics.scrapes.labels("error" if done is None else "ok").inc()
         return done
 
-    def worth_writing(self, old: ExperimentStatus, new: ExperimentStatus, memory: Memory) -> bool:
-        """Every change of substance at once; the live task counts at most every interval."""
-        before, after = old.document(), new.document()
+    def worth_writing(self, before: dict[str, Any], after: dict[str, Any], memory: Memory) -> bool:
+        """Every change of substance at once; the live task counts at most every interval
+        (`before`, `after`: the status documents)."""
         if _substance(before) != _substance(after):
             memory.last_progress_patch = time.monotonic()
             return True

@@ -72,14 +72,20 @@ class Recorder:
         summary = new.summary  # the last pass's: it goes beside the Results
         if summary:
             new.summary = compact_summary(summary, state.name)
-        if self.live.worth_writing(old, new, state.memory):
+        # Each document made once a pass (the serialisation of a hundred entries is most of
+        # a pass that writes nothing): the status read is its own document as it came.
+        document = new.document()
+        before = state.body.get("status") or {} if old is state.status else old.document()
+        if self.live.worth_writing(before, document, state.memory):
             self._store(state, full, positions)
             if summary:
                 metadata = state.body["metadata"]
                 self.kube.add_to_config_map(
                     summary_config_map(state.name, state.namespace, metadata["uid"], summary)
                 )
-            state.written = self.kube.write_status(state.namespace, state.name, new, state.version)
+            state.written = self.kube.write_status(
+                state.namespace, state.name, document, state.version
+            )
             self.metrics.status_writes.inc()
         for entry in fresh:
             self.metrics.trials_finished.labels(entry.phase.lower()).inc()

@@ -1,13 +1,16 @@
 """`make bench-operator`: what the operator costs on the real local cluster, in one run.
 
-Twice, side by side: without the final read of each trial's /metrics
-(CXLAB_RUNNER_FINAL_READ=0s) and with it (the default). Each time it starts its own operator,
-applies an experiment of 10 short trials (parallelism 1), and measures: apply → first trial
-Pod created; each Pod's own start-up (created → its runner's tasks began); trial Pod ended →
-next trial's Pod created; the operator's overhead per trial (the experiment's duration
-outside every trial Pod's life, per trial); status patches per trial (watch events whose
-status changed); the operator's API requests per trial (its own counter, by verb); whether
-the metrics were collected; the operator's RSS. Prints figures; asserts nothing.
+Side by side: the baseline commit's operator (CXLAB_BENCH_BASELINE, main before the lean
+operator by default) and HEAD's, each from its own `git archive` under build/bench/, both
+with the final read of each trial's /metrics (the default), and HEAD's without it
+(CXLAB_RUNNER_FINAL_READ=0s). Each time it starts its own operator, applies an experiment of
+10 short trials (parallelism 1), and measures: apply → first trial Pod created; the
+experiment's duration against the sum of its trials' wall times; each Pod's own start-up
+(created → its runner's tasks began); trial Pod ended → next trial's Pod created; the
+operator's overhead per trial (the experiment's duration outside every trial Pod's life,
+per trial); status patches per trial (watch events whose status changed); the operator's
+API requests per trial (its own counter, by verb); whether the metrics were collected; the
+operator's RSS. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ from cxlab.local.delay_target import free_port
 ROOT = Path(__file__).resolve().parents[2]
 KUBECONFIG = ROOT / "build" / "cluster" / "kubeconfig"
 TRIALS = 10
+# main before the lean operator (issue 31): what the benchmarks compare with by default
+DEFAULT_BASELINE = "e70309d"
+BASELINE = os.environ.get("CXLAB_BENCH_BASELINE", DEFAULT_BASELINE)
 
 
 def experiment(name: str) -> dict[str, Any]:
@@ -94,12 +100,30 @@ class PodSeen:
     ended: float | None = None  # first seen Succeeded or Failed
 
 
-SETTINGS = {"no final read": "0s", "final read": "10s"}  # CXLAB_RUNNER_FINAL_READ
+def source_tree(commit: str) -> Path:
+    """The operator's Python sources at `commit`, exported once under build/bench/."""
+    full = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{commit}^{{commit}}"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    tree = ROOT / "build" / "bench" / full[:12]
+    if not (tree / ".exported").exists():
+        tree.mkdir(parents=True, exist_ok=True)
+        parts = ["operator", "workloads/python"]
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", full, *parts],
+                                 capture_output=True, check=True).stdout  # fmt: skip
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        (tree / ".exported").touch()
+    return tree
 
 
 def main() -> None:
     kubernetes.config.load_kube_config(config_file=str(KUBECONFIG))
-    columns = {label: measure(final_read) for label, final_read in SETTINGS.items()}
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    # (source tree, CXLAB_RUNNER_FINAL_READ) by column
+    settings = {f"baseline {BASELINE}": (source_tree(BASELINE), "10s"),
+                f"HEAD {head}": (source_tree(head), "10s"),
+                f"HEAD {head}, no final read": (source_tree(head), "0s")}  # fmt: skip
+    columns = {label: measure(tree, final_read) for label, (tree, final_read) in settings.items()}
     print(f"Operator on the local cluster: {TRIALS} trials of 50 sleep tasks at 10 ms")
     width = 2 + max(len(v) for rows in columns.values() for v in (*rows.values(), *columns))
     print(f"{'':<44}" + "".join(f"{label:<{width}}" for label in columns))
@@ -120,7 +144,7 @@ def operator_requests(port: int) -> dict[str, float]:
     }
 
 
-def measure(final_read: str) -> dict[str, str]:
+def measure(tree: Path, final_read: str) -> dict[str, str]:
     core, custom = kubernetes.client.CoreV1Api(), kubernetes.client.CustomObjectsApi()
     namespace = f"cxlab-bench-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": namespace}})
@@ -130,7 +154,8 @@ def measure(final_read: str) -> dict[str, str]:
     operator = subprocess.Popen(
         [*command, "--health-port", "0", "--metrics-port", str(metrics_port),
          "--namespace", "cxlab-bench-*"],
-        env={**os.environ, "KUBECONFIG": str(KUBECONFIG), "CXLAB_RUNNER_FINAL_READ": final_read},
+        env={**os.environ, "KUBECONFIG": str(KUBECONFIG), "CXLAB_RUNNER_FINAL_READ": final_read,
+             "PYTHONPATH": f"{tree / 'operator'}:{tree / 'workloads' / 'python'}"},
         stdout=log,
         stderr=subprocess.STDOUT,
     )  # fmt: skip
@@ -252,6 +277,7 @@ def report(
         ("apply -> first trial Pod created", f"{seen[0].added - applied:.2f} s"),
         ("experiment duration", f"{finished - applied:.1f} s"),
         ("sum of trial wall times", f"{walls:.2f} s"),
+        ("duration / (1.5 x walls + 2 s)", f"{(finished - applied) / (1.5 * walls + 2):.1f}"),
         ("Pod start-up (created -> tasks), median", f"{statistics.median(startups):.2f} s"),
         ("trial Pod ended -> next Pod created", _spread(gaps)),
         ("last Pod ended -> experiment finished", f"{finished - max(ended):.2f} s"),

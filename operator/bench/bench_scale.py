@@ -39,15 +39,22 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes
-from bench_operator import KUBECONFIG, ROOT, events, memory_kib, remove_namespace
+from bench_operator import (
+    DEFAULT_BASELINE,
+    KUBECONFIG,
+    ROOT,
+    events,
+    memory_kib,
+    remove_namespace,
+    source_tree,
+)
 
 SIZES = {"small": (50, 100), "large": (200, 500)}  # experiments, fake nodes
 SIZE = os.environ.get("CXLAB_SCALE_SIZE", "small")
 EXPERIMENTS = int(os.environ.get("CXLAB_SCALE_EXPERIMENTS", SIZES[SIZE][0]))
 NODES = SIZES[SIZE][1]
 TRIALS = int(os.environ.get("CXLAB_SCALE_TRIALS", "100"))
-# main before the lean operator (issue 31): what its figures are compared with
-BASELINE = os.environ.get("CXLAB_SCALE_BASELINE", "e70309d")
+BASELINE = os.environ.get("CXLAB_SCALE_BASELINE", DEFAULT_BASELINE)
 CHAOS = os.environ.get("CXLAB_SCALE_CHAOS") == "1"
 PROFILE = os.environ.get("CXLAB_SCALE_PROFILE")  # a folder: py-spy's samples of each process
 PARALLELISM = 10
@@ -81,21 +88,6 @@ def expected_seconds() -> float:
     of its tasks alone (KWOK adds 0.2-0.8 s of start-up per trial besides)."""
     per_trial = [math.ceil(TASKS / w) * RTT for w in WORKERS] * (TRIALS // len(WORKERS))
     return sum(per_trial) / PARALLELISM
-
-
-def source_tree(commit: str) -> Path:
-    """The operator's Python sources at `commit`, exported once under build/bench/."""
-    full = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{commit}^{{commit}}"],
-                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    tree = ROOT / "build" / "bench" / full[:12]
-    if not (tree / ".exported").exists():
-        tree.mkdir(parents=True, exist_ok=True)
-        parts = ["operator", "workloads/python"]
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", full, *parts],
-                                 capture_output=True, check=True).stdout  # fmt: skip
-        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-        (tree / ".exported").touch()
-    return tree
 
 
 class Operator:

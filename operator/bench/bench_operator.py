@@ -98,6 +98,10 @@ class PodSeen:
     trial: str
     added: float
     ended: float | None = None  # first seen Succeeded or Failed
+    scheduled: float | None = None  # first seen bound to a node
+    ready: float | None = None  # first seen Ready (its tasks have ended: /done)
+    deleting: float | None = None  # first seen with a deletionTimestamp
+    gone: float | None = None  # its DELETED event
 
 
 def source_tree(commit: str) -> Path:
@@ -175,6 +179,15 @@ def measure(tree: Path, final_read: str) -> dict[str, str]:
                 entry = pods.setdefault(pod.metadata.name, PodSeen(trial, added=seen))
                 if pod.status.phase in ("Succeeded", "Failed") and entry.ended is None:
                     entry.ended = seen
+                if pod.spec.node_name and entry.scheduled is None:
+                    entry.scheduled = seen
+                conditions = {c.type: c.status for c in pod.status.conditions or []}
+                if conditions.get("Ready") == "True" and entry.ready is None:
+                    entry.ready = seen
+                if pod.metadata.deletion_timestamp and entry.deleting is None:
+                    entry.deleting = seen
+                if event["type"] == "DELETED":
+                    entry.gone = seen
                 if done.is_set():
                     return
 
@@ -269,6 +282,8 @@ def report(
     # Pod created → its runner's task phase began (the Pod's own start-up)
     started = {t["result"]["trial"]: t["result"].get("startedAtUnixSeconds") for t in trials}
     startups = [started[p.trial] - p.added for p in seen if started.get(p.trial)]
+    ends = {t["result"]["trial"]: t["result"]["startedAtUnixSeconds"] + t["result"]["wallSeconds"]
+            for t in trials if t["result"].get("startedAtUnixSeconds")}  # fmt: skip
     lifetimes = sum((p.ended or finished) - p.added for p in seen)
     overhead = (finished - applied - lifetimes) / len(trials)
     walls = sum(t["result"]["wallSeconds"] for t in trials)
@@ -280,11 +295,42 @@ def report(
         ("duration / (1.5 x walls + 2 s)", f"{(finished - applied) / (1.5 * walls + 2):.1f}"),
         ("Pod start-up (created -> tasks), median", f"{statistics.median(startups):.2f} s"),
         ("trial Pod ended -> next Pod created", _spread(gaps)),
+        # where a trial's seconds go, one Pod after another (medians over the trials)
+        (
+            "  created -> bound to the node",
+            _median([p.scheduled - p.added for p in seen if p.scheduled]),
+        ),
+        (
+            "  tasks ended -> seen Ready (/done probe)",
+            _median([p.ready - ends[p.trial] for p in seen if p.ready and p.trial in ends]),
+        ),
+        (
+            "  Ready -> deleted by the operator",
+            _median([p.deleting - p.ready for p in seen if p.deleting and p.ready]),
+        ),
+        (
+            "  deleted -> gone",
+            _median([p.gone - p.deleting for p in seen if p.gone and p.deleting]),
+        ),
+        (
+            "  previous Pod gone -> next bound",
+            _median(
+                [
+                    b.scheduled - a.gone
+                    for a, b in itertools.pairwise(seen)
+                    if a.gone and b.scheduled
+                ]
+            ),
+        ),
         ("last Pod ended -> experiment finished", f"{finished - max(ended):.2f} s"),
         ("operator overhead per trial", f"{overhead:.2f} s (outside every Pod's life)"),
         ("status patches per trial", f"{status_changes / TRIALS:.1f} (of {status_changes})"),
     ]
     return dict(rows)
+
+
+def _median(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} s" if values else "-"
 
 
 def _spread(values: list[float]) -> str:

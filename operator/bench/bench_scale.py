@@ -18,7 +18,8 @@ successor started, and whether every trial was recorded exactly once (one entry,
 Prints figures; asserts nothing.
 
 CXLAB_SCALE_EXPERIMENTS and CXLAB_SCALE_TRIALS (a multiple of 10) make it smaller;
-CXLAB_SCALE_PROFILE=DIR samples each operator process with py-spy (build/tools/py-spy).
+CXLAB_SCALE_PROFILE=DIR samples each operator process with py-spy (build/tools/py-spy), for
+its first CXLAB_SCALE_PROFILE_SECONDS if set.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ TRIALS = int(os.environ.get("CXLAB_SCALE_TRIALS", "100"))
 BASELINE = os.environ.get("CXLAB_SCALE_BASELINE", DEFAULT_BASELINE)
 CHAOS = os.environ.get("CXLAB_SCALE_CHAOS") == "1"
 PROFILE = os.environ.get("CXLAB_SCALE_PROFILE")  # a folder: py-spy's samples of each process
+# seconds of each process sampled from its start (0: its whole life): 30 shows a takeover
+PROFILE_SECONDS = int(os.environ.get("CXLAB_SCALE_PROFILE_SECONDS", "0"))
 PARALLELISM = 10
 WORKERS = list(range(1, 11))  # 10 tasks at 100 ms: 1.0 s down to 0.1 s
 TASKS, RTT = 10, 0.1
@@ -120,7 +123,8 @@ class Operator:
             self.profilers.append(subprocess.Popen(
                 [str(ROOT / "build/tools/py-spy/bin/py-spy"), "record", "--nonblocking",
                  "--format", "raw", "--rate", "20", "--pid", str(self.process.pid),
-                 "--output", str(out)],
+                 "--output", str(out),
+                 *(["--duration", str(PROFILE_SECONDS)] if PROFILE_SECONDS else [])],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
 
     def sample(self) -> tuple[float, float, Counter[str]]:
@@ -349,9 +353,10 @@ def figures(
         "largest experiment object": f"{max(seen.sizes.values(), default=0) / 1024:.0f} KiB",
     }
     if killed_at is not None and successor is not None:
-        # The trials that ended while no operator acted: from the kill to the successor's
-        # first status write (its imports, its lists, its first passes).
-        acting = min((t for t in seen.recorded.values() if t >= successor), default=math.inf)
+        # The successor's first status write: the first seen a second after it started (a
+        # write of the killed process may still be on its way to the watch before that).
+        acting = min((t for t in seen.recorded.values() if t >= successor + 1), default=math.inf)
+        # The trials it had to catch up on: ended while no operator acted.
         down = [k for k, t in seen.ended.items() if killed_at <= t <= acting]
         waited = sorted(seen.recorded[k] - seen.ended[k] for k in down if k in seen.recorded)
         caught = [seen.recorded[k] for k in down if k in seen.recorded]
@@ -360,7 +365,7 @@ def figures(
         firsts = [t - successor for t in firsts]
         rows["kill -9 at"] = f"{killed_at - began:.0f} s"
         rows["successor's first status write"] = f"{acting - successor:.1f} s after its start"
-        rows["trials ended meanwhile"] = (
+        rows["trials to catch up on"] = (
             f"{len(down)}: all recorded {max(caught) - killed_at:.1f} s after the kill, "
             f"ended -> recorded p99 {_quantile(waited, 0.99):.1f} s"
             if caught else f"{len(down)}"

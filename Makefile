@@ -93,7 +93,7 @@ dashboards: deps ## Regenerate the Grafana dashboards (dashboards/*.json) from d
 	python -m dashboards
 
 .PHONY: bench-operator
-bench-operator: deps cluster-up ## Operator costs on the local cluster: time to first Pod, overhead and patches per trial, RSS
+bench-operator: deps cluster-up ## Operator costs on the local cluster beside a baseline commit: where each trial's seconds go, overhead and requests per trial, RSS
 	$(KUBECTL) apply --server-side --force-conflicts -f manifests/crds/
 	$(CRDS_ESTABLISHED)
 	python operator/bench/bench_operator.py

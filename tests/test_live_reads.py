@@ -82,3 +82,34 @@ def test_a_short_trial_is_read_once_its_tasks_end_and_its_runner_then_exits(
         if runner.poll() is None:
             runner.kill()
             runner.communicate()
+
+
+def test_a_runner_that_lingers_for_other_scrapers_is_read_but_its_pod_is_not_taken_as_ended(
+    metrics_port: int,
+) -> None:
+    """With CXLAB_RUNNER_LINGER the Pod stays until its container ends (Prometheus scrapes it
+    meanwhile): the final read happens, the Result is left to the termination message."""
+    trial = plan_trials(parse_experiment(document()).spec)[0]
+    runner = subprocess.Popen(
+        runner_argv("asyncio", "--workload", "sleep", "--tasks", "2", "--rtt", "1ms",
+                    "--metrics-port", str(metrics_port), "--final-read", "30s", "--linger", "2s"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        live = LiveReads(OperatorConfig(metrics_port=metrics_port, linger="2s"), OperatorMetrics())
+        memory = Memory()
+        pod = PodView(
+            name=trial_pod_name("ex", trial, 1, 0), component="trial", trial=trial.name,
+            attempt=1, phase="Running", reason=None, deleting=False, created=NOW, ip="127.0.0.1",
+            node="node-1", ready=True, exit_code=None, termination_reason=None,
+            termination_message=None, unschedulable=None, container_started=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 20
+        while not _done(metrics_port):
+            assert runner.poll() is None and time.monotonic() < deadline, "never done"
+            time.sleep(0.02)
+        assert live.final_reads("ex", [trial], [pod], memory, NOW) == [pod]  # still running
+        assert trial.name in memory.scraped and memory.results == {}
+    finally:
+        runner.kill()
+        runner.communicate()

@@ -27,6 +27,9 @@ class LiveReads:
         self.config = config
         self.metrics = metrics
         self.final_reads_on = parse_duration(config.final_read) > 0
+        # A runner that lingers after its tasks is there for other scrapers (Prometheus): its
+        # Pod is not let go before its container ends, so its Result is not taken early.
+        self.results_early = parse_duration(config.linger) == 0
 
     def running(
         self,
@@ -82,7 +85,8 @@ class LiveReads:
         runner waits for that read, then exits). A trial counts as scraped once every Pod of
         its attempt said it finished. Returns the Pods with those that gave their Result seen
         as ended with it: the trial is recorded now, not after the container's exit, the
-        kubelet's next relist (up to a second) and the Pod's status update."""
+        kubelet's next relist (up to a second) and the Pod's status update. Not with a
+        linger (CXLAB_RUNNER_LINGER): deleting the Pod would cut the runner's linger short."""
         if not self.final_reads_on:
             return pods
         by_name = {t.name: t for t in trials}
@@ -104,7 +108,7 @@ class LiveReads:
             self.metrics.scrape_duration.observe(time.monotonic() - began)
             self.metrics.scrapes.labels("ok" if finished else "error").inc()
             tried[pod.name] = finished
-            if result is not None:
+            if result is not None and self.results_early:
                 memory.results[pod.name] = result
             names = [trial_pod_name(experiment, trial, pod.attempt, i) for i in pod_indexes(trial)]
             if all(tried.get(name) for name in names):

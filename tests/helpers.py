@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from cxlab.barrier import is_ready
 from cxlab.experiments.outcome import parse_result
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,6 +61,14 @@ def run_runner(model: str, *flags: str, timeout: float = 120) -> dict[str, Any]:
     )
     assert completed.returncode == 0, completed.stderr
     return parse_result(completed.stdout)
+
+
+def wait_at_barrier(address: str, process: subprocess.Popen[Any], seconds: float = 30) -> None:
+    """Until the runner at `address` waits at its start barrier (GET /ready), while it runs."""
+    deadline = time.monotonic() + seconds
+    while not is_ready(address):
+        assert process.poll() is None and time.monotonic() < deadline, "never ready"
+        time.sleep(0.02)
 
 
 def scrape(port: int, deadline_seconds: float = 10) -> str:

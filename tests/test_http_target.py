@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import runner_argv, scrape
+from helpers import runner_argv, scrape, wait_at_barrier
 from prometheus_client.parser import text_string_to_metric_families
 
-from cxlab.barrier import is_ready, release
+from cxlab.barrier import release
 from cxlab.experiments.outcome import parse_result
 from cxlab.local.delay_target import free_port
 from cxlab_contract import runner_contract
@@ -380,10 +380,7 @@ def test_failure_kinds_are_counted_on_metrics_from_the_start(model: str) -> None
                        "--linger", "10s")  # fmt: skip
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
-        while not is_ready(f"127.0.0.1:{port}"):
-            assert process.poll() is None and time.monotonic() < deadline, "never ready"
-            time.sleep(0.02)
+        wait_at_barrier(f"127.0.0.1:{port}", process, 30)
         before = _kinds(scrape(port))  # at the barrier: no task has run
         assert release([f"127.0.0.1:{port}"]) == []
         assert process.stdout is not None

@@ -20,7 +20,7 @@ from cxlab.controller.live import LiveReads
 from cxlab.controller.memory import Memory
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.experiments.decide import Decision
-from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.plan import Trial, plan_trials
 from cxlab.experiments.pod_view import PodView
 from cxlab.experiments.pods import trial_pod_name
 from cxlab.experiments.resource import parse_experiment
@@ -34,6 +34,16 @@ def _done(port: int) -> bool:
             return bool(reply.status == 200)
     except (urllib.error.URLError, OSError):
         return False
+
+
+def running_pod(trial: Trial, ready: bool) -> PodView:
+    """The trial's Pod, running on this machine (the runner at 127.0.0.1 stands for it)."""
+    return PodView(
+        name=trial_pod_name("ex", trial, 1, 0), component="trial", trial=trial.name,
+        attempt=1, phase="Running", reason=None, deleting=False, created=NOW, ip="127.0.0.1",
+        node="node-1", ready=ready, exit_code=None, termination_reason=None,
+        termination_message=None, unschedulable=None, container_started=True,
+    )  # fmt: skip
 
 
 def test_a_short_trial_is_read_once_its_tasks_end_and_its_runner_then_exits(
@@ -50,12 +60,7 @@ def test_a_short_trial_is_read_once_its_tasks_end_and_its_runner_then_exits(
         config = OperatorConfig(metrics_port=metrics_port)  # progress interval 10 s
         live = LiveReads(config, OperatorMetrics())
         memory = Memory()
-        pod = PodView(
-            name=trial_pod_name("ex", trial, 1, 0), component="trial", trial=trial.name,
-            attempt=1, phase="Running", reason=None, deleting=False, created=NOW, ip="127.0.0.1",
-            node="node-1", ready=False, exit_code=None, termination_reason=None,
-            termination_message=None, unschedulable=None, container_started=True,
-        )  # fmt: skip
+        pod = running_pod(trial, ready=False)
         # Its tasks run (not Ready): nothing is read, not even at the progress interval.
         assert live.final_reads("ex", [trial], [pod], memory, NOW) == [pod]
         live.running("ex", Decision(running=[(trial, pod)]), 2, memory, NOW)
@@ -98,12 +103,7 @@ def test_a_runner_that_lingers_for_other_scrapers_is_read_but_its_pod_is_not_tak
     try:
         live = LiveReads(OperatorConfig(metrics_port=metrics_port, linger="2s"), OperatorMetrics())
         memory = Memory()
-        pod = PodView(
-            name=trial_pod_name("ex", trial, 1, 0), component="trial", trial=trial.name,
-            attempt=1, phase="Running", reason=None, deleting=False, created=NOW, ip="127.0.0.1",
-            node="node-1", ready=True, exit_code=None, termination_reason=None,
-            termination_message=None, unschedulable=None, container_started=True,
-        )  # fmt: skip
+        pod = running_pod(trial, ready=True)
         deadline = time.monotonic() + 20
         while not _done(metrics_port):
             assert runner.poll() is None and time.monotonic() < deadline, "never done"

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import program, run_runner, runner_argv, scrape
+from helpers import program, run_runner, runner_argv, scrape, wait_at_barrier
 from prometheus_client.parser import text_string_to_metric_families
 
-from cxlab.barrier import is_ready, release
+from cxlab.barrier import release
 from cxlab.experiments.outcome import parse_result
 from cxlab.local.delay_target import free_port
 from cxlab_contract import runner_contract
@@ -587,10 +587,7 @@ def test_both_runners_answer_their_result_once_written_and_it_is_no_final_read(
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     address = f"127.0.0.1:{metrics_port}"
     try:
-        deadline = time.monotonic() + 30
-        while not is_ready(address):
-            assert process.poll() is None and time.monotonic() < deadline, "never ready"
-            time.sleep(0.02)
+        wait_at_barrier(address, process, 30)
         waiting = _get_bytes(metrics_port, "/result")  # at the barrier
         assert release([address]) == []
         running = _get_bytes(metrics_port, "/result")  # two tasks of 300 ms, one at a time
@@ -620,10 +617,7 @@ def test_a_distributed_locust_master_and_worker_answer_their_own_result(
     )  # fmt: skip
     runs = [master]
     try:
-        deadline = time.monotonic() + 30
-        while not is_ready(f"127.0.0.1:{master_port}"):  # it waits for its worker
-            assert master.poll() is None and time.monotonic() < deadline, "never ready"
-            time.sleep(0.02)
+        wait_at_barrier(f"127.0.0.1:{master_port}", master, 30)  # it waits for its worker
         waiting = _get_bytes(master_port, "/result")
         worker = subprocess.Popen(
             runner_argv("locust", *flags, "--metrics-port", str(worker_port), "--pod", "0"),
@@ -698,10 +692,7 @@ def test_both_runners_wait_at_the_barrier_until_released(model: str, metrics_por
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     address = f"127.0.0.1:{metrics_port}"
     try:
-        deadline = time.monotonic() + 15
-        while not is_ready(address):
-            assert process.poll() is None and time.monotonic() < deadline, "never ready"
-            time.sleep(0.02)
+        wait_at_barrier(address, process, 15)
         time.sleep(0.3)
         assert process.poll() is None  # it waits: no task may start before the release
         assert scrape(metrics_port).count('cxlab_tasks_completed_total{outcome="ok"} 0') == 1

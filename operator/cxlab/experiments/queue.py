@@ -137,18 +137,7 @@ def candidate_of(body: dict[str, Any], now: datetime) -> Candidate | None:
     seen = _queue_view(metadata["name"], text, bool(started))
     if seen is None:
         return None
-    request, priority, parallelism, trials, pods = seen
-    left = trials - len(status.get("trials") or [])
-    return Candidate(
-        namespace=metadata.get("namespace") or "",
-        name=metadata["name"],
-        created=candidate_created(body, now),
-        priority=priority,
-        request=request,
-        slots=max(0, min(parallelism, left)) * pods,
-        admitted=status.get("phase") == "Running",
-        pods=pods,
-    )
+    return _candidate(body, now, *seen)
 
 
 @lru_cache(maxsize=1024)
@@ -173,17 +162,28 @@ def _queue_view(name: str, spec: str, started: bool) -> tuple[Request, int, int,
 
 def candidate(body: dict[str, Any], spec: ExperimentSpec, now: datetime) -> Candidate:
     """An unfinished experiment whose spec is already read, as the queue sees it."""
-    metadata, status = body["metadata"], body.get("status") or {}
     trials = plan_trials(spec)
-    left = len(trials) - len(status.get("trials") or [])
     pods = max(t.pods for t in trials)
+    return _candidate(
+        body, now, Request.of(spec), spec.priority, spec.parallelism, len(trials), pods
+    )
+
+
+def _candidate(
+    body: dict[str, Any], now: datetime, request: Request, priority: int, parallelism: int,
+    trials: int, pods: int,
+) -> Candidate:  # fmt: skip
+    """The experiment in `body` with its spec's part of the queue's view: what its status
+    adds (trials left, admitted) and its creation time."""
+    metadata, status = body["metadata"], body.get("status") or {}
+    left = trials - len(status.get("trials") or [])
     return Candidate(
         namespace=metadata.get("namespace") or "",
         name=metadata["name"],
         created=candidate_created(body, now),
-        priority=spec.priority,
-        request=Request.of(spec),
-        slots=max(0, min(spec.parallelism, left)) * pods,
+        priority=priority,
+        request=request,
+        slots=max(0, min(parallelism, left)) * pods,
         admitted=status.get("phase") == "Running",
         pods=pods,
     )

@@ -29,6 +29,9 @@ class Recorded(BaseHTTPRequestHandler):
             "authorization": self.headers.get("Authorization"),
             "type": self.headers.get("Content-Type"),
         })  # fmt: skip
+        if "watch" in self.path:
+            self._stream()
+            return
         if "conflict" in self.path:
             code, answer = 409, {"kind": "Status", "reason": "Conflict", "message": "moved on"}
         else:
@@ -39,6 +42,16 @@ class Recorded(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _stream(self) -> None:
+        """Watch events as the apiserver sends them, chunked, an event split across two."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for part in (b'{"type":"ADDED","object":{"a":', b'1}}\n\n{"type":"BOO', b'KMARK"}\n', b""):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.flush()
 
     do_GET = do_POST = do_PATCH = do_DELETE = _answer
 
@@ -94,3 +107,11 @@ def test_answers_not_read_keep_their_connection(rest: Rest) -> None:
         rest.request("POST", "/conflict", {})
     rest.request("GET", "/pods")
     assert rest.opened() == 1 and len(Recorded.seen) == 6
+
+
+def test_a_watch_gives_each_line_as_json_and_is_not_counted(rest: Rest) -> None:
+    opened: list[Any] = []
+    events = list(rest.stream("/api/v1/pods", query={"watch": "true"}, opened=opened.append))
+    assert events == [{"type": "ADDED", "object": {"a": 1}}, {"type": "BOOKMARK"}]
+    assert len(opened) == 1 and Recorded.seen[0]["path"] == "/api/v1/pods?watch=true"
+    assert rest.sent == []  # type: ignore[attr-defined]

@@ -4,13 +4,18 @@ can see, not on its own status writes; never from a status older than its last w
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from test_decide import pod
 
 from cxlab.controller.wakes import Wakes
+from cxlab.experiments.nodes import Request
+from cxlab.experiments.queue import Candidate
 
 KEY = ("lab", "demo")
+NOW = datetime(2026, 11, 27, tzinfo=UTC)
 
 
 def body(version: str, trials: int = 0) -> dict[str, Any]:
@@ -21,13 +26,40 @@ def test_a_pod_wakes_its_experiment_only_when_what_the_decision_sees_changes() -
     wakes = Wakes()
     event = wakes.event(KEY)
     view = pod("t1", phase="Pending")
-    assert wakes.pod_changed(KEY, "lab", view, view.name) and event.is_set()
+    wakes.pod_changed(KEY, None, view)
+    assert event.is_set()
     event.clear()
-    assert not wakes.pod_changed(KEY, "lab", view, view.name)  # a resync, an annotation
+    wakes.pod_changed(KEY, view, replace(view))  # a resync, an annotation
     assert not event.is_set()
-    assert wakes.pod_changed(KEY, "lab", replace(view, phase="Succeeded"), view.name)
+    wakes.pod_changed(KEY, view, replace(view, phase="Succeeded"))
+    assert event.is_set()
     event.clear()
-    assert wakes.pod_changed(KEY, "lab", None, view.name) and event.is_set()  # deleted
+    wakes.pod_changed(KEY, view, None)  # deleted
+    assert event.is_set()
+
+
+def test_those_waiting_in_the_queue_look_again_when_a_trial_pod_ends_or_goes() -> None:
+    wakes = Wakes()
+    waiting, admitted = ("lab", "waiting"), ("lab", "admitted")
+    wakes.queue_changed(waiting, candidate(waiting, admitted=False))
+    wakes.queue_changed(admitted, candidate(admitted, admitted=True))
+    events = {key: wakes.event(key) for key in (waiting, admitted)}
+    view = pod("t1", phase="Running")
+
+    def woken(key: tuple[str, str]) -> bool:
+        was = events[key].is_set()
+        for event in events.values():
+            event.clear()
+        return was
+
+    woken(waiting)
+    wakes.pod_changed(admitted, view, replace(view, ready=False))
+    assert not woken(waiting)  # the Pod still holds its room
+    for after in (replace(view, phase="Succeeded"), replace(view, deleting=True), None):
+        wakes.pod_changed(admitted, view, after)
+        assert woken(waiting), after
+    wakes.forget(admitted)  # gone: its room is free
+    assert woken(waiting)
 
 
 def test_its_own_status_write_coming_back_does_not_wake_it_other_changes_do() -> None:
@@ -61,9 +93,23 @@ def test_a_write_the_watch_delivered_before_the_pass_ended_is_not_waited_for() -
 
 def test_the_queue_changed_only_when_an_experiment_joins_moves_or_leaves_it() -> None:
     wakes = Wakes()
-    waiting = ("Pending", False)
-    assert wakes.queue_changed(KEY, waiting)  # it joins
-    assert not wakes.queue_changed(KEY, ("Pending", False))  # a status write of no consequence
-    assert wakes.queue_changed(KEY, ("Running", True))  # admitted: the others move up
+    assert wakes.queue_changed(KEY, candidate(KEY, admitted=False))  # it joins
+    # a status write of no consequence
+    assert not wakes.queue_changed(KEY, candidate(KEY, admitted=False))
+    assert wakes.queue_changed(KEY, candidate(KEY, admitted=True))  # the others move up
     assert wakes.queue_changed(KEY, None)  # finished: it leaves
     assert not wakes.queue_changed(KEY, None)
+
+
+def candidate(key: tuple[str, str], admitted: bool) -> Candidate:
+    request = Request(Decimal(1), Decimal(2**30), {}, (), {})
+    return Candidate(*key, NOW, 0, request, slots=1, admitted=admitted)
+
+
+def test_a_pod_of_a_deleted_experiment_does_not_bring_its_loop_back() -> None:
+    wakes = Wakes()
+    wakes.event(KEY)
+    wakes.forget(KEY)
+    view = pod("t1", phase="Succeeded")
+    wakes.pod_changed(KEY, view, None)  # its Pods go after it
+    assert KEY not in wakes._loops

@@ -523,7 +523,7 @@ def operator_command(args: argparse.Namespace) -> int:
     from cxlab.controller.metrics import OperatorMetrics
 
     kopf.configure(verbose=args.verbose)  # kopf's log format, as `kopf run` sets it up
-    if not args.verbose:  # "Handler 'pod_changed' succeeded", for every Pod event: noise
+    if not args.verbose:  # "Handler 'experiment_changed' succeeded", for every event: noise
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     handlers.METRICS = OperatorMetrics()
     handlers.NAMESPACES = tuple(args.namespace or ())

@@ -20,11 +20,13 @@ from cxlab.controller.loop import run_loop
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.pass_state import EventSink
 from cxlab.controller.passes import Passes
+from cxlab.controller.pod_watch import PodIndex
+from cxlab.controller.rest import Rest
 from cxlab.controller.schedule_pass import LABEL_SCHEDULE, ScheduleReconciler, view_run
 from cxlab.controller.terminating import keep_sweeping
 from cxlab.controller.wakes import Wakes
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
-from cxlab.experiments.pod_view import PodPhase, PodView, view_pod
+from cxlab.experiments.pod_view import PodView
 from cxlab.experiments.pods import COMPONENT_TRIAL, LABEL_EXPERIMENT
 from cxlab.experiments.queue import Candidate, candidate_of, with_nodes
 from cxlab.schedules.decide import RunView
@@ -73,9 +75,6 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
     settings.watching.connect_timeout = 10
-    # Only cxlab's own Pods, filtered by the apiserver: on a shared cluster the operator would
-    # otherwise receive, parse and index every Pod's every change.
-    settings.watching.label_selectors["v1", "pods"] = LABEL_EXPERIMENT
     # Events come from the reconciler (one per trial and per phase), not from kopf's log: at
     # thousands of trials a handler-level event each would double the apiserver's writes.
     settings.posting.level = logging.WARNING
@@ -97,6 +96,10 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     memo.reconciler = Reconciler(kube, CONFIG, metrics)
     memo.schedules = ScheduleReconciler(memo.reconciler.kube, metrics, now)
     memo.wakes = Wakes()
+    # Its own watch of cxlab's Pods (kopf's machinery cost more per Pod event than a pass),
+    # on connections of its own: a watch holds one for minutes.
+    memo.pods = PodIndex(Rest(connections=2), memo.wakes.pod_changed, clusterwide=not NAMESPACES)
+    memo.pods.start()
     memo.passes = Passes(CONFIG.workers)  # the passes with a trial to record first
     if NAMESPACES:  # kopf leaves out a namespace already terminating when it starts
         memo.sweeper = asyncio.create_task(keep_sweeping(kube, NAMESPACES, FINALIZER))
@@ -107,39 +110,15 @@ def shut_down(memo: kopf.Memo, **_: Any) -> None:
     sweeper = memo.get("sweeper")
     if sweeper is not None:
         sweeper.cancel()
+    pods = memo.get("pods")
+    if pods is not None:
+        pods.stop()
     passes = memo.get("passes")
     if passes is not None:
         passes.shutdown(cancel=True)
 
 
-# Indexers are async: kopf runs a sync one in a worker thread, a hop per Pod event.
-@kopf.index("pods", labels={LABEL_EXPERIMENT: kopf.PRESENT})
-async def experiment_pods(
-    namespace: str | None, labels: Mapping[str, str], body: kopf.Body, **_: Any
-) -> dict[tuple[str, str], PodView]:
-    return {(namespace or "", labels[LABEL_EXPERIMENT]): view_pod(body)}
-
-
-@kopf.on.event("pods", labels={LABEL_EXPERIMENT: kopf.PRESENT})
-async def pod_changed(
-    namespace: str | None,
-    name: str,
-    labels: Mapping[str, str],
-    body: kopf.Body,
-    type: str | None,
-    memo: Any,
-    **kwargs: Any,
-) -> None:
-    """Wake the Pod's experiment when what it decides from changed (kopf has updated the
-    index first); when a trial Pod ended or went, also every experiment waiting for room."""
-    key = (namespace or "", labels[LABEL_EXPERIMENT])
-    view = None if type == "DELETED" else view_pod(body)
-    if not memo.wakes.pod_changed(key, namespace or "", view, name):
-        return
-    if view is None or PodPhase(view.phase).ended or view.deleting:
-        _wake_waiting(memo.wakes, kwargs)
-
-
+# Indexers are async: kopf runs a sync one in a worker thread, a hop per event.
 @kopf.index(GROUP, VERSION, PLURAL)
 async def experiment_queue(body: kopf.Body, **_: Any) -> dict[str, Candidate]:
     """Every unfinished experiment, as the queue for capacity sees it (one key: all)."""
@@ -157,29 +136,18 @@ async def experiment_changed(
     key = (namespace or "", name)
     if type == "DELETED":
         memo.wakes.forget(key)
-        _wake_waiting(memo.wakes, kwargs)
         return
     memo.wakes.experiment_seen(key, body["metadata"]["resourceVersion"])
     queue: list[Candidate] = kwargs["experiment_queue"].get(QUEUE, [])
-    mine = next((c for c in queue if (c.namespace, c.name) == key), None)
-    if memo.wakes.queue_changed(key, mine):
-        _wake_waiting(memo.wakes, kwargs)
+    memo.wakes.queue_changed(key, next((c for c in queue if (c.namespace, c.name) == key), None))
 
 
-def _wake_waiting(wakes: Wakes, kwargs: Mapping[str, Any]) -> None:
-    """Room may have come free: every experiment waiting in the queue looks again."""
-    for candidate in kwargs["experiment_queue"].get(QUEUE, []):
-        if not candidate.admitted:
-            wakes.wake((candidate.namespace, candidate.name))
-
-
-def _queue(kwargs: Mapping[str, Any]) -> list[Candidate]:
+def _queue(pods: PodIndex, kwargs: Mapping[str, Any]) -> list[Candidate]:
     """The queue, each admitted experiment with the nodes its trial Pods run on."""
-    pods: kopf.Index[tuple[str, str], PodView] = kwargs["experiment_pods"]
     found = []
     for candidate in kwargs["experiment_queue"].get(QUEUE, []):
         mine: Iterable[PodView] = (
-            pods.get((candidate.namespace, candidate.name), []) if candidate.admitted else []
+            pods.pods((candidate.namespace, candidate.name)) if candidate.admitted else []
         )
         nodes = [p.node for p in mine if p.node and p.component == COMPONENT_TRIAL and p.live]
         found.append(with_nodes(candidate, nodes))
@@ -197,10 +165,11 @@ async def reconcile(
 ) -> None:
     """The experiment's reconcile loop (cxlab.controller.loop)."""
     key = (namespace or "", name)
-    index: kopf.Index[tuple[str, str], PodView] = kwargs["experiment_pods"]
+    pods: PodIndex = memo.pods
     await run_loop(
         key, lambda: dict(body), memo.reconciler, memo.wakes, memo.passes, stopped,
-        pods=lambda: list(index.get(key, [])), queue=lambda: _queue(kwargs),
+        pods=lambda: pods.pods(key), queue=lambda: _queue(pods, kwargs),
+        pods_listed=pods.ready(key[0]),
         event=_events(body, memo), reconcile_interval=CONFIG.reconcile_interval_seconds,
         status_interval=CONFIG.status_interval_seconds,
     )  # fmt: skip

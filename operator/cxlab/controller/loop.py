@@ -11,7 +11,7 @@ import functools
 import logging
 import math
 from asyncio import FIRST_COMPLETED
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from cxlab.controller.experiment_pass import Reconciler
@@ -39,17 +39,23 @@ async def run_loop(
     event: EventSink,
     reconcile_interval: float,
     status_interval: float = 0.0,
+    pods_listed: Awaitable[None] | None = None,
 ) -> None:
     """Until `stopped`: pass, then sleep until woken or due. `body()` (kopf's live view of the
     object), `pods()` and `queue()` (its indexes) are read at the start of each pass. A pass
     comes at least `status_interval` after the last one that wrote status (what changes
-    meanwhile is taken in by that one pass)."""
+    meanwhile is taken in by that one pass). The first pass waits for `pods_listed`: one
+    that saw none of the Pods there are would make them again."""
     wake = wakes.event(key)
     loop = asyncio.get_running_loop()
     stopping = asyncio.ensure_future(_until(stopped))
     failures = 0
     wrote = -math.inf  # loop.time() of the last status write
     try:
+        if pods_listed is not None:
+            listed = asyncio.ensure_future(pods_listed)
+            await asyncio.wait({listed, stopping}, return_when=FIRST_COMPLETED)
+            listed.cancel()
         while not stopped:
             if (spacing := wrote + status_interval - loop.time()) > 0:
                 await asyncio.wait({stopping}, timeout=spacing)

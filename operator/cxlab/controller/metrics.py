@@ -201,7 +201,7 @@ class OperatorMetrics:
         self.api_requests = Counter(
             "cxlab_operator_api_requests",
             "Requests the operator sent the apiserver, by verb (its reconciler's and the Events"
-            " it posts; kopf's own watches and finalizer patches are not counted).",
+            " it posts; the watches and kopf's finalizer patches are not counted).",
             ["verb"],
             registry=self.registry,
         )

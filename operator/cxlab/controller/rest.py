@@ -11,17 +11,20 @@ ApiException are kept: the connections come from its RESTClientObject's pool.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from kubernetes.client.configuration import Configuration
 from kubernetes.client.exceptions import ApiException
 from kubernetes.client.rest import RESTClientObject
+from urllib3 import Timeout
 
 JSON = "application/json"
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
+# A watch's read size: the apiserver flushes each event, so a read returns what has come.
+STREAM_READ = 1 << 16
 
 
 def path(*parts: str) -> str:
@@ -48,6 +51,44 @@ class Rest:
         """Connections opened to the apiserver so far (the tests count them)."""
         return int(self._pool.connection_from_url(self.configuration.host).num_connections)
 
+    def _send(
+        self,
+        method: str,
+        url_path: str,
+        body: Any,
+        query: Mapping[str, Any] | None,
+        content_type: str,
+        timeout: Any,
+        watch: bool = False,
+    ) -> Any:
+        """The answer, unread; ApiException (with the apiserver's Status body) for any
+        status but 2xx."""
+        url = self.configuration.host + url_path
+        if query:
+            url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
+        headers = {"Accept": JSON, "User-Agent": "cxlab-operator"}
+        # read per request: an in-cluster token is refreshed by the configuration's hook
+        settings: dict[str, Any] = dict(self.configuration.auth_settings())
+        for auth in settings.values():
+            headers[auth["key"]] = auth["value"]
+        data = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            data = json.dumps(body, separators=(",", ":")).encode()
+        if self._on_request is not None and not watch:
+            self._on_request(method)
+        answer = self._pool.request(
+            method, url, body=data, headers=headers, timeout=timeout, preload_content=False,
+            retries=False,
+        )  # fmt: skip
+        if not 200 <= answer.status < 300:
+            try:
+                text = answer.read().decode("utf-8", "replace")
+            finally:
+                answer.release_conn()
+            raise ApiException(status=answer.status, reason=answer.reason, body=text)
+        return answer
+
     def request(
         self,
         method: str,
@@ -61,31 +102,37 @@ class Rest:
     ) -> Any:
         """The answer's JSON (None with `read=False`: the body is drained, the connection
         pooled). ApiException for any status but 2xx, with the apiserver's Status body."""
-        url = self.configuration.host + url_path
-        if query:
-            url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
-        headers = {"Accept": JSON, "User-Agent": "cxlab-operator"}
-        # read per request: an in-cluster token is refreshed by the configuration's hook
-        settings: dict[str, Any] = dict(self.configuration.auth_settings())
-        for auth in settings.values():
-            headers[auth["key"]] = auth["value"]
-        data = None
-        if body is not None:
-            headers["Content-Type"] = content_type
-            data = json.dumps(body, separators=(",", ":")).encode()
-        if self._on_request is not None:
-            self._on_request(method)
-        answer = self._pool.request(
-            method, url, body=data, headers=headers, timeout=timeout, preload_content=False,
-            retries=False,
-        )  # fmt: skip
+        answer = self._send(method, url_path, body, query, content_type, timeout)
         try:
-            if not 200 <= answer.status < 300:
-                text = answer.read().decode("utf-8", "replace")
-                raise ApiException(status=answer.status, reason=answer.reason, body=text)
             if not read:
                 answer.drain_conn()
                 return None
             return json.loads(answer.read())
         finally:
             answer.release_conn()
+
+    def stream(
+        self,
+        url_path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        opened: Callable[[Any], None] | None = None,
+    ) -> Iterator[Any]:
+        """A watch: each line of the answer as JSON, as the apiserver sends it. `opened`
+        is given the answer first (its `shutdown()` cuts a read in progress). Not counted
+        among the requests: a watch is one per scope, not per trial."""
+        answer = self._send(
+            "GET", url_path, None, query, JSON, Timeout(connect=10, read=timeout), watch=True
+        )
+        if opened is not None:
+            opened(answer)
+        try:
+            rest = b""
+            for chunk in answer.stream(STREAM_READ):
+                *lines, rest = (rest + chunk).split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
+        finally:
+            answer.close()  # never pooled: it may hold the rest of a stream

@@ -2,9 +2,11 @@
 
 Each experiment has one loop (a kopf daemon, cxlab.controller.handlers) that sleeps until
 something it decides from has changed, or until the time it asked to look again:
-- one of its Pods changed in a way its decision can see (the PodView differs, or it is gone);
+- one of its Pods changed in a way its decision can see (the PodView differs, or it is gone:
+  cxlab.controller.pod_watch tells);
 - the experiment itself changed, other than by the status write its own loop just made;
-- capacity may have freed up (a trial Pod ended or went), for experiments waiting in the queue.
+- capacity may have freed up (a trial Pod ended or went, an experiment left the queue or was
+  admitted), for experiments waiting in the queue.
 
 It also knows which experiment versions the watch has delivered. A pass must not decide
 from a status older than the one its previous pass wrote: a trial recorded there would look
@@ -22,7 +24,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from cxlab.experiments.pod_view import PodView
+from cxlab.experiments.pod_view import PodPhase, PodView
+from cxlab.experiments.queue import Candidate
 
 Key = tuple[str, str]  # (namespace, name) of an experiment
 # Versions of one experiment the watch delivered, newest last; a pass's own write is found
@@ -40,8 +43,7 @@ class _Loop:
 class Wakes:
     def __init__(self) -> None:
         self._loops: dict[Key, _Loop] = {}
-        self._pods: dict[tuple[str, str], PodView] = {}  # (namespace, Pod name) → last view
-        self._queue: dict[Key, object] = {}  # each experiment as the queue last saw it
+        self._queue: dict[Key, Candidate] = {}  # each experiment as the queue last saw it
 
     def _loop(self, key: Key) -> _Loop:
         return self._loops.setdefault(key, _Loop())
@@ -51,35 +53,45 @@ class Wakes:
         return self._loop(key).wake
 
     def forget(self, key: Key) -> None:
+        """The experiment is gone: those waiting may take its room."""
         self._loops.pop(key, None)
-        self._queue.pop(key, None)
+        if self._queue.pop(key, None) is not None:
+            self._wake_waiting()
 
     def wake(self, key: Key) -> None:
-        self._loop(key).wake.set()
+        """Only a loop that runs: a Pod of a deleted experiment must not bring its entry back
+        (a loop's first pass needs no wake)."""
+        loop = self._loops.get(key)
+        if loop is not None:
+            loop.wake.set()
 
-    def pod_changed(self, key: Key, namespace: str, view: PodView | None, name: str) -> bool:
-        """A Pod of experiment `key` was seen (view None: deleted). Wakes the experiment if
-        what its decision sees of the Pod changed; returns whether it did."""
-        pod_key = (namespace, name)
-        if view is None:
-            self._pods.pop(pod_key, None)
-        elif self._pods.get(pod_key) == view:
-            return False
-        else:
-            self._pods[pod_key] = view
+    def pod_changed(self, key: Key, before: PodView | None, after: PodView | None) -> None:
+        """What experiment `key`'s decision sees of one of its Pods changed (None: not there
+        before, or gone now): it looks again. A trial Pod that ended or goes frees room,
+        so every experiment waiting in the queue looks again too."""
+        if before == after:
+            return
         self.wake(key)
-        return True
+        if after is None or PodPhase(after.phase).ended or after.deleting:
+            self._wake_waiting()
 
-    def queue_changed(self, key: Key, candidate: object | None) -> bool:
+    def queue_changed(self, key: Key, candidate: Candidate | None) -> bool:
         """The experiment as the queue sees it now (None: not in it). Whether that changed
-        (it joined, was admitted, holds fewer slots, left): those waiting must look again."""
+        (it joined, was admitted, holds fewer slots, left): those waiting look again."""
         if self._queue.get(key) == candidate:
             return False
         if candidate is None:
             self._queue.pop(key, None)
         else:
             self._queue[key] = candidate
+        self._wake_waiting()
         return True
+
+    def _wake_waiting(self) -> None:
+        """Room may have come free: every experiment waiting in the queue looks again."""
+        for key, candidate in self._queue.items():
+            if not candidate.admitted:
+                self.wake(key)
 
     def experiment_seen(self, key: Key, version: str) -> None:
         """The watch delivered this version of the experiment. It wakes the loop unless it is

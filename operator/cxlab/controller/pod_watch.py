@@ -1,0 +1,220 @@
+"""cxlab's own Pods, listed and watched by the operator itself rather than by kopf.
+
+Each Pod event through kopf's machinery (its causes, diff base, progress storage, handler
+invocations, a task per object) cost more than everything a pass does for that event, and a
+trial Pod brings about six events: kopf was the largest part of the operator's CPU per
+trial after the passes (py-spy, bench-scale). Here a thread per scope reads the watch stream,
+turns each Pod into its PodView there, and hands it to the event loop, which keeps the index
+and wakes the experiment (cxlab.controller.wakes).
+
+A scope is the whole cluster (the operator serves every namespace) or one namespace (it
+serves listed ones, with a Role in each): a namespace's watch starts when its first
+experiment's loop asks for its Pods. A loop's first pass waits until its scope has been
+listed once, as kopf's indexes did: a pass that saw no Pods would create them again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from cxlab.controller.rest import Rest, path
+from cxlab.experiments.pod_view import PodView, view_pod
+from cxlab.experiments.pods import LABEL_EXPERIMENT
+
+Key = tuple[str, str]  # (namespace, experiment)
+# Called on the event loop for every Pod whose view changed: (experiment, before, after),
+# None for a Pod not there before or gone now.
+OnChange = Callable[[Key, PodView | None, PodView | None], None]
+# What an event says: a Pod as it is now, by its experiment, or the key of a Pod deleted.
+Found = tuple[Key, PodView] | str
+CLUSTER = ""  # the scope of every namespace
+# The apiserver ends a watch after this long (it spreads the reconnects); the client gives
+# up on a silent connection a little later. Bookmarks keep the resume point fresh between.
+WATCH_SECONDS = 300
+READ_TIMEOUT_SECONDS = WATCH_SECONDS + 30
+LIST_PAGE = 500
+MAX_BACKOFF_SECONDS = 30.0
+
+log = logging.getLogger(__name__)
+
+
+class Gone(Exception):
+    """The resume point is too old (410): list again."""
+
+
+class PodIndex:
+    def __init__(self, rest: Rest, on_change: OnChange, clusterwide: bool) -> None:
+        self._rest = rest
+        self._on_change = on_change
+        self._clusterwide = clusterwide
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pods: dict[Key, dict[str, PodView]] = {}
+        self._scopes: dict[str, _Scope] = {}
+        self._stop = threading.Event()
+
+    def pods(self, key: Key) -> list[PodView]:
+        """The experiment's Pods, as last seen (on the event loop)."""
+        return list(self._pods.get(key, {}).values())
+
+    def start(self) -> None:
+        """On the event loop, before any loop asks: serving every namespace, the one watch
+        starts listing now, beside kopf's own lists."""
+        self._loop = asyncio.get_running_loop()
+        if self._clusterwide:
+            self._scope(CLUSTER)
+
+    async def ready(self, namespace: str) -> None:
+        """Once the Pods of `namespace` have been listed: its watch starts if none covers it."""
+        self._loop = asyncio.get_running_loop()
+        await self._scope(CLUSTER if self._clusterwide else namespace).listed.wait()
+
+    def _scope(self, name: str) -> _Scope:
+        scope = self._scopes.get(name)
+        if scope is None:
+            scope = self._scopes[name] = _Scope(name)
+            thread = threading.Thread(
+                target=self._watch, args=(scope,), name=f"pods-{name or 'all'}", daemon=True
+            )
+            thread.start()
+        return scope
+
+    def stop(self) -> None:
+        """Ends every watch now (a read in progress is cut)."""
+        self._stop.set()
+        for scope in self._scopes.values():
+            answer = scope.answer
+            if answer is not None:
+                answer.shutdown()
+
+    # ---- the watch thread --------------------------------------------------------------
+
+    def _watch(self, scope: _Scope) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                if scope.version is None:
+                    views, scope.version = self._list(scope.name)
+                    self._deliver(self._listed, scope, views)
+                for found in self._events(scope):
+                    self._deliver(self._changed, scope, found)
+                    failures = 0
+            except Gone:
+                scope.version = None  # list again: what went meanwhile is found then
+            except Exception as error:  # the apiserver away, a cut connection: resume
+                if self._stop.is_set():
+                    return
+                failures += 1
+                delay = min(2.0 ** (failures - 1), MAX_BACKOFF_SECONDS)
+                log.warning("watching Pods (%s): %s; again in %.0f s", scope, error, delay)
+                self._stop.wait(delay)
+
+    def _url(self, namespace: str) -> str:
+        return (
+            path("api", "v1", "pods")
+            if namespace == CLUSTER
+            else path("api", "v1", "namespaces", namespace, "pods")
+        )
+
+    def _list(self, namespace: str) -> tuple[dict[str, tuple[Key, PodView]], str]:
+        views: dict[str, tuple[Key, PodView]] = {}
+        more: str | None = None
+        while True:
+            query = {"labelSelector": LABEL_EXPERIMENT, "limit": LIST_PAGE, "continue": more}
+            page = self._rest.request("GET", self._url(namespace), query=query)
+            for pod in page.get("items") or []:
+                views[_pod_key(pod)] = (_experiment(pod), view_pod(pod))
+            more = (page.get("metadata") or {}).get("continue")
+            if not more:
+                return views, page["metadata"]["resourceVersion"]
+
+    def _events(self, scope: _Scope) -> Iterator[Found]:
+        """What each event found, from the scope's version on; each moves the version on
+        (a bookmark only that), so the next watch resumes there."""
+        query = {
+            "labelSelector": LABEL_EXPERIMENT, "watch": "true", "resourceVersion": scope.version,
+            "allowWatchBookmarks": "true", "timeoutSeconds": WATCH_SECONDS,
+        }  # fmt: skip
+        try:
+            for event in self._rest.stream(
+                self._url(scope.name), query=query, timeout=READ_TIMEOUT_SECONDS,
+                opened=lambda answer: setattr(scope, "answer", answer),
+            ):  # fmt: skip
+                kind, pod = event.get("type"), event.get("object") or {}
+                if kind == "ERROR":
+                    if pod.get("code") == 410:
+                        raise Gone(pod.get("message"))
+                    raise ApiException(status=pod.get("code"), reason=pod.get("message"))
+                scope.version = pod["metadata"]["resourceVersion"]
+                if kind == "BOOKMARK":
+                    continue
+                yield _pod_key(pod) if kind == "DELETED" else (_experiment(pod), view_pod(pod))
+        except ApiException as error:
+            if error.status == 410:
+                raise Gone(str(error.reason)) from error
+            raise
+        finally:
+            scope.answer = None
+
+    def _deliver(self, apply: Callable[..., None], *args: Any) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed() or self._stop.is_set():
+            return
+        loop.call_soon_threadsafe(apply, *args)
+
+    # ---- on the event loop -------------------------------------------------------------
+
+    def _listed(self, scope: _Scope, views: dict[str, tuple[Key, PodView]]) -> None:
+        """A full list: what it lacks went while the watch was away."""
+        for pod_key in [k for k in scope.where if k not in views]:
+            self._changed(scope, pod_key)
+        for found in views.values():
+            self._changed(scope, found)
+        scope.listed.set()
+
+    def _changed(self, scope: _Scope, found: Found) -> None:
+        if isinstance(found, str):  # deleted
+            key = scope.where.pop(found, None)
+            if key is None:
+                return
+            name = found.partition("/")[2]
+            mine = self._pods.get(key, {})
+            before = mine.pop(name, None)
+            if not mine:
+                self._pods.pop(key, None)
+            self._on_change(key, before, None)
+            return
+        key, view = found
+        scope.where[f"{key[0]}/{view.name}"] = key
+        mine = self._pods.setdefault(key, {})
+        before = mine.get(view.name)
+        mine[view.name] = view
+        if before != view:
+            self._on_change(key, before, view)
+
+
+class _Scope:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.listed = asyncio.Event()
+        self.where: dict[str, Key] = {}  # "namespace/pod" → its experiment
+        self.answer: Any = None  # the watch's open response, to cut it on stop
+        self.version: str | None = None  # where the next watch resumes (None: list first)
+
+    def __str__(self) -> str:
+        return self.name or "every namespace"
+
+
+def _pod_key(pod: dict[str, Any]) -> str:
+    metadata = pod.get("metadata") or {}
+    return f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
+
+
+def _experiment(pod: dict[str, Any]) -> Key:
+    metadata = pod.get("metadata") or {}
+    return metadata.get("namespace", ""), (metadata.get("labels") or {}).get(LABEL_EXPERIMENT, "")

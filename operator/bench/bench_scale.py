@@ -4,17 +4,19 @@ the commit it is compared with, in one run.
 Two sizes: `small` (50 experiments x 100 trials on 100 fake nodes, `make bench-scale`) and
 `large` (200 x 100 on 500, `make bench-scale-large`); parallelism 10 each. The real
 apiserver, scheduler and operator; KWOK plays the kubelet (a trial Pod starts in 0.2-0.8 s,
-ends after its expected duration with a Result, 2 % fail). Halfway through, the operator is
-killed (SIGKILL) and a successor started at once. With CXLAB_SCALE_CHAOS=1 the apiserver is
-restarted at a quarter and etcd at three quarters as well (hack/restart.sh).
+ends after its expected duration with a Result, 2 % fail). The operator runs as the chart
+runs it: two replicas with `--leader-elect`, one standing by. Halfway through, the active one
+is killed (SIGKILL); the standby takes the Lease once it expires (15 s, the chart's) and
+catches up. With CXLAB_SCALE_CHAOS=1 the apiserver is restarted at a quarter and etcd at
+three quarters as well (hack/restart.sh).
 
 Each operator runs from its own source tree: HEAD's, and the baseline commit's
 (CXLAB_SCALE_BASELINE, `none` for no baseline), each exported with `git archive` under
 build/bench/ (so the checkout can change while it runs). Prints, side by side: the
 operator's CPU per trial and peak RSS, its API requests per trial by verb, trial Pod ended
-→ trial recorded in status (p50, p99), the catch-up after the kill (the trials that ended
-while it was down, recorded), the first new trial Pod of each experiment after the
-successor started, and whether every trial was recorded exactly once (one entry, one Pod).
+→ trial recorded in status (p50, p99), the takeover (the trials that ended while no replica
+led, recorded; the first new trial Pod of each experiment after the standby took the
+Lease), and whether every trial was recorded exactly once (one entry, one Pod).
 Prints figures; asserts nothing.
 
 CXLAB_SCALE_EXPERIMENTS and CXLAB_SCALE_TRIALS (a multiple of 10) make it smaller;
@@ -63,7 +65,8 @@ PROFILE_SECONDS = int(os.environ.get("CXLAB_SCALE_PROFILE_SECONDS", "0"))
 PARALLELISM = 10
 WORKERS = list(range(1, 11))  # 10 tasks at 100 ms: 1.0 s down to 0.1 s
 TASKS, RTT = 10, 0.1
-METRICS_PORT = 18095
+METRICS_PORT = 18095  # the first replica's; the next ones count up
+LEASE, LEASE_SECONDS = "cxlab-bench-scale", 15  # the chart's lease duration
 KUBECTL = [str(ROOT / "build/k8s/bin/kubectl"), "--kubeconfig", str(KUBECONFIG)]
 FAKE_NODES = {"nodeSelector": {"type": "kwok"},
               "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists",
@@ -94,48 +97,74 @@ def expected_seconds() -> float:
 
 
 class Operator:
-    """The operator processes of one run (the one killed, its successor), from one tree."""
+    """The operator's replicas in one run, from one tree, as the chart runs them: each with
+    `--leader-elect` (one Lease per run), one active and one standing by. The active one is
+    killed halfway; the standby takes over once the Lease expires (LEASE_SECONDS, the
+    chart's), and a new standby starts as the killed container would restart."""
 
-    def __init__(self, tree: Path, namespace_glob: str) -> None:
+    def __init__(self, tree: Path, namespace: str) -> None:
         self.tree = tree
-        self.glob = namespace_glob
-        self.process: subprocess.Popen[bytes] | None = None
-        self.started = 0.0  # time.time() the running process was started
-        self.cpu = 0.0  # seconds, of every process started so far (the killed one's too)
-        self.peaks: list[float] = []  # MiB, each process's, in order (the killed one first)
+        self.namespace = namespace  # the Lease's, and the only one the operator serves
+        self.processes: dict[int, tuple[subprocess.Popen[bytes], int]] = {}  # pid → (, port)
+        self.ports = iter(range(METRICS_PORT, METRICS_PORT + 100))
+        self.cpu = 0.0  # seconds, of every process ended so far
+        self.peaks: list[float] = []  # MiB, each process's, in the order they ended
         self.requests: Counter[str] = Counter()  # by verb, every process's
         self.profilers: list[subprocess.Popen[bytes]] = []
 
-    def start(self) -> None:
+    def start(self) -> int:
+        """A replica; its pid (its Lease identity ends with it)."""
         log = open(ROOT / "build/cluster/logs/operator-bench-scale.log", "ab")  # noqa: SIM115
         path = f"{self.tree / 'operator'}:{self.tree / 'workloads' / 'python'}"
-        self.started = time.time()
-        self.process = subprocess.Popen(
+        port = next(self.ports)
+        process = subprocess.Popen(
             [sys.executable, "-m", "cxlab.cli", "operator", "--health-port", "0",
-             "--metrics-port", str(METRICS_PORT), "--namespace", self.glob],
+             "--metrics-port", str(port), "--namespace", self.namespace, "--leader-elect",
+             "--lease-namespace", self.namespace, "--lease-name", LEASE,
+             "--lease-duration", str(LEASE_SECONDS)],
             # MALLOC_ARENA_MAX as the chart runs it; the tree's sources before the venv's
             env={"MALLOC_ARENA_MAX": "2", **os.environ, "KUBECONFIG": str(KUBECONFIG),
                  "PYTHONPATH": path},
             stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
+        self.processes[process.pid] = (process, port)
         if PROFILE:  # py-spy samples each process from outside (its own CPU is not counted)
-            out = Path(PROFILE) / f"operator-{self.process.pid}.txt"
+            out = Path(PROFILE) / f"operator-{process.pid}.txt"
             self.profilers.append(subprocess.Popen(
                 [str(ROOT / "build/tools/py-spy/bin/py-spy"), "record", "--nonblocking",
-                 "--format", "raw", "--rate", "20", "--pid", str(self.process.pid),
+                 "--format", "raw", "--rate", "20", "--pid", str(process.pid),
                  "--output", str(out),
                  *(["--duration", str(PROFILE_SECONDS)] if PROFILE_SECONDS else [])],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
+        return process.pid
 
-    def sample(self) -> tuple[float, float, Counter[str]]:
-        """(CPU seconds, peak RSS MiB, requests by verb) of the running process."""
-        assert self.process is not None
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        rss = memory_kib(self.process.pid, "VmHWM:") / 1024
-        requests: Counter[str] = Counter()
+    def lease(self) -> tuple[int | None, float | None]:
+        """(pid of the Lease's holder, when it acquired it): None before any has."""
+        coordination = kubernetes.client.CoordinationV1Api()
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=5) as r:
+            spec = coordination.read_namespaced_lease(LEASE, self.namespace).spec
+        except kubernetes.client.ApiException as error:
+            if error.status == 404:
+                return None, None
+            raise
+        holder = int(spec.holder_identity.rsplit("-", 1)[1]) if spec.holder_identity else None
+        acquired = spec.acquire_time.timestamp() if spec.acquire_time else None
+        return holder, acquired
+
+    def failed(self) -> int | None:
+        """The exit code of a replica that ended without being killed, if one did."""
+        return next((p.returncode for p, _ in self.processes.values() if p.poll() is not None),
+                    None)  # fmt: skip
+
+    def sample(self, pid: int) -> tuple[float, float, Counter[str]]:
+        """(CPU seconds, peak RSS MiB, requests by verb) of a running replica."""
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        rss = memory_kib(pid, "VmHWM:") / 1024
+        requests: Counter[str] = Counter()
+        port = self.processes[pid][1]
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
                 for line in r.read().decode().splitlines():
                     if line.startswith("cxlab_operator_api_requests_total{"):
                         verb = line.split('verb="')[1].split('"')[0]
@@ -144,25 +173,30 @@ class Operator:
             pass
         return cpu, rss, requests
 
-    def account(self) -> None:
-        """Add the running process's figures (before it is killed or stopped)."""
-        cpu, rss, requests = self.sample()
+    def account(self, pid: int) -> None:
+        """Add a running replica's figures (before it is killed or stopped)."""
+        cpu, rss, requests = self.sample(pid)
         self.cpu += cpu
         self.peaks.append(rss)
         self.requests += requests
 
-    def kill(self) -> None:
-        assert self.process is not None
-        self.account()
-        self.process.kill()
-        self.process.wait()
+    def kill(self, pid: int) -> None:
+        """SIGKILL: no chance to tidy up."""
+        self.account(pid)
+        process, _ = self.processes.pop(pid)
+        process.kill()
+        process.wait()
 
-    def stop(self, account: bool = True) -> None:
-        if self.process and self.process.poll() is None:
-            if account:
-                self.account()
-            self.process.terminate()
-            self.process.wait(timeout=30)
+    def account_running(self) -> None:
+        for pid in self.processes:
+            self.account(pid)
+
+    def stop(self) -> None:
+        """Every replica ended (accounted for already)."""
+        for process, _ in self.processes.values():
+            process.terminate()
+            process.wait(timeout=30)
+        self.processes.clear()
         for profiler in self.profilers:
             profiler.wait(timeout=60)  # it writes its samples once its process has gone
 
@@ -275,11 +309,14 @@ def run(label: str, tree: Path) -> dict[str, str]:
     core, custom = kubernetes.client.CoreV1Api(), kubernetes.client.CustomObjectsApi()
     namespace = f"cxlab-scale-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": namespace}})
-    operator = Operator(tree, "cxlab-scale-*")
+    operator = Operator(tree, namespace)
     operator.start()
     total = EXPERIMENTS * TRIALS
     seen = Seen()
     watch(core, custom, namespace, seen)
+    while operator.lease()[0] is None:  # the first replica leads: the second stands by
+        time.sleep(0.2)
+    operator.start()
     time.sleep(5)  # the operator's start-up and the watches' first lists are not measured
     requests = ApiserverRequests()
     began = time.time()
@@ -288,25 +325,29 @@ def run(label: str, tree: Path) -> dict[str, str]:
         custom.create_namespaced_custom_object(
             "cxlab.dev", "v1alpha1", namespace, "concurrencyexperiments", experiment(f"s{i:03d}")
         )
-    killed_at = successor = None
+    killed_at = successor = leader = None
     chaos: list[str] = []
     # (fraction of trials recorded, what happens then)
     steps = [(0.5, "operator")] + ([(0.25, "kube-apiserver"), (0.75, "etcd")] if CHAOS else [])
     steps.sort()
     restarts: list[threading.Thread] = []
     while not seen.done.wait(0.5):
-        assert operator.process is not None
-        if operator.process.poll() is not None:  # not killed by us: it failed on its own
+        if (code := operator.failed()) is not None:  # not killed by us: failed on its own
             remove_namespace(core, custom, namespace, seconds=0)
-            sys.exit(f"the operator exited with {operator.process.returncode}: see "
+            sys.exit(f"an operator replica exited with {code}: see "
                      "build/cluster/logs/operator-bench-scale.log")  # fmt: skip
+        if killed_at is not None and successor is None:
+            holder, acquired = operator.lease()
+            if holder is not None and holder != leader:  # the standby took over
+                successor = acquired
+                operator.start()  # the killed container, restarted: the next standby
         if steps and len(seen.recorded) >= total * steps[0][0]:
             _, what = steps.pop(0)
             if what == "operator":
                 killed_at = time.time()
-                operator.kill()  # SIGKILL: no chance to tidy up
-                operator.start()
-                successor = operator.started
+                leader = operator.lease()[0]
+                assert leader is not None
+                operator.kill(leader)
             else:  # in the background: the watches and the operator ride it out
                 thread = threading.Thread(target=restart, args=(what, requests, chaos, began))
                 thread.start()
@@ -318,10 +359,10 @@ def run(label: str, tree: Path) -> dict[str, str]:
         thread.join()
     elapsed = max(seen.finished.values(), default=time.time()) - began
     everyone = requests.total()
-    operator.account()
+    operator.account_running()
     rows = figures(seen, operator, tree, began, elapsed, everyone, killed_at, successor, chaos)
     remove_namespace(core, custom, namespace, seconds=300)
-    operator.stop(account=False)
+    operator.stop()
     return rows
 
 
@@ -353,26 +394,26 @@ def figures(
         "largest experiment object": f"{max(seen.sizes.values(), default=0) / 1024:.0f} KiB",
     }
     if killed_at is not None and successor is not None:
-        # The successor's first status write: the first seen a second after it started (a
-        # write of the killed process may still be on its way to the watch before that).
-        acting = min((t for t in seen.recorded.values() if t >= successor + 1), default=math.inf)
-        # The trials it had to catch up on: ended while no operator acted.
-        down = [k for k, t in seen.ended.items() if killed_at <= t <= acting]
+        acting = min((t for t in seen.recorded.values() if t >= successor), default=math.inf)
+        # The trials it had to catch up on: ended before it acted, not recorded before the
+        # kill.
+        down = [k for k, t in seen.ended.items()
+                if t <= acting and seen.recorded.get(k, math.inf) >= killed_at]  # fmt: skip
         waited = sorted(seen.recorded[k] - seen.ended[k] for k in down if k in seen.recorded)
         caught = [seen.recorded[k] for k in down if k in seen.recorded]
         firsts = [min((t for t in times if t >= successor), default=math.inf)
                   for times in seen.added.values()]  # fmt: skip
         firsts = [t - successor for t in firsts]
         rows["kill -9 at"] = f"{killed_at - began:.0f} s"
-        rows["successor's first status write"] = f"{acting - successor:.1f} s after its start"
+        rows["standby took the Lease"] = f"{successor - killed_at:.1f} s after the kill"
+        rows["successor's first status write"] = f"{acting - successor:.1f} s after it led"
         rows["trials to catch up on"] = (
             f"{len(down)}: all recorded {max(caught) - killed_at:.1f} s after the kill, "
             f"ended -> recorded p99 {_quantile(waited, 0.99):.1f} s"
             if caught else f"{len(down)}"
         )  # fmt: skip
         rows["first new Pod per experiment"] = (
-            f"p50 {_quantile(firsts, 0.5):.1f} s, max {max(firsts, default=0):.1f} s after "
-            "the successor started"
+            f"p50 {_quantile(firsts, 0.5):.1f} s, max {max(firsts, default=0):.1f} s after it led"
         )
     for line in chaos:
         rows[f"restart of {line.split(' ')[0]}"] = line.split(" ", 1)[1]

@@ -36,6 +36,7 @@ compgen -G "$PIDS/*.pid" >/dev/null && did=1
 stop_component kueue 20
 # KWOK (hack/kwok.sh), if it was started: its fake nodes go with the apiserver's data.
 stop_component kwok 20
+ip route del unreachable 10.128.0.0/16 2>/dev/null || true  # hack/kwok.sh's fake Pod IPs
 stop_component kubelet 10
 (
   for c in coredns kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do

@@ -21,6 +21,7 @@ STAGES="$ROOT/hack/kwok/stages.yaml"
 PID_FILE="$CLUSTER/pids/kwok.pid"           # cluster-down stops it too
 NODES=${2:-${KWOK_NODES:-100}}
 LABEL=type=kwok
+FAKE_POD_CIDR=10.128.0.0/16  # the fake Pods' IPs (KWOK --cidr): room for every Pod of 100 busy nodes
 KUBECTL="$K8S_BIN/kubectl"
 export KUBECONFIG="$KUBECONFIG_FILE"
 
@@ -78,18 +79,21 @@ start() {
     # --node-lease-duration-seconds: KWOK renews each node's Lease as a kubelet does (the node
     # controller would otherwise mark the nodes NotReady after 40 s and evict their Pods); the
     # node status itself changes rarely (the heartbeat Stage), so 100 nodes cost little.
-    # --cidr: room for every Pod of 100 busy nodes (a /24 has 254 addresses).
     start_tool KWOK "$PID_FILE" "$KWOK/kwok.log" "$KWOK_BIN" \
       --kubeconfig="$KUBECONFIG_FILE" \
       --manage-nodes-with-label-selector="$LABEL" \
       --config="$STAGES" \
       --node-lease-duration-seconds=40 \
-      --cidr=10.128.0.0/16 \
+      --cidr="$FAKE_POD_CIDR" \
       --node-ip=192.0.2.200 \
       --v="${KWOK_LOG_LEVEL:-WARN}"
     read -r pid _ < "$PID_FILE"
     echo "$stages" > "$KWOK/stages.inputs"
   fi
+  # No process answers on a fake Pod's IP: a connect there (the operator's progress read of
+  # a trial) waited its whole timeout (1 s of a pass thread) for a SYN nobody answers. An
+  # unreachable route fails it at once, as a Pod that is gone does.
+  ip route replace unreachable "$FAKE_POD_CIDR"
   nodes
   wait_ready
   log "KWOK runs (pid $pid): $NODES fake nodes Ready ($LABEL, taint kwok.x-k8s.io/node=fake:NoSchedule)"
@@ -117,6 +121,7 @@ for pod in json.load(sys.stdin)["items"]:
   if pid=$(running_pid); then
     stop_pid "$pid" kwok 20
   fi
+  ip route del unreachable "$FAKE_POD_CIDR" 2>/dev/null || true
   rm -f "$PID_FILE"
   log "KWOK stopped, its fake nodes deleted"
 }

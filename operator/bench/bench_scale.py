@@ -66,7 +66,9 @@ PARALLELISM = 10
 WORKERS = list(range(1, 11))  # 10 tasks at 100 ms: 1.0 s down to 0.1 s
 TASKS, RTT = 10, 0.1
 METRICS_PORT = 18095  # the first replica's; the next ones count up
-LEASE, LEASE_SECONDS = "cxlab-bench-scale", 15  # the chart's lease duration
+# The Lease lives outside the run's namespace: the replicas outlive it (they take the
+# experiments' finalizers off while it is deleted). The chart's lease duration.
+LEASE_NAMESPACE, LEASE_SECONDS = "default", 15
 KUBECTL = [str(ROOT / "build/k8s/bin/kubectl"), "--kubeconfig", str(KUBECONFIG)]
 FAKE_NODES = {"nodeSelector": {"type": "kwok"},
               "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists",
@@ -104,7 +106,8 @@ class Operator:
 
     def __init__(self, tree: Path, namespace: str) -> None:
         self.tree = tree
-        self.namespace = namespace  # the Lease's, and the only one the operator serves
+        self.namespace = namespace  # the only one the operator serves
+        self.lease_name = f"cxlab-bench-{namespace}"
         self.processes: dict[int, tuple[subprocess.Popen[bytes], int]] = {}  # pid → (, port)
         self.ports = iter(range(METRICS_PORT, METRICS_PORT + 100))
         self.cpu = 0.0  # seconds, of every process ended so far
@@ -120,7 +123,7 @@ class Operator:
         process = subprocess.Popen(
             [sys.executable, "-m", "cxlab.cli", "operator", "--health-port", "0",
              "--metrics-port", str(port), "--namespace", self.namespace, "--leader-elect",
-             "--lease-namespace", self.namespace, "--lease-name", LEASE,
+             "--lease-namespace", LEASE_NAMESPACE, "--lease-name", self.lease_name,
              "--lease-duration", str(LEASE_SECONDS)],
             # MALLOC_ARENA_MAX as the chart runs it; the tree's sources before the venv's
             env={"MALLOC_ARENA_MAX": "2", **os.environ, "KUBECONFIG": str(KUBECONFIG),
@@ -142,7 +145,7 @@ class Operator:
         """(pid of the Lease's holder, when it acquired it): None before any has."""
         coordination = kubernetes.client.CoordinationV1Api()
         try:
-            spec = coordination.read_namespaced_lease(LEASE, self.namespace).spec
+            spec = coordination.read_namespaced_lease(self.lease_name, LEASE_NAMESPACE).spec
         except kubernetes.client.ApiException as error:
             if error.status == 404:
                 return None, None
@@ -197,6 +200,13 @@ class Operator:
             process.terminate()
             process.wait(timeout=30)
         self.processes.clear()
+        try:
+            kubernetes.client.CoordinationV1Api().delete_namespaced_lease(
+                self.lease_name, LEASE_NAMESPACE
+            )
+        except kubernetes.client.ApiException as error:
+            if error.status != 404:
+                raise
         for profiler in self.profilers:
             profiler.wait(timeout=60)  # it writes its samples once its process has gone
 

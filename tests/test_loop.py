@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from typing import Any
+
+from test_decide import pod
 
 from cxlab.controller.loop import run_loop
 from cxlab.controller.pass_state import PassReport
@@ -91,3 +94,33 @@ def test_a_stop_ends_the_wait() -> None:
         return loop.time() - began
 
     assert asyncio.run(stop_soon()) < 20  # not the 30 s interval
+
+
+def test_the_rest_of_a_crowded_pass_runs_after_the_passes_waiting_and_before_its_next() -> None:
+    async def order() -> list[str]:
+        loop, wakes, stopped = asyncio.get_running_loop(), Wakes(), Stopped()
+        threads, seen = Passes(1), []
+
+        class Crowded:
+            def reconcile(self, body: Any, pods: Any, event: Any, queue: Any) -> PassReport:
+                seen.append(f"pass {len([s for s in seen if s.startswith('pass')]) + 1}")
+                if len(seen) > 1:
+                    loop.call_soon_threadsafe(stopped.event.set)
+                    return PassReport()
+                # another experiment's pass, waiting for the one thread (kept busy meanwhile)
+                threads.submit(False, lambda: time.sleep(0.3))
+                threads.submit(False, lambda: seen.append("another's pass"))
+                return PassReport(later=lambda: seen.append("the rest") or None)
+
+        wakes.wake(KEY)
+        loop.call_later(0.2, wakes.wake, KEY)
+        ended = [pod("t1", phase="Succeeded")]  # its passes are urgent: the next too
+        await run_loop(
+            KEY, lambda: {"metadata": {"name": "x"}, "status": {}}, Crowded(),  # type: ignore[arg-type]
+            wakes, threads, stopped, pods=lambda: ended, queue=list, event=lambda *_: None,
+            reconcile_interval=60.0,
+        )  # fmt: skip
+        threads.shutdown()
+        return seen
+
+    assert asyncio.run(order()) == ["pass 1", "another's pass", "the rest", "pass 2"]

@@ -145,3 +145,34 @@ def test_a_trial_that_succeeds_posts_no_event_one_that_fails_a_warning() -> None
     assert recorded == {first.name: "Succeeded", second.name: "Failed"}
     trials = [(kind, reason) for kind, reason, _ in events if reason.startswith("Trial")]
     assert trials == [("Warning", "TrialFailed")]
+
+
+def test_a_crowded_pass_creates_one_pod_and_leaves_the_rest_for_later() -> None:
+    """After a takeover every experiment's pass waits at once: each records what ended and
+    starts one trial, and its other creates and deletes wait until the others have done
+    the same (PassReport.later), so no experiment waits for all the others' Pods."""
+    body = experiment(parallelism=3, models=[{"model": "threads", "workers": [1, 2, 4, 8]}])
+    body["metadata"]["resourceVersion"] = "1"
+    trials = plan_trials(parse_experiment(body).spec)
+    body["status"] = {"phase": "Running", "attempts": {trials[0].name: 1}}
+    result = json.dumps(run_runner("threads", "--workload", "sleep", "--workers", "1",
+                                   "--tasks", "2"))  # fmt: skip
+    ended = pod(trials[0].name, phase="Succeeded", exit_code=0, termination_message=result)
+    deleted: list[str] = []
+    for crowded in (False, True):
+        kube = Apiserver(copy.deepcopy(body))
+        kube.delete_pod = lambda namespace, name: deleted.append(name)  # type: ignore[method-assign]
+        deleted.clear()
+        passes = Reconciler(kube, OperatorConfig(), OperatorMetrics(), clock=lambda: NOW,  # type: ignore[arg-type]
+                            crowded=lambda crowded=crowded: crowded)  # fmt: skip
+        done = passes.reconcile(copy.deepcopy(body), [ended], lambda *_: None)
+        recorded = [t["name"] for t in kube.body["status"]["trials"]]
+        assert recorded == [trials[0].name]  # recorded, and its next trials counted, first
+        assert set(kube.body["status"]["attempts"]) == {t.name for t in trials[1:4]}
+        if not crowded:
+            assert len(kube.created) == 3 and deleted == [ended.name] and done.later is None
+            continue
+        assert len(kube.created) == 1 and deleted == []
+        assert done.later is not None
+        assert done.later() is None  # nothing written: no refusal
+        assert len(kube.created) == 3 and deleted == [ended.name]

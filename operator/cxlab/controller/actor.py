@@ -4,11 +4,13 @@ posted, and when the next pass is due."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 from cxlab.barrier import release
 from cxlab.config import OperatorConfig
@@ -18,6 +20,7 @@ from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.pass_state import EventSink, Pass, PassReport
 from cxlab.experiments.deadline import next_deadline
 from cxlab.experiments.decide import Decision, pod_refused
+from cxlab.experiments.plan import Trial
 from cxlab.experiments.pod_view import PodPhase, view_pod
 from cxlab.experiments.pods import build_target_pod, build_trial_pod, target_pod_name
 from cxlab.experiments.queue import candidate_created
@@ -34,10 +37,20 @@ Record = Callable[
 
 
 class Actor:
-    def __init__(self, kube: Kube, config: OperatorConfig, metrics: OperatorMetrics) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        config: OperatorConfig,
+        metrics: OperatorMetrics,
+        crowded: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """`crowded()`: whether more passes wait for a thread than there are threads (a
+        takeover's burst): a pass then creates one Pod and leaves the rest of its Pods to
+        PassReport.later, which runs after the other experiments' waiting passes."""
         self.kube = kube
         self.config = config
         self.metrics = metrics
+        self.crowded = crowded
 
     def act(
         self,
@@ -49,29 +62,31 @@ class Actor:
     ) -> PassReport:
         """Only now, with results and attempts safely in status, touch the Pods: the delay
         target first (this pass counted it not ready), then the trials; release, delete;
-        announce; and say when the next pass is due."""
+        announce; and say when the next pass is due. When crowded, one Pod now and the rest
+        of the creates and deletes later (PassReport.later): after a takeover every
+        experiment then has a new trial running within seconds, not the first few all ten."""
         created: list[str] = []
+        now, rest = decision.create, []
+        later = self.crowded() and (len(decision.create) > 1 or bool(decision.delete))
+        if later:
+            now, rest = decision.create[:1], decision.create[1:]
         try:
-            self._create(state, decision, created)
+            self._create(state, decision, now, created)
         except PodRefused as refused:
-            # No Pod of this experiment can be created: it ends, its status saying why before
-            # any of its Pods goes. (Lost in a crash before that write, the attempt counted
-            # above finds no Pod on the next pass and is retried: refused again, and written.)
-            logging.getLogger(__name__).warning("%s/%s: %s", *state.key, refused)
-            before = {e.name for e in decision.finished}
-            decision = pod_refused(
-                decision, state.observed, pod=refused.pod, code=refused.code,
-                reason=refused.reason, message=refused.message, created=created,
-            )  # fmt: skip
-            fresh = [e for e in decision.finished if e.name not in before]
-            recorded = record(state, decision, fresh, [], recorded)
+            decision, recorded = self._refused(state, decision, refused, created, recorded, record)
+            later = False
         unreleased = self._release(decision, state.memory)
-        self._delete(state, decision)
+        if not later:
+            self._delete(state, decision)
         self._announce(state.status, recorded, decision, event)
         self._count_queue(state)
         if recorded.finished and state.target is not None:
             self.kube.delete_pod(state.namespace, target_pod_name(state.name))
         report = PassReport(written=state.written)
+        if later:
+            report.later = functools.partial(
+                self._later, state, decision, rest, created, recorded, event, record
+            )
         report.recheck_seconds = self._recheck(state, decision)
         if recorded.finished:  # one more pass: tidy up, and time the TTL
             report.recheck_seconds = 0.0
@@ -81,26 +96,75 @@ class Actor:
             )
         return report
 
-    def _create(self, state: Pass, decision: Decision, created: list[str]) -> None:
-        """The delay target of an http experiment (once, while trials are left), then the
-        trial Pods the decision starts; each created Pod is remembered until the index has
-        it."""
+    def _refused(
+        self,
+        state: Pass,
+        decision: Decision,
+        refused: PodRefused,
+        created: list[str],
+        recorded: ExperimentStatus,
+        record: Record,
+    ) -> tuple[Decision, ExperimentStatus]:
+        """No Pod of this experiment can be created: it ends, its status saying why before
+        any of its Pods goes. (Lost in a crash before that write, the attempt counted before
+        finds no Pod on the next pass and is retried: refused again, and written.)"""
+        logging.getLogger(__name__).warning("%s/%s: %s", *state.key, refused)
+        before = {e.name for e in decision.finished}
+        decision = pod_refused(
+            decision, state.observed, pod=refused.pod, code=refused.code,
+            reason=refused.reason, message=refused.message, created=created,
+        )  # fmt: skip
+        fresh = [e for e in decision.finished if e.name not in before]
+        return decision, record(state, decision, fresh, [], recorded)
+
+    def _later(
+        self,
+        state: Pass,
+        decision: Decision,
+        rest: list[tuple[Trial, int, int]],
+        created: list[str],
+        recorded: ExperimentStatus,
+        event: EventSink,
+        record: Record,
+    ) -> dict[str, Any] | None:
+        """The rest of a crowded pass: its other creates, then its deletes. Returns the
+        object as a status write here returned it (a refusal's), else None."""
+        written = state.written
+        try:
+            self._create(state, decision, rest, created, target=False)
+        except PodRefused as refused:
+            decision, new = self._refused(state, decision, refused, created, recorded, record)
+            self._announce(recorded, new, decision, event)
+        self._delete(state, decision)
+        return state.written if state.written is not written else None
+
+    def _create(
+        self,
+        state: Pass,
+        decision: Decision,
+        trials: list[tuple[Trial, int, int]],
+        created: list[str],
+        target: bool = True,
+    ) -> None:
+        """The delay target of an http experiment (once, while trials are left; not with
+        `target` False), then the trial Pods `trials` of the decision's creates; each
+        created Pod is remembered until the index has it."""
         spec, uid = state.spec, state.body["metadata"]["uid"]
-        target = state.target
         unfinished = len(state.observed.recorded) < len(state.observed.trials)
         waiting = state.admission.place is not None
         needed = unfinished and not waiting and not decision.failure
-        if spec.workload.delay_target and target is None and needed:
+        if target and spec.workload.delay_target and state.target is None and needed:
             manifest = build_target_pod(
                 experiment=state.name, namespace=state.namespace, uid=uid, spec=spec,
                 config=self.config,
             )  # fmt: skip
             self.kube.create_pod(manifest)
             created.append(manifest["metadata"]["name"])
-        url = f"http://{target.ip}:{self.config.target_port}/" if target and target.ip else None
+        delay = state.target
+        url = f"http://{delay.ip}:{self.config.target_port}/" if delay and delay.ip else None
         if spec.workload.target is not None:  # the user's own service
             url = spec.workload.target.resolved_url(state.namespace)
-        for trial, attempt, index in decision.create:
+        for trial, attempt, index in trials:
             pod = build_trial_pod(
                 experiment=state.name, namespace=state.namespace, uid=uid, spec=spec,
                 trial=trial, attempt=attempt, config=self.config, target_url=url, pod=index,

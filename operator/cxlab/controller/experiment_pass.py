@@ -58,7 +58,9 @@ class Reconciler:
         config: OperatorConfig,
         metrics: OperatorMetrics,
         clock: Callable[[], datetime] = now,
+        crowded: Callable[[], bool] = lambda: False,
     ) -> None:
+        """`crowded()`: whether passes wait in a crowd (cxlab.controller.actor)."""
         self.kube = kube
         self.config = config
         self.metrics = metrics
@@ -67,7 +69,7 @@ class Reconciler:
         self.nodes = NodeReader(kube.list_nodes)
         self.live = LiveReads(config, metrics)
         self.recorder = Recorder(kube, config, metrics, self.live)
-        self.actor = Actor(kube, config, metrics)
+        self.actor = Actor(kube, config, metrics, crowded)
 
     def reconcile(
         self,

@@ -93,14 +93,16 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         metrics.leader.set(1)
     sent = metrics.api_requests
     kube = Kube(lambda verb: sent.labels(verb).inc(), connections=CONFIG.workers + 4)
-    memo.reconciler = Reconciler(kube, CONFIG, metrics)
+    passes = memo.passes = Passes(CONFIG.workers)  # the passes with a trial to record first
+    # A crowd: a full round of passes waits for a thread (after a takeover, every experiment)
+    crowded = lambda: passes.waiting() >= CONFIG.workers  # noqa: E731
+    memo.reconciler = Reconciler(kube, CONFIG, metrics, crowded=crowded)
     memo.schedules = ScheduleReconciler(memo.reconciler.kube, metrics, now)
     memo.wakes = Wakes()
     # Its own watch of cxlab's Pods (kopf's machinery cost more per Pod event than a pass),
     # on connections of its own: a watch holds one for minutes.
     memo.pods = PodIndex(Rest(connections=2), memo.wakes.pod_changed, clusterwide=not NAMESPACES)
     memo.pods.start()
-    memo.passes = Passes(CONFIG.workers)  # the passes with a trial to record first
     if NAMESPACES:  # kopf leaves out a namespace already terminating when it starts
         memo.sweeper = asyncio.create_task(keep_sweeping(kube, NAMESPACES, FINALIZER))
 

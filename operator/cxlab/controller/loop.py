@@ -74,6 +74,17 @@ async def run_loop(
                 done: PassReport = await asyncio.wrap_future(
                     passes.submit(_ended(seen), work), loop=loop
                 )
+                if done.later is not None:  # after the passes waiting; before the next
+                    later = functools.partial(contextvars.copy_context().run, done.later)
+                    rest: asyncio.Future[Any] = asyncio.wrap_future(
+                        passes.submit(False, later), loop=loop
+                    )
+                    await asyncio.wait({rest, stopping}, return_when=FIRST_COMPLETED)
+                    if not rest.done():  # stopped: what it would create goes with the object
+                        rest.cancel()
+                        break
+                    if (written := rest.result()) is not None:
+                        done.written = written
             except Exception:
                 failures += 1
                 logging.getLogger(__name__).exception("%s/%s: reconcile failed", *key)

@@ -31,6 +31,10 @@ class PassReport:
     written: Body | None = None
     # Finished and tidied: only a change (or its TTL) can call for another pass.
     idle: bool = False
+    # The rest of the act step of a crowded pass (cxlab.controller.actor), to run after
+    # the passes waiting and before this experiment's next pass; returns the object as a
+    # status write there returned it, if one was made.
+    later: Callable[[], Body | None] | None = None
 
 
 @dataclass

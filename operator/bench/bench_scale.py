@@ -26,6 +26,8 @@ its first CXLAB_SCALE_PROFILE_SECONDS if set.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import math
 import os
@@ -42,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes
+import urllib3
 from bench_operator import (
     DEFAULT_BASELINE,
     KUBECONFIG,
@@ -113,6 +116,8 @@ class Operator:
         self.cpu = 0.0  # seconds, of every process ended so far
         self.peaks: list[float] = []  # MiB, each process's, in the order they ended
         self.requests: Counter[str] = Counter()  # by verb, every process's
+        self.last: dict[int, tuple[float, float, Counter[str]]] = {}  # pid → its last sample
+        self.restarts: list[int | None] = []  # exit codes of the replicas that exited
         self.profilers: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> int:
@@ -131,6 +136,7 @@ class Operator:
             stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
         self.processes[process.pid] = (process, port)
+        self.last[process.pid] = (0.0, 0.0, Counter())
         if PROFILE:  # py-spy samples each process from outside (its own CPU is not counted)
             out = Path(PROFILE) / f"operator-{process.pid}.txt"
             self.profilers.append(subprocess.Popen(
@@ -150,34 +156,63 @@ class Operator:
             if error.status == 404:
                 return None, None
             raise
+        except urllib3.exceptions.HTTPError:  # the apiserver restarting (chaos): not known
+            return None, None
         holder = int(spec.holder_identity.rsplit("-", 1)[1]) if spec.holder_identity else None
         acquired = spec.acquire_time.timestamp() if spec.acquire_time else None
         return holder, acquired
 
-    def failed(self) -> int | None:
-        """The exit code of a replica that ended without being killed, if one did."""
-        return next((p.returncode for p, _ in self.processes.values() if p.poll() is not None),
-                    None)  # fmt: skip
+    def restart_exited(self) -> None:
+        """A replica that exited on its own is started again, as the kubelet restarts its
+        container: a leader that could not renew its Lease for two thirds of its duration
+        (the apiserver away) exits by design. Its figures are its last sample's."""
+        for pid, (process, _) in list(self.processes.items()):
+            if process.poll() is None:
+                try:
+                    cpu, rss, _ = self.sample(pid, requests=False)
+                except (OSError, ValueError):  # exiting right now: next round
+                    continue
+                self.last[pid] = (cpu, rss, self.last[pid][2])
+                continue
+            cpu, rss, requests = self.last.pop(pid)
+            self.cpu, self.requests = self.cpu + cpu, self.requests + requests
+            self.peaks.append(rss)
+            del self.processes[pid]
+            self.restarts.append(process.returncode)
+            if len(self.restarts) > 10:
+                sys.exit("the operator's replicas keep exiting: see "
+                         "build/cluster/logs/operator-bench-scale.log")  # fmt: skip
+            self.start()
 
-    def sample(self, pid: int) -> tuple[float, float, Counter[str]]:
-        """(CPU seconds, peak RSS MiB, requests by verb) of a running replica."""
+    def sample_requests(self) -> None:
+        """The running replicas' request counts, kept for one that exits."""
+        for pid in self.processes:
+            with contextlib.suppress(OSError, ValueError):  # exiting right now
+                self.last[pid] = self.sample(pid)
+
+    def sample(self, pid: int, requests: bool = True) -> tuple[float, float, Counter[str]]:
+        """(CPU seconds, peak RSS MiB, requests by verb) of a running replica (its metrics
+        not read without `requests`)."""
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         rss = memory_kib(pid, "VmHWM:") / 1024
-        requests: Counter[str] = Counter()
+        counted: Counter[str] = Counter()
+        if not requests:
+            return cpu, rss, counted
         port = self.processes[pid][1]
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
                 for line in r.read().decode().splitlines():
                     if line.startswith("cxlab_operator_api_requests_total{"):
                         verb = line.split('verb="')[1].split('"')[0]
-                        requests[verb] = int(float(line.rsplit(" ", 1)[1]))
+                        counted[verb] = int(float(line.rsplit(" ", 1)[1]))
         except OSError:
             pass
-        return cpu, rss, requests
+        return cpu, rss, counted
 
     def account(self, pid: int) -> None:
         """Add a running replica's figures (before it is killed or stopped)."""
+        self.last.pop(pid, None)
         cpu, rss, requests = self.sample(pid)
         self.cpu += cpu
         self.peaks.append(rss)
@@ -341,11 +376,11 @@ def run(label: str, tree: Path) -> dict[str, str]:
     steps = [(0.5, "operator")] + ([(0.25, "kube-apiserver"), (0.75, "etcd")] if CHAOS else [])
     steps.sort()
     restarts: list[threading.Thread] = []
+    rounds = itertools.count()
     while not seen.done.wait(0.5):
-        if (code := operator.failed()) is not None:  # not killed by us: failed on its own
-            remove_namespace(core, custom, namespace, seconds=0)
-            sys.exit(f"an operator replica exited with {code}: see "
-                     "build/cluster/logs/operator-bench-scale.log")  # fmt: skip
+        operator.restart_exited()
+        if next(rounds) % 20 == 0:  # every 10 s: what a replica that exits had sent
+            operator.sample_requests()
         if killed_at is not None and successor is None:
             holder, acquired = operator.lease()
             if holder is not None and holder != leader:  # the standby took over
@@ -354,9 +389,9 @@ def run(label: str, tree: Path) -> dict[str, str]:
         if steps and len(seen.recorded) >= total * steps[0][0]:
             _, what = steps.pop(0)
             if what == "operator":
+                while (leader := operator.lease()[0]) is None:
+                    time.sleep(0.5)
                 killed_at = time.time()
-                leader = operator.lease()[0]
-                assert leader is not None
                 operator.kill(leader)
             else:  # in the background: the watches and the operator ride it out
                 thread = threading.Thread(target=restart, args=(what, requests, chaos, began))
@@ -416,6 +451,11 @@ def figures(
         firsts = [t - successor for t in firsts]
         rows["kill -9 at"] = f"{killed_at - began:.0f} s"
         rows["standby took the Lease"] = f"{successor - killed_at:.1f} s after the kill"
+    if operator.restarts:  # a leader that could not renew (the apiserver away) exits
+        rows["replicas that exited on their own"] = (
+            f"{len(operator.restarts)} (exit {', '.join(map(str, operator.restarts))}), "
+            "each started again"
+        )
         rows["successor's first status write"] = f"{acting - successor:.1f} s after it led"
         rows["trials to catch up on"] = (
             f"{len(down)}: all recorded {max(caught) - killed_at:.1f} s after the kill, "

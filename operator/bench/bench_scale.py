@@ -451,11 +451,6 @@ def figures(
         firsts = [t - successor for t in firsts]
         rows["kill -9 at"] = f"{killed_at - began:.0f} s"
         rows["standby took the Lease"] = f"{successor - killed_at:.1f} s after the kill"
-    if operator.restarts:  # a leader that could not renew (the apiserver away) exits
-        rows["replicas that exited on their own"] = (
-            f"{len(operator.restarts)} (exit {', '.join(map(str, operator.restarts))}), "
-            "each started again"
-        )
         rows["successor's first status write"] = f"{acting - successor:.1f} s after it led"
         rows["trials to catch up on"] = (
             f"{len(down)}: all recorded {max(caught) - killed_at:.1f} s after the kill, "
@@ -464,6 +459,11 @@ def figures(
         )  # fmt: skip
         rows["first new Pod per experiment"] = (
             f"p50 {_quantile(firsts, 0.5):.1f} s, max {max(firsts, default=0):.1f} s after it led"
+        )
+    if operator.restarts:  # a leader that could not renew (the apiserver away) exits
+        rows["replicas that exited on their own"] = (
+            f"{len(operator.restarts)} (exit {', '.join(map(str, operator.restarts))}), "
+            "each started again"
         )
     for line in chaos:
         rows[f"restart of {line.split(' ')[0]}"] = line.split(" ", 1)[1]

@@ -91,9 +91,11 @@ def _third_party_imports(folder: Path) -> set[str]:
 
 def test_operator_image_has_what_the_operator_imports() -> None:
     # import name -> distribution; the runner's gevent and locust load only in their models
-    # (pydantic_core comes with pydantic)
+    # (pydantic_core comes with pydantic; urllib3 with kubernetes, whose connection pool the
+    # operator's client uses)
     distributions = {"yaml": "pyyaml", "prometheus_client": "prometheus-client"}
     distributions["pydantic_core"] = "pydantic"
+    distributions["urllib3"] = "kubernetes"
     needed = {
         distributions.get(name, name) for name in _third_party_imports(ROOT / "operator/cxlab")
     }

@@ -1,7 +1,7 @@
 """The Pod watch's protocol (cxlab.controller.pod_watch) against a scripted apiserver: a resume
 point that expired (410 Gone, as an ERROR event or as the answer) lists again, and a Pod the
 new list lacks is told gone; bookmarks move the resume point on. The real apiserver's side is
-in tests/cluster/test_pod_watch.py."""
+in tests/cluster/test_cluster_pod_watch.py."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from test_refusals import experiment
 
 from cxlab.config import OperatorConfig
 from cxlab.controller.experiment_pass import Reconciler
-from cxlab.controller.kube import StaleStatus
+from cxlab.controller.kube import PodRefused, StaleStatus
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.resource import parse_experiment
@@ -176,3 +176,28 @@ def test_a_crowded_pass_creates_one_pod_and_leaves_the_rest_for_later() -> None:
         assert done.later is not None
         assert done.later() is None  # nothing written: no refusal
         assert len(kube.created) == 3 and deleted == [ended.name]
+
+
+def test_a_refusal_in_the_rest_of_a_crowded_pass_ends_the_experiment_as_before() -> None:
+    body = experiment(parallelism=3, models=[{"model": "threads", "workers": [1, 2, 4]}])
+    body["metadata"]["resourceVersion"] = "1"
+    kube = Apiserver(copy.deepcopy(body))
+    created = kube.create_pod
+
+    def refuse_the_second(manifest: dict[str, Any]) -> bool:
+        if kube.created:
+            raise PodRefused(manifest["metadata"]["name"], 422, "Invalid", "no such field")
+        return created(manifest)
+
+    kube.create_pod = refuse_the_second  # type: ignore[method-assign]
+    passes = Reconciler(kube, OperatorConfig(), OperatorMetrics(), clock=lambda: NOW,  # type: ignore[arg-type]
+                        crowded=lambda: True)  # fmt: skip
+    events: list[tuple[str, str, str]] = []
+    done = passes.reconcile(copy.deepcopy(body), [], lambda *e: events.append(e))
+    assert len(kube.created) == 1 and kube.body["status"]["phase"] == "Running"
+    assert done.later is not None
+    written = done.later()
+    assert written is not None and written["status"]["phase"] == "Failed"
+    failed = {c["type"]: c for c in written["status"]["conditions"]}["Failed"]
+    assert failed["reason"] == "PodRejected" and "no such field" in failed["message"]
+    assert ("Warning", "PodRejected") in [(kind, reason) for kind, reason, _ in events]

@@ -210,6 +210,22 @@ CASES = [
     ),
     Case(
         "spec",
+        "isolation: process runs each trial as one process in a host Pod: a trial of several "
+        "Pods (models[].pods above 1) needs isolation: pod",
+        valid=manifest(isolation="process", models=[{"model": "asyncio", "pods": [1]}]),
+        invalid=manifest(isolation="process", models=[{"model": "asyncio", "pods": [1, 2]}]),
+        field="spec",
+    ),
+    Case(
+        "spec",
+        "isolation: process keeps host Pods for the whole experiment, which Kueue admits one "
+        "trial Pod at a time: leave queueName out, or use isolation: pod",
+        valid=manifest(isolation="pod", queueName="lab"),
+        invalid=manifest(isolation="process", queueName="lab"),
+        field="spec",
+    ),
+    Case(
+        "spec",
         "a trial of N Pods needs at least N tasks (one each): raise workload.tasks or lower "
         "models[].pods",
         valid=manifest(

@@ -9,7 +9,7 @@ from test_spec import document
 
 from cxlab.config import OperatorConfig
 from cxlab.experiments.plan import plan_trials
-from cxlab.experiments.pods import build_target_pod, build_trial_pod
+from cxlab.experiments.pods import build_host_pod, build_target_pod, build_trial_pod
 from cxlab.experiments.resource import parse_experiment
 
 CONFIG = OperatorConfig()
@@ -194,3 +194,52 @@ def test_without_a_final_read_a_trial_pod_has_no_readiness_probe() -> None:
     pod = trial_pod(config=replace(CONFIG, final_read="0s"))
     container = pod["spec"]["containers"][0]
     assert "readinessProbe" not in container and "--final-read" not in container["command"]
+
+
+def host_pod(**spec: Any) -> dict[str, Any]:
+    experiment = parse_experiment(document(**({"isolation": "process"} | spec)))
+    return build_host_pod(
+        experiment="lab1", namespace="lab", uid="u-1", spec=experiment.spec, config=CONFIG,
+        index=2,
+    )  # fmt: skip
+
+
+def test_a_trial_host_has_a_trial_pods_resources_placement_and_security() -> None:
+    placement = {"nodeSelector": {"pool": "bench"}}
+    pod = host_pod(resources={"cpu": 2, "memory": "1Gi"}, placement=placement, exclusive=True)
+    trial = trial_pod(resources={"cpu": 2, "memory": "1Gi"}, placement=placement, exclusive=True)
+    spec, container = pod["spec"], pod["spec"]["containers"][0]
+    assert pod["metadata"]["name"] == "lab1-host2"
+    assert pod["metadata"]["labels"]["app.kubernetes.io/component"] == "trial-host"
+    assert pod["metadata"]["ownerReferences"][0]["uid"] == "u-1"
+    assert container["resources"] == trial["spec"]["containers"][0]["resources"]
+    assert container["securityContext"] == trial["spec"]["containers"][0]["securityContext"]
+    assert spec["securityContext"] == trial["spec"]["securityContext"]
+    assert spec["nodeSelector"] == {"pool": "bench"}
+    assert container["command"] == ["python3", "-m", "cxlab_runner.trial_host", "--port", "9101"]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": 9101}
+    # it lives as long as the experiment has trials: no deadline, never restarted
+    assert "activeDeadlineSeconds" not in spec and spec["restartPolicy"] == "Never"
+    # a host keeps off trial Pods' and other hosts' nodes; trial Pods keep off hosts' nodes
+    # through this term too (a required anti-affinity holds both ways)
+    [term] = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["labelSelector"] == {
+        "matchExpressions": [{"key": "app.kubernetes.io/component", "operator": "In",
+                              "values": ["trial", "trial-host"]}]
+    }  # fmt: skip
+
+
+def test_a_hosted_trial_writes_its_result_in_the_hosts_tmp_and_has_no_probes() -> None:
+    experiment = parse_experiment(document(isolation="process"))
+    trial = plan_trials(experiment.spec)[0]
+    pod = build_trial_pod(
+        experiment="lab1", namespace="lab", uid="u-1", spec=experiment.spec, trial=trial,
+        attempt=1, config=CONFIG, hosted=True,
+    )  # fmt: skip
+    container = pod["spec"]["containers"][0]
+    path = f"/tmp/{pod['metadata']['name']}.result"
+    assert container["terminationMessagePath"] == path
+    command = container["command"]
+    assert command[command.index("--result-path") + 1] == path
+    assert "--final-read" in command  # the operator reads it, as a trial Pod's
+    assert "readinessProbe" not in container and "startupProbe" not in container

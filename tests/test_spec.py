@@ -100,6 +100,12 @@ def test_defaults() -> None:
             {"models": [{"model": "asyncio", "pods": [3]}], "workload": SLEEP_2_TASKS},
             "a trial of 3 Pods needs at least 3 tasks",
         ),
+        (
+            {"isolation": "process", "models": [{"model": "asyncio", "pods": [2]}]},
+            "a trial of several Pods (models[].pods above 1) needs isolation: pod",
+        ),
+        ({"isolation": "process", "queueName": "lab"}, "leave queueName out"),
+        ({"isolation": "processes"}, "spec.isolation: Input should be 'pod' or 'process'"),
         ({"resources": {"cpu": 0.5}}, "resources.cpu 0.5 is a fraction of a CPU"),
         ({"resources": {"cpu": 0.0005}, "pinning": "preferred"}, "between 0.001 and 256"),
         ({"resources": {"cpu": 1.2345}, "pinning": "preferred"}, "finer than a millicore"),

@@ -14,6 +14,8 @@ class OperatorConfig:
     image_pull_policy: str = "IfNotPresent"
     metrics_port: int = 9100
     target_port: int = 8080
+    # A trial host's own port (isolation: process): trials are started and watched there.
+    host_port: int = 9101
     # The runner keeps serving metrics this long after its tasks, so that a Prometheus scraping
     # the runners sees their final values. Off by default: the operator reads the final values
     # from the Result, and a lingering runner holds its trial's cores and delays the next
@@ -71,6 +73,7 @@ class OperatorConfig:
             image_pull_policy=env.get("CXLAB_IMAGE_PULL_POLICY", defaults.image_pull_policy),
             linger=env.get("CXLAB_RUNNER_LINGER", defaults.linger),
             final_read=env.get("CXLAB_RUNNER_FINAL_READ", defaults.final_read),
+            host_port=int(env.get("CXLAB_HOST_PORT", defaults.host_port)),
             max_attempts=int(env.get("CXLAB_MAX_ATTEMPTS", defaults.max_attempts)),
             unschedulable_grace_seconds=parse_duration(env.get("CXLAB_UNSCHEDULABLE_GRACE", "15s")),
             image_pull_grace_seconds=parse_duration(env.get("CXLAB_IMAGE_PULL_GRACE", "90s")),

@@ -100,6 +100,17 @@ RULES: dict[str, list[dict[str, str]]] = {
             f"hold at most {MAX_TRIALS} trials: split the experiment",
         ),
         _rule(
+            "!has(self.isolation) || self.isolation != 'process' || "
+            "self.models.all(m, !has(m.pods) || m.pods.all(p, p == 1))",
+            "isolation: process runs each trial as one process in a host Pod: a trial of "
+            "several Pods (models[].pods above 1) needs isolation: pod",
+        ),
+        _rule(
+            "!has(self.isolation) || self.isolation != 'process' || !has(self.queueName)",
+            "isolation: process keeps host Pods for the whole experiment, which Kueue admits "
+            "one trial Pod at a time: leave queueName out, or use isolation: pod",
+        ),
+        _rule(
             "!has(self.workload.tasks) || "
             "self.models.all(m, !has(m.pods) || m.pods.all(p, p <= self.workload.tasks))",
             "a trial of N Pods needs at least N tasks (one each): raise workload.tasks or "

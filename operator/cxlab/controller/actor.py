@@ -14,6 +14,7 @@ from typing import Any
 
 from cxlab.barrier import release
 from cxlab.config import OperatorConfig
+from cxlab.controller.host_watch import HostUnavailable, forget_trial, start_trial
 from cxlab.controller.kube import Kube, PodRefused
 from cxlab.controller.memory import Memory
 from cxlab.controller.metrics import OperatorMetrics
@@ -21,8 +22,13 @@ from cxlab.controller.pass_state import EventSink, Pass, PassReport
 from cxlab.experiments.deadline import next_deadline
 from cxlab.experiments.decide import Decision, pod_refused
 from cxlab.experiments.plan import Trial
-from cxlab.experiments.pod_view import PodPhase, view_pod
-from cxlab.experiments.pods import build_target_pod, build_trial_pod, target_pod_name
+from cxlab.experiments.pod_view import PodPhase, PodView, view_pod
+from cxlab.experiments.pods import (
+    build_host_pod,
+    build_target_pod,
+    build_trial_pod,
+    target_pod_name,
+)
 from cxlab.experiments.queue import candidate_created
 from cxlab.experiments.status import ExperimentStatus, Phase, RunningTrial, TrialEntry
 from cxlab_contract.durations import parse_duration
@@ -82,7 +88,8 @@ class Actor:
         self._count_queue(state)
         if recorded.finished and state.target is not None:
             self.kube.delete_pod(state.namespace, target_pod_name(state.name))
-        report = PassReport(written=state.written)
+        running = {t.name for t, _ in decision.running} | {t.name for t, _, _ in decision.create}
+        report = PassReport(written=state.written, space=len(running) > 1)
         if later:
             report.later = functools.partial(
                 self._later, state, decision, rest, created, recorded, event, record
@@ -160,21 +167,53 @@ class Actor:
             )  # fmt: skip
             self.kube.create_pod(manifest)
             created.append(manifest["metadata"]["name"])
+        for index in decision.hosts_create if target else []:  # isolation: process
+            manifest = build_host_pod(
+                experiment=state.name, namespace=state.namespace, uid=uid, spec=spec,
+                config=self.config, index=index,
+            )  # fmt: skip
+            self.kube.create_pod(manifest)
+            made = replace(view_pod(manifest), created=state.observed.now)
+            state.memory.created[manifest["metadata"]["name"]] = (time.monotonic(), made)
+            created.append(manifest["metadata"]["name"])
         delay = state.target
         url = f"http://{delay.ip}:{self.config.target_port}/" if delay and delay.ip else None
         if spec.workload.target is not None:  # the user's own service
             url = spec.workload.target.resolved_url(state.namespace)
+        hosts = {p.name: p for p in state.observed.pods}
         for trial, attempt, index in trials:
+            host = hosts.get(decision.hosted.get(trial.name, ""))
             pod = build_trial_pod(
                 experiment=state.name, namespace=state.namespace, uid=uid, spec=spec,
                 trial=trial, attempt=attempt, config=self.config, target_url=url, pod=index,
-                locust_address=decision.locust_masters.get(trial.name),
+                locust_address=decision.locust_masters.get(trial.name), hosted=bool(host),
             )  # fmt: skip
-            if self.kube.create_pod(pod) and index == 0:
-                self.metrics.trials_started.inc()
-            view = replace(view_pod(pod), created=state.observed.now)
+            view: PodView | None = None
+            if host is not None:
+                view = self._start_on(host, pod, state)
+            else:
+                if self.kube.create_pod(pod) and index == 0:
+                    self.metrics.trials_started.inc()
+                view = replace(view_pod(pod), created=state.observed.now)
+            if view is None:
+                continue
             state.memory.created[pod["metadata"]["name"]] = (time.monotonic(), view)
             created.append(pod["metadata"]["name"])
+
+    def _start_on(self, host: PodView, pod: dict[str, Any], state: Pass) -> PodView | None:
+        """A trial started on a trial host (its attempt is counted already): the host runs the
+        Pod's command as a process. One the host did not take is a lost attempt: the next
+        pass, finding it nowhere, starts it again."""
+        try:
+            view = start_trial(host, self.config.host_port, pod)
+        except HostUnavailable as error:
+            logging.getLogger(__name__).warning(
+                "%s/%s: trial host %s did not start %s: %s",
+                *state.key, host.name, pod["metadata"]["name"], error,
+            )  # fmt: skip
+            return None
+        self.metrics.trials_started.inc()
+        return view
 
     def _release(self, decision: Decision, memory: Memory) -> bool:
         """Release each trial whose Pods all wait at the start barrier: one POST /start to
@@ -202,10 +241,23 @@ class Actor:
         moment longer: once is enough."""
         memory = state.memory
         memory.deleted &= {p.name for p in state.observed.pods}
+        views = {p.name: p for p in state.observed.pods}
         for pod_name in dict.fromkeys(decision.delete):
-            if pod_name not in memory.deleted:
+            if pod_name in memory.deleted:
+                continue
+            hosted = views.get(pod_name)
+            host = views.get(hosted.host or "") if hosted is not None else None
+            if hosted is not None and hosted.host:  # a trial run by a host: the host lets it go
+                if host is None or not host.ip:
+                    continue  # its host is gone, and the trial with it
+                try:
+                    forget_trial(host, self.config.host_port, pod_name)
+                except HostUnavailable as error:  # the next pass tries again
+                    logging.getLogger(__name__).warning("%s/%s: %s", *state.key, error)
+                    continue
+            else:
                 self.kube.delete_pod(state.namespace, pod_name)
-                memory.deleted.add(pod_name)
+            memory.deleted.add(pod_name)
 
     def _count_queue(self, state: Pass) -> None:
         place, waited = state.admission.place, state.admission.waited

@@ -31,6 +31,7 @@ from cxlab.experiments.nodes import Request, fits_now
 from cxlab.experiments.plan import Trial, plan_trials, pod_indexes
 from cxlab.experiments.pod_view import PodView, view_pod
 from cxlab.experiments.pods import (
+    COMPONENT_HOST,
     COMPONENT_TARGET,
     trial_pod_name,
 )
@@ -146,8 +147,9 @@ class Reconciler:
         recorded = {e.name: e for e in status.entries}
         attempts = dict(status.attempts or {})
         pods = indexed + self._unindexed(
-            metadata["namespace"], metadata["name"], trials, recorded, attempts, indexed, memory
-        )
+            metadata["namespace"], metadata["name"], trials, recorded, attempts, indexed, memory,
+            hosted=spec.isolation == "process",
+        )  # fmt: skip
         pods = self.live.final_reads(metadata["name"], trials, pods, memory, moment)
         target = next((p for p in pods if p.component == COMPONENT_TARGET), None)
         observed = Observed(
@@ -215,10 +217,13 @@ class Reconciler:
         attempts: dict[str, int],
         pods: list[PodView],
         memory: Memory,
+        hosted: bool = False,
     ) -> list[PodView]:
         """Pods counted in status but not (yet) in the index — just created, or the index is
         still filling after a restart: read them, so they are not taken for lost. One this
-        process created moments ago is taken as created (its event is on its way)."""
+        process created moments ago is taken as created (its event is on its way). A trial
+        host just created too; a trial started on a host (`hosted`) is not a Pod to read:
+        the host says what it runs."""
         seen = {p.name for p in pods}
         moment = time.monotonic()
         memory.created = {
@@ -226,7 +231,7 @@ class Reconciler:
             for n, (at, view) in memory.created.items()
             if n not in seen and moment - at < CREATED_TRUST_SECONDS
         }
-        found = []
+        found = [view for _, view in memory.created.values() if view.component == COMPONENT_HOST]
         for trial in trials:
             attempt = attempts.get(trial.name, 0)
             if not attempt or trial.name in recorded:
@@ -237,7 +242,7 @@ class Reconciler:
                     continue
                 if pod_name in memory.created:
                     found.append(memory.created[pod_name][1])
-                elif pod := self.kube.get_pod(namespace, pod_name):
+                elif not hosted and (pod := self.kube.get_pod(namespace, pod_name)):
                     found.append(view_pod(pod))
         return found
 

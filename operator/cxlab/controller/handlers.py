@@ -101,7 +101,10 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     memo.wakes = Wakes()
     # Its own watch of cxlab's Pods (kopf's machinery cost more per Pod event than a pass),
     # on connections of its own: a watch holds one for minutes.
-    memo.pods = PodIndex(Rest(connections=2), memo.wakes.pod_changed, clusterwide=not NAMESPACES)
+    memo.pods = PodIndex(
+        Rest(connections=2), memo.wakes.pod_changed, clusterwide=not NAMESPACES,
+        host_port=CONFIG.host_port,
+    )  # fmt: skip
     memo.pods.start()
     if NAMESPACES:  # kopf leaves out a namespace already terminating when it starts
         memo.sweeper = asyncio.create_task(keep_sweeping(kube, NAMESPACES, FINALIZER))

@@ -16,16 +16,20 @@ listed once, as kopf's indexes did: a pass that saw no Pods would create them ag
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from cxlab.controller.host_watch import HostWatch
 from cxlab.controller.rest import Rest, path
-from cxlab.experiments.pod_view import PodView, view_pod
-from cxlab.experiments.pods import LABEL_EXPERIMENT
+from cxlab.experiments.hosts import UNREACHABLE
+from cxlab.experiments.pod_view import PodPhase, PodView, view_pod
+from cxlab.experiments.pods import COMPONENT_HOST, LABEL_EXPERIMENT
 
 Key = tuple[str, str]  # (namespace, experiment)
 # Called on the event loop for every Pod whose view changed: (experiment, before, after),
@@ -49,13 +53,19 @@ class Gone(Exception):
 
 
 class PodIndex:
-    def __init__(self, rest: Rest, on_change: OnChange, clusterwide: bool) -> None:
+    def __init__(
+        self, rest: Rest, on_change: OnChange, clusterwide: bool, host_port: int | None = None
+    ) -> None:
+        """`host_port`: where trial hosts (isolation: process) answer; their trials are in
+        the index too, as views of Pods (cxlab.controller.host_watch)."""
         self._rest = rest
         self._on_change = on_change
         self._clusterwide = clusterwide
+        self._host_port = host_port
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pods: dict[Key, dict[str, PodView]] = {}
         self._scopes: dict[str, _Scope] = {}
+        self._hosts: dict[str, _Host] = {}  # "namespace/name" of a trial host → its watch
         self._stop = threading.Event()
 
     def pods(self, key: Key) -> list[PodView]:
@@ -91,6 +101,8 @@ class PodIndex:
             answer = scope.answer
             if answer is not None:
                 answer.shutdown()
+        for host in self._hosts.values():
+            host.watch.stop()
 
     # ---- the watch thread --------------------------------------------------------------
 
@@ -182,6 +194,7 @@ class PodIndex:
             key = scope.where.pop(found, None)
             if key is None:
                 return
+            self._host_gone(found)
             name = found.partition("/")[2]
             mine = self._pods.get(key, {})
             before = mine.pop(name, None)
@@ -191,11 +204,90 @@ class PodIndex:
             return
         key, view = found
         scope.where[f"{key[0]}/{view.name}"] = key
+        if view.component == COMPONENT_HOST and self._host_port is not None:
+            view = self._host_seen(key, view)
+        self._set(key, view)
+
+    def _set(self, key: Key, view: PodView) -> None:
         mine = self._pods.setdefault(key, {})
         before = mine.get(view.name)
         mine[view.name] = view
         if before != view:
             self._on_change(key, before, view)
+
+    def _unset(self, key: Key, name: str) -> None:
+        mine = self._pods.get(key, {})
+        before = mine.pop(name, None)
+        if not mine:
+            self._pods.pop(key, None)
+        if before is not None:
+            self._on_change(key, before, None)
+
+    # ---- trial hosts (isolation: process), on the event loop ---------------------------
+
+    def _host_seen(self, key: Key, view: PodView) -> PodView:
+        """A trial host's Pod as the apiserver has it: its watch starts once it is Ready (its
+        fork server warm) and stops once it is not live; the view says what the watch knows
+        (its trials listed, or the host lost for not answering)."""
+        pod_key = f"{key[0]}/{view.name}"
+        host = self._hosts.get(pod_key)
+        if host is None and view.live and view.ready and view.ip:
+            assert self._host_port is not None
+            watch = HostWatch(view, self._host_port, functools.partial(self._from_host, pod_key))
+            host = self._hosts[pod_key] = _Host(key, watch)
+            watch.start()
+        elif host is not None and not view.live:
+            self._host_gone(pod_key)
+            return view
+        if host is None:
+            return view
+        if host.unreachable:
+            return replace(view, phase=PodPhase.FAILED, reason=UNREACHABLE)
+        return replace(view, trials_listed=host.listed)
+
+    def _from_host(self, pod_key: str, host: PodView, trials: dict[str, PodView] | None) -> None:
+        """From a host's watch thread: hand its trials to the event loop."""
+        self._deliver(self._hosted, pod_key, trials)
+
+    def _hosted(self, pod_key: str, trials: dict[str, PodView] | None) -> None:
+        """What a host runs now (None: it stopped answering: lost, with its trials)."""
+        host = self._hosts.get(pod_key)
+        if host is None:
+            return  # its watch was stopped meanwhile
+        if trials is None:
+            host.unreachable = True
+            trials = {}
+        for name in host.trials - trials.keys():
+            self._unset(host.key, name)
+        for trial in trials.values():
+            self._set(host.key, trial)
+        host.trials = set(trials)
+        host.listed = True
+        name = pod_key.partition("/")[2]
+        view = self._pods.get(host.key, {}).get(name)
+        if view is not None:
+            listed = replace(view, trials_listed=True)
+            if host.unreachable:
+                listed = replace(listed, phase=PodPhase.FAILED, reason=UNREACHABLE)
+            self._set(host.key, listed)
+
+    def _host_gone(self, pod_key: str) -> None:
+        """A host's Pod ended or went: its watch stops, and its trials go with it."""
+        host = self._hosts.pop(pod_key, None)
+        if host is None:
+            return
+        host.watch.stop()
+        for name in host.trials:
+            self._unset(host.key, name)
+
+
+class _Host:
+    def __init__(self, key: Key, watch: HostWatch) -> None:
+        self.key = key
+        self.watch = watch
+        self.trials: set[str] = set()  # the names of its trials in the index
+        self.listed = False  # it has answered once
+        self.unreachable = False
 
 
 class _Scope:

@@ -156,6 +156,9 @@ class Recorder:
             return None
         pods = state.observed.pods
         pod = next((p for p in pods if p.trial == entry.name and p.attempt == entry.attempts), None)
+        if pod is not None and pod.host:
+            why = "the trial ran as a process in a trial host: it has no container of its own"
+            return prometheus_usage(None, {}, list(FIELDS), why)
         if pod is None or pod.started is None or pod.finished is None:
             why = "the trial's Pod has no start and end time"
             return prometheus_usage(None, {}, list(FIELDS), why)

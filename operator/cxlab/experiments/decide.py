@@ -24,6 +24,7 @@ from cxlab.experiments.diagnose import (
     unschedulable_failure,
     why_failed,
 )
+from cxlab.experiments.hosts import hosts_of, plan_hosts, unlisted
 from cxlab.experiments.outcome import (
     ResultError,
     TrialOutcome,
@@ -73,6 +74,10 @@ class Decision:
     failure: str | None = None  # the whole experiment cannot go on
     failure_reason: str | None = None  # why, as a condition reason (Unschedulable, ...)
     waiting_for_target: bool = False
+    # isolation: process: the trial hosts to create (indexes), and which host runs each
+    # trial this decision starts (trial name → host Pod name).
+    hosts_create: list[int] = field(default_factory=list)
+    hosted: dict[str, str] = field(default_factory=dict)
     _ended: set[str] = field(default_factory=set, repr=False)  # names in finished
 
     def record(self, outcome: TrialOutcome, pods: Sequence[PodView]) -> None:
@@ -145,6 +150,8 @@ class _Pass:
     stuck: list[_Stuck] = field(default_factory=list)  # containers that will not start
     unplaced: list[tuple[str, PodView]] = field(default_factory=list)  # (whose, Pod)
     terminating: int = 0  # lost Pods still shutting down: they hold their cores a while
+    # isolation: process: a host's trials not read yet, so a trial not seen may run there
+    hosts_unlisted: bool = False
 
 
 def decide(observed: Observed, config: OperatorConfig) -> Decision:
@@ -155,7 +162,7 @@ def decide(observed: Observed, config: OperatorConfig) -> Decision:
     for pod in observed.pods:
         if pod.component == COMPONENT_TRIAL:
             by_trial.setdefault(pod.trial or "", []).append(pod)
-    gathered = _Pass()
+    gathered = _Pass(hosts_unlisted=unlisted(observed.pods))
     for trial in observed.trials:
         mine = sorted(by_trial.get(trial.name, []), key=lambda p: (p.attempt, p.pod))
         _decide_trial(trial, mine, observed, config, gathered)
@@ -203,6 +210,10 @@ def _decide_trial(
         _running(trial, current, latest, observed, config, gathered)
     elif any(p.deleting and p.phase in HOLDING for p in lost + doomed):
         # Retry once the lost Pods are gone, so two attempts never share the node's cores.
+        gathered.terminating += 1
+        decision.attempts[trial.name] = observed.attempts.get(trial.name, 0)
+    elif not mine and gathered.hosts_unlisted and observed.attempts.get(trial.name):
+        # Its attempt may be running on a host whose trials are not read yet: wait for them.
         gathered.terminating += 1
         decision.attempts[trial.name] = observed.attempts.get(trial.name, 0)
     else:
@@ -348,11 +359,21 @@ def _decide_experiment(observed: Observed, config: OperatorConfig, gathered: _Pa
             stuck.append(_Stuck(None, target, *trouble))
         elif target.unschedulable:
             unplaced.append(("the delay target", target))
+    for host in hosts_of(observed.pods):  # a trial host runs the same image and placement
+        if not host.live or len(observed.recorded) >= len(observed.trials):
+            continue
+        whose = f"trial host {host.name}"
+        trouble = not_starting(whose, host, observed.image(config), observed.now, config)
+        if trouble:
+            stuck.append(_Stuck(None, host, *trouble))
+        elif host.unschedulable:
+            unplaced.append((whose, host))
     if stuck:  # every trial Pod has the same image: none of them will start
         return decision.fail_all(observed, stuck[0].message, stuck[0].reason)
     if observed.capacity_exists:  # busy, not impossible: a full node frees up, a wrong one never
         unplaced = [(w, p) for w, p in unplaced if not busy(p)]
     placed = any(not p.unschedulable for _, p in decision.running)
+    placed = placed or any(h.node for h in hosts_of(observed.pods) if h.live)
     failure = unschedulable_failure(unplaced, placed, observed.now, config)
     if failure:
         return decision.fail_all(observed, failure, UNSCHEDULABLE)
@@ -366,11 +387,30 @@ def _decide_experiment(observed: Observed, config: OperatorConfig, gathered: _Pa
     if gathered.pending and slots > 0 and delay and not observed.target_ready:
         decision.waiting_for_target = True
         return decision
-    for trial, first_pods in gathered.pending[: max(0, slots)]:
+    starting = gathered.pending[: max(0, slots)]
+    if observed.spec.isolation == "process":
+        starting = _on_hosts(observed, gathered, starting)
+    for trial, first_pods in starting:
         attempt = decision.attempts.get(trial.name, 0) + 1
         decision.attempts[trial.name] = attempt
         decision.create += [(trial, attempt, i) for i in first_pods]
     return decision
+
+
+def _on_hosts(
+    observed: Observed, gathered: _Pass, starting: list[tuple[Trial, list[int]]]
+) -> list[tuple[Trial, list[int]]]:
+    """isolation: process: the trials that start now are those an idle Ready host takes;
+    hosts are made, kept and let go for the trials left (see cxlab.experiments.hosts)."""
+    decision = gathered.decision
+    left = len(observed.trials) - len(observed.recorded) - len(decision.finished)
+    wanted = 0 if decision.failure else min(observed.spec.parallelism, max(0, left))
+    busy = {p.host for _, p in decision.running if p.host}
+    plan = plan_hosts(observed.pods, busy, [t.name for t, _ in starting], wanted)
+    decision.hosts_create = plan.create
+    decision.delete += [n for n in plan.delete if n not in decision.delete]
+    decision.hosted = plan.assign
+    return [(t, pods) for t, pods in starting if t.name in plan.assign]
 
 
 def _image_ran(observed: Observed) -> bool:

@@ -16,6 +16,7 @@ from cxlab_contract.result import resolve_workers
 
 PYTHON_RUNNER = ("python3", "-m", "cxlab_runner")
 GO_RUNNER = ("cxlab-runner-go",)
+HOST_COMMAND = ("python3", "-m", "cxlab_runner.trial_host")  # isolation: process
 # A probe's or a verification's arrivals: their own seed; the first seconds (a tenth, at
 # most this) are its warm-up, left out of its latencies.
 VERIFY_SEED = 27

@@ -65,6 +65,11 @@ class PodView:
     # or runs without one.
     container_started: bool = False
     image_id: str | None = None  # the container's image as the kubelet ran it (its digest)
+    # A trial run as a process in a trial host (isolation: process): the host Pod's name.
+    host: str | None = None
+    # A trial host whose trials the operator has read since it started (until then a trial
+    # counted in status and not seen is not taken for lost).
+    trials_listed: bool = False
 
     @property
     def live(self) -> bool:

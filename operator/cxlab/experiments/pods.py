@@ -11,7 +11,13 @@ import math
 from typing import Any
 
 from cxlab.config import OperatorConfig
-from cxlab.experiments.plan import LOCUST_MASTER_PORT, Trial, locust_master, runner_command
+from cxlab.experiments.plan import (
+    HOST_COMMAND,
+    LOCUST_MASTER_PORT,
+    Trial,
+    locust_master,
+    runner_command,
+)
 from cxlab.experiments.spec import API_VERSION, DEFAULT_RESPONSE_BYTES, KIND, ExperimentSpec
 from cxlab.experiments.target import CA_FILE, CA_MOUNT, TargetSpec, header_environment
 from cxlab_contract.durations import format_duration, parse_duration
@@ -28,6 +34,7 @@ LABEL_KUEUE_POD_GROUP = "kueue.x-k8s.io/pod-group-name"
 ANNOTATION_KUEUE_GROUP_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 LABEL_COMPONENT = "app.kubernetes.io/component"
 COMPONENT_TRIAL = "trial"
+COMPONENT_HOST = "trial-host"  # isolation: process: a Pod that runs trials as processes
 COMPONENT_TARGET = "delay-target"
 RUNNER_UID = 65532  # the runner image's non-root user
 TERMINATION_LOG = "/dev/termination-log"
@@ -39,6 +46,15 @@ def trial_pod_name(experiment: str, trial: Trial, attempt: int, pod: int = 0) ->
     # Short and unique per attempt (and Pod): the trial's full name is in a label.
     name = f"{experiment}-t{trial.index:03d}-a{attempt}"
     return name if trial.pods == 1 else f"{name}-p{pod}"
+
+
+def host_pod_name(experiment: str, index: int) -> str:
+    return f"{experiment}-host{index}"
+
+
+def hosted_result_path(pod_name: str) -> str:
+    """Where a hosted trial's runner writes its Result: the host's /tmp (its emptyDir)."""
+    return f"/tmp/{pod_name}.result"
 
 
 def target_pod_name(experiment: str) -> str:
@@ -85,18 +101,22 @@ def _restricted_pod_security() -> dict[str, Any]:
     }
 
 
-def _exclusive_affinity(affinity: dict[str, Any] | None) -> dict[str, Any]:
+def _exclusive_affinity(affinity: dict[str, Any] | None, host: bool = False) -> dict[str, Any]:
     """No two trial Pods (of any experiment, so of one trial neither) on one node, added to
-    the user's affinity."""
+    the user's affinity. A trial host also keeps off other hosts' nodes (a required
+    anti-affinity holds both ways: no trial Pod comes to its node either)."""
     merged = dict(affinity or {})
     anti = dict(merged.get("podAntiAffinity", {}))
     terms = list(anti.get("requiredDuringSchedulingIgnoredDuringExecution", []))
-    terms.append(
-        {
-            "labelSelector": {"matchLabels": {LABEL_COMPONENT: COMPONENT_TRIAL}},
-            "topologyKey": "kubernetes.io/hostname",
-        }
-    )
+    selector: dict[str, Any] = {"matchLabels": {LABEL_COMPONENT: COMPONENT_TRIAL}}
+    if host:
+        selector = {
+            "matchExpressions": [
+                {"key": LABEL_COMPONENT, "operator": "In",
+                 "values": [COMPONENT_TRIAL, COMPONENT_HOST]}
+            ]
+        }  # fmt: skip
+    terms.append({"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"})
     anti["requiredDuringSchedulingIgnoredDuringExecution"] = terms
     merged["podAntiAffinity"] = anti
     return merged
@@ -124,8 +144,11 @@ def build_trial_pod(
     target_url: str | None = None,
     pod: int = 0,
     locust_address: str | None = None,
+    hosted: bool = False,
 ) -> Manifest:
-    """Pod `pod` of the trial. Its readiness probe is the runner's /done: Ready once its
+    """Pod `pod` of the trial. `hosted`: the manifest a trial host runs as a process
+    (isolation: process): its Result in the host's /tmp, no probes (the host says when its
+    tasks have ended). Its readiness probe is the runner's /done: Ready once its
     tasks have ended, when the operator reads its final /metrics (the runner waits for that
     read, at most config.final_read). A trial of several Pods waits at the start barrier:
     its startup probe is the runner's /ready (the container counts as started there), and
@@ -133,12 +156,14 @@ def build_trial_pod(
     LOCUST_MASTER_PORT for its workers, which reach it at `locust_address`, and is the only
     one of them with a barrier to probe."""
     master = locust_master(trial)
+    name = trial_pod_name(experiment, trial, attempt, pod)
+    result_path = hosted_result_path(name) if hosted else TERMINATION_LOG
     command = runner_command(
         spec,
         trial,
         experiment=experiment,
         metrics_port=config.metrics_port,
-        result_path=TERMINATION_LOG,
+        result_path=result_path,
         linger=config.linger,
         final_read=config.final_read,
         target_url=target_url,
@@ -148,7 +173,9 @@ def build_trial_pod(
     )
     runner = _runner_container(spec, config, command)
     volumes = [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
-    if spec.workload.target is not None:
+    if hosted:
+        runner["terminationMessagePath"] = result_path
+    elif spec.workload.target is not None:  # a host has the target's env and CA of its own
         _call_target(spec.workload.target, runner, volumes)
     if pod == master:
         runner["ports"].append({"name": "locust", "containerPort": LOCUST_MASTER_PORT})
@@ -161,7 +188,7 @@ def build_trial_pod(
             "periodSeconds": 1,
             "failureThreshold": math.ceil(barrier_seconds) + 1,
         }
-    if parse_duration(config.final_read) > 0:
+    if parse_duration(config.final_read) > 0 and not hosted:
         runner["readinessProbe"] = {
             "httpGet": {"path": "/done", "port": config.metrics_port},
             "periodSeconds": 1,
@@ -172,6 +199,45 @@ def build_trial_pod(
         "metadata": _trial_metadata(experiment, namespace, uid, spec, trial, attempt, pod, config),
         "spec": _trial_pod_spec(spec, runner, volumes),
     }
+
+
+def build_host_pod(
+    *,
+    experiment: str,
+    namespace: str,
+    uid: str,
+    spec: ExperimentSpec,
+    config: OperatorConfig,
+    index: int,
+) -> Manifest:
+    """A trial host (isolation: process): a trial Pod's resources, placement and security,
+    whose container is the runner image's trial host (cxlab_runner.trial_host). It runs the
+    trials the operator posts to it one at a time, each a fresh process on its cores, and
+    lives as long as the experiment has trials to run. Ready once its fork server is warm."""
+    command = [*HOST_COMMAND, "--port", str(config.host_port)]
+    runner = _runner_container(spec, config, command)
+    runner["name"] = "host"
+    runner["ports"].append({"name": "host", "containerPort": config.host_port})
+    runner["readinessProbe"] = {
+        "httpGet": {"path": "/healthz", "port": config.host_port},
+        "periodSeconds": 1,
+    }
+    volumes = [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
+    if spec.workload.target is not None:  # its trials inherit the env and the CA mount
+        _call_target(spec.workload.target, runner, volumes)
+    pod_spec = _trial_pod_spec(spec, runner, volumes, host=True)
+    metadata = {
+        "name": host_pod_name(experiment, index),
+        "namespace": namespace,
+        "labels": labels(experiment, COMPONENT_HOST),
+        # Its trials' runners serve /metrics on the Pod's metrics port, one at a time.
+        "annotations": {
+            "prometheus.io/scrape": "true",
+            "prometheus.io/port": str(config.metrics_port),
+        },
+        "ownerReferences": [owner_reference(experiment, uid)],
+    }
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
 
 
 def _call_target(target: TargetSpec, runner: Manifest, volumes: list[Manifest]) -> None:
@@ -215,10 +281,16 @@ def _runner_container(spec: ExperimentSpec, config: OperatorConfig, command: lis
     }
 
 
-def _trial_pod_spec(spec: ExperimentSpec, runner: Manifest, volumes: list[Manifest]) -> Manifest:
-    """One run of the runner, stopped by the kubelet past trialTimeout, placed as asked."""
+def _trial_pod_spec(
+    spec: ExperimentSpec, runner: Manifest, volumes: list[Manifest], host: bool = False
+) -> Manifest:
+    """One run of the runner, stopped by the kubelet past trialTimeout, placed as asked. A
+    trial host (`host`) has no deadline of its own: it stops each trial past trialTimeout
+    itself (a restart would lose what it holds: it is never restarted)."""
     placement = spec.placement
-    affinity = _exclusive_affinity(placement.affinity) if spec.exclusive else placement.affinity
+    affinity = placement.affinity
+    if spec.exclusive:
+        affinity = _exclusive_affinity(placement.affinity, host=host)
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
         # The kubelet stops a trial that outlives its timeout (phase Failed, DeadlineExceeded).
@@ -230,6 +302,8 @@ def _trial_pod_spec(spec: ExperimentSpec, runner: Manifest, volumes: list[Manife
         "containers": [runner],
         "volumes": volumes,
     }
+    if host:
+        del pod_spec["activeDeadlineSeconds"]
     if placement.node_selector:
         pod_spec["nodeSelector"] = dict(placement.node_selector)
     if placement.tolerations:

@@ -631,6 +631,12 @@ class ExperimentSpec(Strict):
     Unset: cxlab's own queue."""
     exclusive: bool = False
     """No two trial Pods on one node (Pod anti-affinity)."""
+    isolation: Literal["pod", "process"] = "pod"
+    """pod: every trial runs in a Pod of its own, which costs a Pod's start-up and teardown
+    (about 3 s) per trial. process: a host Pod per parallel slot, with the trial's resources
+    and placement, runs trial after trial as fresh processes on its cores (the local
+    backend's isolation), milliseconds apart; what one trial leaves in the node's caches
+    and the host's page cache the next one finds. Trials of one Pod only, cxlab's own queue."""
     image: Image | None = None
     """The runner image; the operator's default when unset."""
     ttl_seconds_after_finished: TtlSeconds | None = None
@@ -695,6 +701,16 @@ class ExperimentSpec(Strict):
                 f"name one of them or leave it out"
             )
         most_pods = max(p for m in self.models for p in m.pods)
+        if self.isolation == "process" and most_pods > 1:
+            raise ValueError(
+                "isolation: process runs each trial as one process in a host Pod: a trial of "
+                "several Pods (models[].pods above 1) needs isolation: pod"
+            )
+        if self.isolation == "process" and self.queue_name is not None:
+            raise ValueError(
+                "isolation: process keeps host Pods for the whole experiment, which Kueue "
+                "admits one trial Pod at a time: leave queueName out, or use isolation: pod"
+            )
         if self.workload.tasks is not None and most_pods > self.workload.tasks:
             raise ValueError(
                 f"a trial of {most_pods} Pods needs at least {most_pods} tasks (one each): "

@@ -44,8 +44,8 @@ async def run_loop(
     """Until `stopped`: pass, then sleep until woken or due. `body()` (kopf's live view of the
     object), `pods()` and `queue()` (its indexes) are read at the start of each pass. A pass
     comes at least `status_interval` after the last one that wrote status (what changes
-    meanwhile is taken in by that one pass). The first pass waits for `pods_listed`: one
-    that saw none of the Pods there are would make them again."""
+    meanwhile is taken in by that one pass), while several trials run. The first pass waits
+    for `pods_listed`: one that saw none of the Pods there are would make them again."""
     wake = wakes.event(key)
     loop = asyncio.get_running_loop()
     stopping = asyncio.ensure_future(_until(stopped))
@@ -94,7 +94,7 @@ async def run_loop(
             failures = 0
             if done.written is not None:
                 wakes.wrote(key, done.written)
-                wrote = loop.time()
+                wrote = loop.time() if done.space else -math.inf
             recheck = math.inf if done.recheck_seconds is None else done.recheck_seconds
             # A finished experiment sleeps until a change or its TTL: no safety timer for
             # the thousands a busy cluster keeps.

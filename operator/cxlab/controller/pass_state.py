@@ -35,6 +35,9 @@ class PassReport:
     # the passes waiting and before this experiment's next pass; returns the object as a
     # status write there returned it, if one was made.
     later: Callable[[], Body | None] | None = None
+    # Whether the next pass waits the status interval: only while several trials run, whose
+    # ends one write may take in together; one trial alone ends one at a time.
+    space: bool = True
 
 
 @dataclass

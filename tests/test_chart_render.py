@@ -143,7 +143,9 @@ def test_monitors_only_when_enabled() -> None:
     assert not kinds & {"PodMonitor", "ServiceMonitor"}
     docs = render("prometheus.podMonitor.enabled=true", "prometheus.serviceMonitor.enabled=true")
     pod_monitor = only(docs, "PodMonitor")
-    assert pod_monitor["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"] == "trial"
+    assert pod_monitor["spec"]["selector"]["matchExpressions"] == [
+        {"key": "app.kubernetes.io/component", "operator": "In", "values": ["trial", "trial-host"]}
+    ]
     assert pod_monitor["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
     assert pod_monitor["spec"]["namespaceSelector"] == {"any": True}
     # a runner lingers long enough for a 2 s scrape to see its final values

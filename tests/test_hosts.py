@@ -158,3 +158,11 @@ def test_an_unschedulable_host_fails_the_experiment_only_while_no_host_is_placed
     assert alone.failure and "trial host x-host1" in alone.failure
     beside = run(s, [host(0), waiting], capacity_exists=False)
     assert beside.failure is None
+
+
+def test_the_queue_counts_a_hosts_room_once() -> None:
+    """A trial host holds its slot's room; the trial it runs is on the same node, in it."""
+    from cxlab.controller.handlers import _holds_room
+
+    assert _holds_room(host(0)) and _holds_room(pod("t"))
+    assert not _holds_room(hosted("t", on=0))

@@ -27,7 +27,7 @@ from cxlab.controller.terminating import keep_sweeping
 from cxlab.controller.wakes import Wakes
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 from cxlab.experiments.pod_view import PodView
-from cxlab.experiments.pods import COMPONENT_TRIAL, LABEL_EXPERIMENT
+from cxlab.experiments.pods import COMPONENT_HOST, COMPONENT_TRIAL, LABEL_EXPERIMENT
 from cxlab.experiments.queue import Candidate, candidate_of, with_nodes
 from cxlab.schedules.decide import RunView
 from cxlab.times import now
@@ -154,9 +154,14 @@ def _queue(pods: PodIndex, kwargs: Mapping[str, Any]) -> list[Candidate]:
         mine: Iterable[PodView] = (
             pods.pods((candidate.namespace, candidate.name)) if candidate.admitted else []
         )
-        nodes = [p.node for p in mine if p.node and p.component == COMPONENT_TRIAL and p.live]
+        # a trial host holds its slot's room, not the trials it runs (on the same node)
+        nodes = [p.node for p in mine if p.node and p.live and _holds_room(p)]
         found.append(with_nodes(candidate, nodes))
     return found
+
+
+def _holds_room(pod: PodView) -> bool:
+    return (pod.component == COMPONENT_TRIAL and not pod.host) or pod.component == COMPONENT_HOST
 
 
 @kopf.daemon(GROUP, VERSION, PLURAL, id=RECONCILE_ID, cancellation_timeout=30)

@@ -20,13 +20,21 @@ class Leases:
         self.spec: dict[str, Any] | None = None
         self.version = 0
         self.down = False  # the apiserver unreachable
+        self.hung = threading.Event()  # set: a request hangs, as on a dead connection
 
-    def _check(self) -> None:
+    def _check(self, timeout: float | None = None) -> None:
+        if self.hung.is_set():  # as urllib3 does: without a timeout, it waits for good
+            self._unhung.wait(timeout)
+            raise TimeoutError("read timed out")
         if self.down:
             raise ConnectionError("apiserver unreachable")
 
-    def read_namespaced_lease(self, name: str, namespace: str) -> Any:
-        self._check()
+    _unhung = threading.Event()
+
+    def read_namespaced_lease(
+        self, name: str, namespace: str, _request_timeout: float | None = None
+    ) -> Any:
+        self._check(_request_timeout)
         if self.spec is None:
             raise ApiException(status=404)
         s = self.spec
@@ -41,14 +49,18 @@ class Leases:
             ),
         )
 
-    def create_namespaced_lease(self, namespace: str, body: dict[str, Any]) -> None:
-        self._check()
+    def create_namespaced_lease(
+        self, namespace: str, body: dict[str, Any], _request_timeout: float | None = None
+    ) -> None:
+        self._check(_request_timeout)
         if self.spec is not None:
             raise ApiException(status=409)
         self.spec, self.version = body["spec"], self.version + 1
 
-    def replace_namespaced_lease(self, name: str, namespace: str, body: dict[str, Any]) -> None:
-        self._check()
+    def replace_namespaced_lease(
+        self, name: str, namespace: str, body: dict[str, Any], _request_timeout: float | None = None
+    ) -> None:
+        self._check(_request_timeout)
         if body["metadata"]["resourceVersion"] != str(self.version):
             raise ApiException(status=409)
         self.spec, self.version = body["spec"], self.version + 1
@@ -99,7 +111,7 @@ def test_of_two_standbys_taking_over_at_once_only_one_wins() -> None:
     stale = leases.read_namespaced_lease("cxlab-operator", "lab")
     reads = iter([stale, stale])
     b.api = c.api = SimpleNamespace(  # both read the same version before either writes
-        read_namespaced_lease=lambda *_: next(reads),
+        read_namespaced_lease=lambda *_, **__: next(reads),
         replace_namespaced_lease=leases.replace_namespaced_lease,
     )
     assert [b.try_acquire_or_renew(), c.try_acquire_or_renew()] == [True, False]
@@ -117,3 +129,21 @@ def test_a_leader_that_cannot_renew_for_the_renew_deadline_gives_up() -> None:
     clock.now += 10
     assert lost.wait(5)
     stop.set()
+
+
+def test_a_leader_whose_requests_hang_still_gives_up_at_the_deadline() -> None:
+    """An apiserver restarting can leave a connection dead, not refused: a request without a
+    timeout would hang, and the renewal loop with it, a leader that cannot renew leading on."""
+    leases, clock = Leases(), Clock()
+    fast = LeaseTimes(duration=15, renew_deadline=10, retry=0.05)
+    a = LeaderElection("lab", "cxlab-operator", "a", fast, api=leases, clock=clock)
+    assert a.try_acquire_or_renew()
+    lost, stop = threading.Event(), threading.Event()
+    leases.hung.set()
+    a.keep(lost.set, stop)
+    clock.now += 10
+    try:
+        assert lost.wait(5)
+    finally:
+        stop.set()
+        Leases._unhung.set()  # let a hung thread of a failing run go

@@ -63,6 +63,9 @@ class LeaderElection:
         self._seen: tuple[str, float] | None = None  # (resourceVersion, when we saw it change)
         self._renewed = 0.0  # when this replica last renewed (clock)
         self.leading = False
+        # Every call bounded: a request hung on a dead connection (the apiserver restarting)
+        # would hold the renewal loop past its deadline, a leader that cannot renew leading on.
+        self._timeout = {"_request_timeout": times.retry}
 
     def _record(self, transitions: int) -> dict[str, Any]:
         now = _rfc3339(datetime.now(UTC))
@@ -77,13 +80,13 @@ class LeaderElection:
     def try_acquire_or_renew(self) -> bool:
         """One attempt: True while this replica holds the Lease."""
         try:
-            lease = self.api.read_namespaced_lease(self.name, self.namespace)
+            lease = self.api.read_namespaced_lease(self.name, self.namespace, **self._timeout)
         except ApiException as error:
             if error.status != 404:
                 raise
             body = {"metadata": {"name": self.name}, "spec": self._record(0)}
             try:
-                self.api.create_namespaced_lease(self.namespace, body)
+                self.api.create_namespaced_lease(self.namespace, body, **self._timeout)
             except ApiException as conflict:
                 if conflict.status == 409:  # another replica created it first
                     return False
@@ -104,7 +107,7 @@ class LeaderElection:
         body = {"metadata": {"name": self.name, "resourceVersion": version}, "spec": record}
         try:
             # replace, with the version read: of two standbys only one wins a takeover
-            self.api.replace_namespaced_lease(self.name, self.namespace, body)
+            self.api.replace_namespaced_lease(self.name, self.namespace, body, **self._timeout)
         except ApiException as conflict:
             if conflict.status == 409:
                 return self._became(False)
@@ -157,7 +160,7 @@ class LeaderElection:
     def release(self) -> None:
         """Hand the Lease over now (a clean shutdown): a standby takes it on its next try."""
         try:
-            lease = self.api.read_namespaced_lease(self.name, self.namespace)
+            lease = self.api.read_namespaced_lease(self.name, self.namespace, **self._timeout)
             if lease.spec.holder_identity != self.identity:
                 return
             body = {
@@ -168,7 +171,7 @@ class LeaderElection:
                     "leaseTransitions": lease.spec.lease_transitions or 0,
                 },
             }
-            self.api.replace_namespaced_lease(self.name, self.namespace, body)
+            self.api.replace_namespaced_lease(self.name, self.namespace, body, **self._timeout)
             log.info("released the Lease %s/%s", self.namespace, self.name)
         except Exception:  # the standby takes it after `duration` instead
             log.exception("leader election: could not release the Lease")

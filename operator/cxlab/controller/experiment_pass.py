@@ -288,6 +288,8 @@ class Reconciler:
         for pod in pods:
             if pod.deleting or (keep_failed and pod.trial in failed):
                 continue
+            if pod.host:  # a trial a host ran: not a Pod; it goes with its host
+                continue
             self.kube.delete_pod(metadata["namespace"], pod.name)
         self.memory.pop((metadata["namespace"], metadata["name"]), None)
         ttl = spec.get("ttlSecondsAfterFinished")

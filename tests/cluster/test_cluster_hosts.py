@@ -27,33 +27,46 @@ def hosts(lab: Lab, name: str) -> list[Any]:
 
 
 class Runs:
-    """Every trial a host was seen running (its Pod name: trial and attempt), read from the
-    hosts' own GET /trials while the experiment runs."""
+    """Every trial a host was seen running (its Pod name: trial and attempt), from the hosts'
+    own long poll of GET /trials while the experiment runs: every change answers it, and a
+    trial stays in the list from its start until the operator lets it go, after its record."""
 
     def __init__(self, lab: Lab, name: str) -> None:
         self.lab, self.name = lab, name
         self.started: set[str] = set()
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.watched: set[str] = set()
+        self.thread = threading.Thread(target=self._find_hosts, daemon=True)
         self.thread.start()
 
-    def _watch(self) -> None:
+    def _find_hosts(self) -> None:
         while not self.stop.is_set():
             for pod in hosts(self.lab, self.name):
-                if not pod.status.pod_ip:
-                    continue
-                try:
-                    url = f"http://{pod.status.pod_ip}:{HOST_PORT}/trials"
-                    with urllib.request.urlopen(url, timeout=2) as reply:
-                        items = json.load(reply)["items"]
-                except OSError:
-                    continue
-                for item in items:
-                    statuses = item["status"].get("containerStatuses") or []
-                    if any("running" in s["state"] or "terminated" in s["state"]
-                           for s in statuses):  # fmt: skip
-                        self.started.add(item["metadata"]["name"])
+                ip = pod.status.pod_ip
+                if ip and ip not in self.watched:
+                    self.watched.add(ip)
+                    threading.Thread(target=self._poll, args=(ip,), daemon=True).start()
             self.stop.wait(0.2)
+
+    def _poll(self, ip: str) -> None:
+        version = None
+        failures = 0
+        while not self.stop.is_set() and failures < 50:
+            query = "" if version is None else f"?version={version}&wait=2"
+            try:
+                with urllib.request.urlopen(f"http://{ip}:{HOST_PORT}/trials{query}",
+                                            timeout=10) as reply:  # fmt: skip
+                    answer = json.load(reply)
+            except OSError:
+                failures += 1
+                self.stop.wait(0.05)
+                continue
+            version = answer["version"]
+            for item in answer["items"]:
+                statuses = item["status"].get("containerStatuses") or []
+                if any("running" in s["state"] or "terminated" in s["state"]
+                       for s in statuses):  # fmt: skip
+                    self.started.add(item["metadata"]["name"])
 
     def done(self) -> set[str]:
         self.stop.set()

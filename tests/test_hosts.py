@@ -166,3 +166,14 @@ def test_the_queue_counts_a_hosts_room_once() -> None:
 
     assert _holds_room(host(0)) and _holds_room(pod("t"))
     assert not _holds_room(hosted("t", on=0))
+
+
+def test_a_host_takes_its_first_trial_once_it_answers_not_at_its_readiness_probe() -> None:
+    """Its readiness probe turns it Ready up to a period late; its first trial goes as soon
+    as it answers the operator (the trial waits in it for its fork server, if need be)."""
+    s = spec(isolation="process")
+    first, _, _ = plan_trials(s)
+    answering = host(0, ready=False, ip="10.244.0.20", phase="Running", trials_listed=True)
+    assert run(s, [answering]).create == [(first, 1, 0)]
+    silent = host(0, trials_listed=False)  # Ready, not read yet
+    assert run(s, [silent]).create == []

@@ -2,10 +2,13 @@
 
 Side by side: the baseline commit's operator (CXLAB_BENCH_BASELINE, main before the lean
 operator by default) and HEAD's, each from its own `git archive` under build/bench/, both
-with the final read of each trial's /metrics (the default), and HEAD's without it
-(CXLAB_RUNNER_FINAL_READ=0s). Each time it starts its own operator, applies an experiment of
-10 short trials (parallelism 1), and measures: apply → first trial Pod created; the
-experiment's duration against the sum of its trials' wall times; each Pod's own start-up
+with a Pod per trial, and HEAD's with trial hosts (`isolation: process`: the trials run as
+processes in one host Pod). Each time it starts its own operator, applies an experiment of
+10 short trials (parallelism 1), and measures: the experiment's duration against the sum of
+its trials' wall times (the goal for trial hosts: at most 1.5 x the walls + 2 s) and
+against the baseline's (for a Pod per trial: a third less); one trial's tasks ended → the
+next one's began (everything a trial costs beyond its tasks); apply → first trial Pod
+created; each Pod's own start-up
 (created → its runner's tasks began); trial Pod ended → next trial's Pod created; the
 operator's overhead per trial (the experiment's duration outside every trial Pod's life,
 per trial); status patches per trial (watch events whose status changed); the operator's
@@ -32,6 +35,7 @@ from typing import Any
 
 import kubernetes
 import urllib3
+import yaml
 from kubernetes.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -46,16 +50,19 @@ DEFAULT_BASELINE = "e70309d"
 BASELINE = os.environ.get("CXLAB_BENCH_BASELINE", DEFAULT_BASELINE)
 
 
-def experiment(name: str) -> dict[str, Any]:
+def experiment(name: str, isolation: str = "pod") -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "workload": {"type": "sleep", "tasks": 50, "rtt": "10ms"},
+        "models": [{"model": "asyncio", "workers": [1, 2, 5, 10, 0]}],
+        "repetitions": TRIALS // 5,
+    }
+    if isolation != "pod":  # the baseline knows no such field
+        spec["isolation"] = isolation
     return {
         "apiVersion": "cxlab.dev/v1alpha1",
         "kind": "ConcurrencyExperiment",
         "metadata": {"name": name},
-        "spec": {
-            "workload": {"type": "sleep", "tasks": 50, "rtt": "10ms"},
-            "models": [{"model": "asyncio", "workers": [1, 2, 5, 10, 0]}],
-            "repetitions": TRIALS // 5,
-        },
+        "spec": spec,
     }
 
 
@@ -109,25 +116,55 @@ def source_tree(commit: str) -> Path:
     full = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{commit}^{{commit}}"],
                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     tree = ROOT / "build" / "bench" / full[:12]
-    if not (tree / ".exported").exists():
+    if not (tree / ".exported-v2").exists():
         tree.mkdir(parents=True, exist_ok=True)
-        parts = ["operator", "workloads/python"]
+        parts = ["operator", "workloads/python", "manifests/crds"]
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", full, *parts],
                                  capture_output=True, check=True).stdout  # fmt: skip
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-        (tree / ".exported").touch()
+        (tree / ".exported-v2").touch()
     return tree
+
+
+def install_crds(tree: Path) -> None:
+    """The CRDs of the commit measured: the apiserver defaults a field a newer CRD adds
+    (spec.isolation), and an older operator refuses the field it does not know. Waits
+    until the apiserver serves the schema applied: a dry run defaults nothing the tree's
+    CRD lacks."""
+    crds = tree / "manifests" / "crds"
+    subprocess.run([str(ROOT / "build" / "k8s" / "bin" / "kubectl"), "--kubeconfig",
+                    str(KUBECONFIG), "apply", "--server-side", "--force-conflicts", "-f",
+                    str(crds)], check=True, capture_output=True)  # fmt: skip
+    crd = yaml.safe_load((crds / "concurrencyexperiments.cxlab.dev.yaml").read_text())
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    fields = set(schema["properties"]["spec"]["properties"])
+    custom = kubernetes.client.CustomObjectsApi()
+    deadline = time.monotonic() + 60
+    while True:
+        made = custom.create_namespaced_custom_object(
+            "cxlab.dev", "v1alpha1", "default", "concurrencyexperiments",
+            experiment("crd-check"), dry_run="All",
+        )  # fmt: skip
+        if set(made["spec"]) <= fields:
+            return
+        if time.monotonic() > deadline:
+            sys.exit(f"the apiserver still defaults fields the CRDs of {tree} lack")
+        time.sleep(0.5)
 
 
 def main() -> None:
     kubernetes.config.load_kube_config(config_file=str(KUBECONFIG))
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    # (source tree, CXLAB_RUNNER_FINAL_READ) by column
-    settings = {f"baseline {BASELINE}": (source_tree(BASELINE), "10s"),
-                f"HEAD {head}": (source_tree(head), "10s"),
-                f"HEAD {head}, no final read": (source_tree(head), "0s")}  # fmt: skip
-    columns = {label: measure(tree, final_read) for label, (tree, final_read) in settings.items()}
+    # (source tree, CXLAB_RUNNER_FINAL_READ, spec.isolation) by column
+    settings = {f"baseline {BASELINE}": (source_tree(BASELINE), "10s", "pod"),
+                f"HEAD {head}": (source_tree(head), "10s", "pod"),
+                f"HEAD {head}, trial hosts": (source_tree(head), "10s", "process")}  # fmt: skip
+    columns = {label: measure(*setting) for label, setting in settings.items()}
+    baseline = float(next(iter(columns.values()))["experiment duration"].split()[0])
+    for rows in columns.values():
+        duration = float(rows["experiment duration"].split()[0])
+        rows["duration / the baseline's"] = f"{duration / baseline:.2f}"
     print(f"Operator on the local cluster: {TRIALS} trials of 50 sleep tasks at 10 ms")
     width = 2 + max(len(v) for rows in columns.values() for v in (*rows.values(), *columns))
     print(f"{'':<44}" + "".join(f"{label:<{width}}" for label in columns))
@@ -148,7 +185,8 @@ def operator_requests(port: int) -> dict[str, float]:
     }
 
 
-def measure(tree: Path, final_read: str) -> dict[str, str]:
+def measure(tree: Path, final_read: str, isolation: str) -> dict[str, str]:
+    install_crds(tree)
     core, custom = kubernetes.client.CoreV1Api(), kubernetes.client.CustomObjectsApi()
     namespace = f"cxlab-bench-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": namespace}})
@@ -175,7 +213,9 @@ def measure(tree: Path, final_read: str) -> dict[str, str]:
             for event in events(core.list_namespaced_pod, namespace, seconds=300,
                                 label_selector=f"cxlab.dev/experiment={name}"):  # fmt: skip
                 pod, seen = event["object"], time.time()
-                trial = pod.metadata.labels["cxlab.dev/trial"]
+                trial = pod.metadata.labels.get("cxlab.dev/trial")
+                if trial is None:  # a trial host: its trials are not Pods
+                    continue
                 entry = pods.setdefault(pod.metadata.name, PodSeen(trial, added=seen))
                 if pod.status.phase in ("Succeeded", "Failed") and entry.ended is None:
                     entry.ended = seen
@@ -215,8 +255,9 @@ def measure(tree: Path, final_read: str) -> dict[str, str]:
         time.sleep(1)
         applied = time.time()
         custom.create_namespaced_custom_object(
-            "cxlab.dev", "v1alpha1", namespace, "concurrencyexperiments", experiment(name)
-        )
+            "cxlab.dev", "v1alpha1", namespace, "concurrencyexperiments",
+            experiment(name, isolation),
+        )  # fmt: skip
         threads[1].join()
         finished = time.time()
         # with the trials' full entries (their Results are in ConfigMaps beside it)
@@ -277,6 +318,24 @@ def report(
     trials = [t for t in status["trials"] if t.get("result")]
     seen = sorted(pods.values(), key=lambda p: p.added)
     ended = [p.ended for p in seen if p.ended is not None]
+    # one trial's tasks ended → the next one's began: all a trial costs beyond its tasks
+    spans = sorted(
+        (t["result"]["startedAtUnixSeconds"], t["result"]["wallSeconds"]) for t in trials
+    )
+    between = [b[0] - (a[0] + a[1]) for a, b in itertools.pairwise(spans)]
+    last_end = max(a + w for a, w in spans)
+    if not seen:  # trial hosts: no Pod per trial, so no Pod's figures
+        walls = sum(w for _, w in spans)
+        return {
+            "phase": status["phase"],
+            "experiment duration": f"{finished - applied:.1f} s",
+            "sum of trial wall times": f"{walls:.2f} s",
+            "duration / (1.5 x walls + 2 s)": f"{(finished - applied) / (1.5 * walls + 2):.2f}",
+            "tasks ended -> next trial's tasks began": _spread(between),
+            "apply -> first trial's tasks began": f"{spans[0][0] - applied:.2f} s",
+            "last trial's tasks ended -> experiment finished": f"{finished - last_end:.2f} s",
+            "status patches per trial": f"{status_changes / TRIALS:.1f} (of {status_changes})",
+        }
     # completion of one trial's Pod → the next trial's Pod created (parallelism 1)
     gaps = [b.added - a.ended for a, b in itertools.pairwise(seen) if a.ended]
     # Pod created → its runner's task phase began (the Pod's own start-up)
@@ -292,7 +351,10 @@ def report(
         ("apply -> first trial Pod created", f"{seen[0].added - applied:.2f} s"),
         ("experiment duration", f"{finished - applied:.1f} s"),
         ("sum of trial wall times", f"{walls:.2f} s"),
-        ("duration / (1.5 x walls + 2 s)", f"{(finished - applied) / (1.5 * walls + 2):.1f}"),
+        ("duration / (1.5 x walls + 2 s)", f"{(finished - applied) / (1.5 * walls + 2):.2f}"),
+        ("tasks ended -> next trial's tasks began", _spread(between)),
+        ("apply -> first trial's tasks began", f"{spans[0][0] - applied:.2f} s"),
+        ("last trial's tasks ended -> experiment finished", f"{finished - last_end:.2f} s"),
         ("Pod start-up (created -> tasks), median", f"{statistics.median(startups):.2f} s"),
         ("trial Pod ended -> next Pod created", _spread(gaps)),
         # where a trial's seconds go, one Pod after another (medians over the trials)

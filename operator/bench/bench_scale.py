@@ -50,6 +50,7 @@ from bench_operator import (
     KUBECONFIG,
     ROOT,
     events,
+    install_crds,
     memory_kib,
     remove_namespace,
     source_tree,
@@ -351,6 +352,7 @@ def restart(component: str, requests: ApiserverRequests, log: list[str], began: 
 
 def run(label: str, tree: Path) -> dict[str, str]:
     """One run of the benchmark with the operator from `tree`; its figures by row."""
+    install_crds(tree)
     core, custom = kubernetes.client.CoreV1Api(), kubernetes.client.CustomObjectsApi()
     namespace = f"cxlab-scale-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": namespace}})

@@ -23,8 +23,12 @@ from cxlab.experiments.pod_view import PodView, view_pod
 
 # A long poll's wait: the host answers at once on a change, else after this long.
 POLL_SECONDS = 10.0
-# A host that has not answered for this long (its Pod running) is taken as lost.
+# A host that has not answered for this long since it last did, or since its Pod turned
+# Ready, is taken as lost.
 UNREACHABLE_SECONDS = 30.0
+# Until it first answers (its container starting), a host is tried this often: its first
+# trial goes as soon as it listens.
+FIRST_TRY_SECONDS = 0.05
 # POST and DELETE: the host answers a start within its own wait for the previous process
 # to end (5 s at most).
 REQUEST_SECONDS = 10.0
@@ -93,6 +97,7 @@ class HostWatch:
         self._port = port
         self._deliver = deliver
         self._stop = threading.Event()
+        self._ready_at: float | None = None  # when its Pod was first seen Ready
         self._thread = threading.Thread(target=self._run, name=f"host-{host.name}", daemon=True)
 
     def start(self) -> None:
@@ -101,9 +106,14 @@ class HostWatch:
     def stop(self) -> None:
         self._stop.set()
 
+    def ready(self) -> None:
+        """Its Pod is Ready (it serves, the kubelet says): silence counts from now on."""
+        if self._ready_at is None:
+            self._ready_at = time.monotonic()
+
     def _run(self) -> None:
         version: int | None = None
-        answered = time.monotonic()
+        answered: float | None = None  # when it last answered
         failures = 0
         while not self._stop.is_set():
             query = "" if version is None else f"?version={version}&wait={POLL_SECONDS:g}"
@@ -118,11 +128,13 @@ class HostWatch:
                 if self._stop.is_set():
                     return
                 failures += 1
-                if time.monotonic() - answered > UNREACHABLE_SECONDS:
+                since = answered if answered is not None else self._ready_at
+                if since is not None and time.monotonic() - since > UNREACHABLE_SECONDS:
                     log.warning("trial host %s lost: %s", self.host.name, error)
                     self._deliver(self.host, None)
                     return
-                self._stop.wait(min(0.1 * 2**failures, 2.0))
+                first = answered is None and self._ready_at is None  # still starting
+                self._stop.wait(FIRST_TRY_SECONDS if first else min(0.1 * 2**failures, 2.0))
                 continue
             failures = 0
             answered = time.monotonic()

@@ -226,12 +226,13 @@ class PodIndex:
     # ---- trial hosts (isolation: process), on the event loop ---------------------------
 
     def _host_seen(self, key: Key, view: PodView) -> PodView:
-        """A trial host's Pod as the apiserver has it: its watch starts once it is Ready (its
-        fork server warm) and stops once it is not live; the view says what the watch knows
+        """A trial host's Pod as the apiserver has it: its watch starts once it has an
+        address (not at its readiness probe's next period: its first trial is posted as soon
+        as it answers) and stops once it is not live; the view says what the watch knows
         (its trials listed, or the host lost for not answering)."""
         pod_key = f"{key[0]}/{view.name}"
         host = self._hosts.get(pod_key)
-        if host is None and view.live and view.ready and view.ip:
+        if host is None and view.live and view.ip:
             assert self._host_port is not None
             watch = HostWatch(view, self._host_port, functools.partial(self._from_host, pod_key))
             host = self._hosts[pod_key] = _Host(key, watch)
@@ -241,6 +242,8 @@ class PodIndex:
             return view
         if host is None:
             return view
+        if view.ready:  # it serves, the kubelet says: from now on, silence means lost
+            host.watch.ready()
         if host.unreachable:
             return replace(view, phase=PodPhase.FAILED, reason=UNREACHABLE)
         return replace(view, trials_listed=host.listed)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from cxlab.experiments.pod_view import PodPhase, PodView
+from cxlab.experiments.pod_view import PodView
 from cxlab.experiments.pods import COMPONENT_HOST
 
 # A host's reason when the operator could not reach it for a while: it is let go, as lost.
@@ -55,11 +55,12 @@ def plan_hosts(
             plan.delete.append(host.name)
     idle = [h for h in live if h.name not in busy]
     extra = len(live) - wanted
-    # the idle ones not Ready yet go first: a Ready one is worth keeping
-    for host in sorted(idle, key=lambda h: (h.ready, h.name))[: max(0, extra)]:
+    # the idle ones that do not answer yet go first: one that does is worth keeping
+    for host in sorted(idle, key=lambda h: (h.trials_listed, h.name))[: max(0, extra)]:
         plan.delete.append(host.name)
     kept = [h for h in idle if h.name not in plan.delete]
-    ready = [h for h in kept if h.ready and h.ip and h.phase == PodPhase.RUNNING]
+    # one that answers takes trials (its first waits for its fork server), Ready or not yet
+    ready = [h for h in kept if h.trials_listed and h.ip]
     for trial, host in zip(pending, sorted(ready, key=lambda h: h.name), strict=False):
         plan.assign[trial] = host.name
     used = {_index(h.name) for h in hosts}

@@ -13,7 +13,8 @@ operator reads with the Pod parser it reads trial Pods with
 
 HTTP API (JSON bodies):
 
-- `GET /healthz`: 200 once the fork server is warm, 503 before.
+- `GET /healthz`: 200 once the fork server is warm, 503 before (a trial posted before then
+  waits for it).
 - `POST /trials`, a Pod manifest: starts its first container's command. 201 and the trial's
   document; 200 and the document already known for that name (the operator may POST again
   after a restart); 400 naming the field of a malformed manifest; 409 when another trial's
@@ -60,6 +61,7 @@ from urllib.parse import parse_qs, urlsplit
 # milliseconds; two trials must never share the slot's cores.
 START_WAIT_SECONDS = 5.0
 MAX_POLL_SECONDS = 60.0
+WARM_WAIT_SECONDS = 60.0  # a forked trial's wait for the fork server to be warm
 DEFAULT_GRACE_SECONDS = 5  # the brief's default, not Kubernetes' 30: trial Pods set 5
 READY_POLL_SECONDS = 0.05  # only where inotify is unavailable
 # The kubelet's limits on a termination message (pkg/kubelet/container/runtime.go): the last
@@ -417,6 +419,9 @@ class TrialHost:
                 watch = _inotify(os.path.dirname(spec.result_path))
                 process: _Process
                 if forks(spec.argv):
+                    # a trial posted as the host starts (the operator does not wait for the
+                    # readiness probe) waits for the fork server's imports, not the probe
+                    self.warm.wait(WARM_WAIT_SECONDS)
                     forked = self._forkserver.Process(
                         target=_run_forked, args=(spec.argv, spec.log_path), name=spec.name
                     )

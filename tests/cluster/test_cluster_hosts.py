@@ -135,7 +135,7 @@ def test_a_lost_host_is_a_lost_attempt(lab: Lab) -> None:
 def test_operator_killed_mid_experiment_with_hosts_runs_each_trial_once(
     lab: Lab, operator: Operator
 ) -> None:
-    workload = {"type": "sleep", "tasks": 4, "rtt": "1s"}
+    workload = {"type": "sleep", "tasks": 4, "rtt": "500ms"}
     lab.apply("restart-hosted", experiment_spec(
         [{"model": "asyncio", "workers": [1, 2, 4]}], workload, repetitions=2,
         isolation="process", parallelism=2, **SHARED_POOL,

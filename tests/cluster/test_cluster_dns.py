@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-from harness import Lab, experiment_spec
+from harness import SHARED_POOL, Lab, experiment_spec
 
 from cxlab.config import OperatorConfig
 from cxlab.experiments.plan import plan_trials
@@ -34,7 +34,11 @@ def test_a_trial_pod_resolves_a_service_by_its_cluster_name(lab: Lab) -> None:
     )
     spec = parse_experiment(
         {"apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
-         "metadata": {"name": "dns"}, "spec": experiment_spec([{"model": "asyncio"}])}
+         "metadata": {"name": "dns"},
+         # in the shared pool: a Pod the operator does not queue would otherwise wait for the
+         # node's one exclusive core behind every other test's trials (it was still Pending
+         # after 120 s in a cold run on a machine kept busy)
+         "spec": experiment_spec([{"model": "asyncio"}], **SHARED_POOL)}
     ).spec  # fmt: skip
     pod = build_trial_pod(
         experiment="dns", namespace=lab.namespace, uid="u-dns", spec=spec,

@@ -35,8 +35,8 @@ REQUEST_SECONDS = 10.0
 
 log = logging.getLogger(__name__)
 
-# (host view, its trials by name; None: the host was not reachable for too long)
-Deliver = Callable[[PodView, dict[str, PodView] | None], None]
+# The host's trials by name (None: the host was not reachable for too long).
+Deliver = Callable[[dict[str, PodView] | None], None]
 
 
 class HostUnavailable(Exception):
@@ -131,7 +131,7 @@ class HostWatch:
                 since = answered if answered is not None else self._ready_at
                 if since is not None and time.monotonic() - since > UNREACHABLE_SECONDS:
                     log.warning("trial host %s lost: %s", self.host.name, error)
-                    self._deliver(self.host, None)
+                    self._deliver(None)
                     return
                 first = answered is None and self._ready_at is None  # still starting
                 self._stop.wait(FIRST_TRY_SECONDS if first else min(0.1 * 2**failures, 2.0))
@@ -143,4 +143,4 @@ class HostWatch:
             version = document.get("version")
             trials = [hosted_view(self.host, d) for d in document.get("items") or []]
             if not self._stop.is_set():
-                self._deliver(self.host, {t.name: t for t in trials})
+                self._deliver({t.name: t for t in trials})

@@ -244,11 +244,9 @@ class PodIndex:
             return view
         if view.ready:  # it serves, the kubelet says: from now on, silence means lost
             host.watch.ready()
-        if host.unreachable:
-            return replace(view, phase=PodPhase.FAILED, reason=UNREACHABLE)
-        return replace(view, trials_listed=host.listed)
+        return host.shown(view)
 
-    def _from_host(self, pod_key: str, host: PodView, trials: dict[str, PodView] | None) -> None:
+    def _from_host(self, pod_key: str, trials: dict[str, PodView] | None) -> None:
         """From a host's watch thread: hand its trials to the event loop."""
         self._deliver(self._hosted, pod_key, trials)
 
@@ -269,10 +267,7 @@ class PodIndex:
         name = pod_key.partition("/")[2]
         view = self._pods.get(host.key, {}).get(name)
         if view is not None:
-            listed = replace(view, trials_listed=True)
-            if host.unreachable:
-                listed = replace(listed, phase=PodPhase.FAILED, reason=UNREACHABLE)
-            self._set(host.key, listed)
+            self._set(host.key, host.shown(view))
 
     def _host_gone(self, pod_key: str) -> None:
         """A host's Pod ended or went: its watch stops, and its trials go with it."""
@@ -291,6 +286,13 @@ class _Host:
         self.trials: set[str] = set()  # the names of its trials in the index
         self.listed = False  # it has answered once
         self.unreachable = False
+
+    def shown(self, view: PodView) -> PodView:
+        """The host's Pod as the passes see it: what its watch knows added to what the
+        apiserver says (its trials read; lost for not answering, as a Pod of a lost node)."""
+        if self.unreachable:
+            return replace(view, phase=PodPhase.FAILED, reason=UNREACHABLE, trials_listed=True)
+        return replace(view, trials_listed=self.listed)
 
 
 class _Scope:

@@ -208,12 +208,11 @@ def _decide_trial(
         decision.delete += [p.name for p in current if not p.deleting and p not in kept]
     elif current and not lost_now:
         _running(trial, current, latest, observed, config, gathered)
-    elif any(p.deleting and p.phase in HOLDING for p in lost + doomed):
-        # Retry once the lost Pods are gone, so two attempts never share the node's cores.
-        gathered.terminating += 1
-        decision.attempts[trial.name] = observed.attempts.get(trial.name, 0)
-    elif not mine and gathered.hosts_unlisted and observed.attempts.get(trial.name):
-        # Its attempt may be running on a host whose trials are not read yet: wait for them.
+    elif any(p.deleting and p.phase in HOLDING for p in lost + doomed) or (
+        not mine and gathered.hosts_unlisted and observed.attempts.get(trial.name)
+    ):
+        # Retry once the lost Pods are gone, so two attempts never share the node's cores;
+        # or once every trial host has been read: its attempt may be running on one.
         gathered.terminating += 1
         decision.attempts[trial.name] = observed.attempts.get(trial.name, 0)
     else:
@@ -348,26 +347,19 @@ def _decide_experiment(observed: Observed, config: OperatorConfig, gathered: _Pa
         (p for p in observed.pods if p.component == COMPONENT_TARGET and not p.deleting), None
     )
     unplaced = list(gathered.unplaced)
-    if (
-        target is not None
-        and not observed.target_ready
-        and len(observed.recorded) < len(observed.trials)
-    ):
-        image = observed.image(config)
-        trouble = not_starting("the delay target", target, image, observed.now, config)
+    unfinished = len(observed.recorded) < len(observed.trials)
+    beside: list[tuple[str, PodView]] = []  # its Pods other than trials', and their names
+    if target is not None and not observed.target_ready and unfinished:
+        beside.append(("the delay target", target))
+    # a trial host (isolation: process) runs the same image and placement too
+    hosts = [h for h in hosts_of(observed.pods) if h.live and unfinished]
+    beside += [(f"trial host {h.name}", h) for h in hosts]
+    for whose, pod in beside:
+        trouble = not_starting(whose, pod, observed.image(config), observed.now, config)
         if trouble:
-            stuck.append(_Stuck(None, target, *trouble))
-        elif target.unschedulable:
-            unplaced.append(("the delay target", target))
-    for host in hosts_of(observed.pods):  # a trial host runs the same image and placement
-        if not host.live or len(observed.recorded) >= len(observed.trials):
-            continue
-        whose = f"trial host {host.name}"
-        trouble = not_starting(whose, host, observed.image(config), observed.now, config)
-        if trouble:
-            stuck.append(_Stuck(None, host, *trouble))
-        elif host.unschedulable:
-            unplaced.append((whose, host))
+            stuck.append(_Stuck(None, pod, *trouble))
+        elif pod.unschedulable:
+            unplaced.append((whose, pod))
     if stuck:  # every trial Pod has the same image: none of them will start
         return decision.fail_all(observed, stuck[0].message, stuck[0].reason)
     if observed.capacity_exists:  # busy, not impossible: a full node frees up, a wrong one never
@@ -400,8 +392,8 @@ def _decide_experiment(observed: Observed, config: OperatorConfig, gathered: _Pa
 def _on_hosts(
     observed: Observed, gathered: _Pass, starting: list[tuple[Trial, list[int]]]
 ) -> list[tuple[Trial, list[int]]]:
-    """isolation: process: the trials that start now are those an idle Ready host takes;
-    hosts are made, kept and let go for the trials left (see cxlab.experiments.hosts)."""
+    """isolation: process: the trials that start now are those an idle host that answers
+    takes; hosts are made, kept and let go for the trials left (cxlab.experiments.hosts)."""
     decision = gathered.decision
     left = len(observed.trials) - len(observed.recorded) - len(decision.finished)
     wanted = 0 if decision.failure else min(observed.spec.parallelism, max(0, left))

@@ -18,6 +18,7 @@ from cxlab.controller.experiment_pass import Reconciler
 from cxlab.controller.kube import PodRefused, StaleStatus
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.pods import trial_pod_name
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.status import ExperimentStatus
 
@@ -201,3 +202,32 @@ def test_a_refusal_in_the_rest_of_a_crowded_pass_ends_the_experiment_as_before()
     failed = {c["type"]: c for c in written["status"]["conditions"]}["Failed"]
     assert failed["reason"] == "PodRejected" and "no such field" in failed["message"]
     assert ("Warning", "PodRejected") in [(kind, reason) for kind, reason, _ in events]
+
+
+def test_the_next_trial_waits_for_its_predecessors_cores_only_where_nothing_else_has_room() -> None:
+    """A Pod created while the one node's core is still held by the trial just recorded (its
+    Pod deleted, not yet torn down) would wait out the scheduler's backoff; it is created by
+    the pass the teardown brings instead. With room elsewhere, or nothing leaving, at once."""
+    body = experiment()
+    body["metadata"]["resourceVersion"] = "1"
+    first, second = plan_trials(parse_experiment(body).spec)[:2]
+    entry = {"phase": "Succeeded", "name": first.name, "model": "threads", "workers": 1,
+             "gomaxprocs": None, "rttSeconds": 0.01, "repetition": 1}  # fmt: skip
+    body["status"] = {"phase": "Running", "trials": [entry]}
+    name = trial_pod_name(body["metadata"]["name"], first, 1, 0)
+    one_core = {"metadata": {"name": "node-1"},
+                "status": {"allocatable": {"cpu": "1", "memory": "16Gi"}}}  # fmt: skip
+    for cpus, leaving, created in (
+        ("1", [pod(first.name, name=name, deleting=True, ready=False)], 0),
+        ("1", [pod(first.name, name=name, ready=False)], 0),  # recorded, not deleted yet
+        ("1", [pod(first.name, name=name, phase="Succeeded", ready=False, deleting=True)], 1),
+        ("1", [], 1),
+        ("2", [pod(first.name, name=name, deleting=True, ready=False)], 1),
+    ):
+        kube = Apiserver(copy.deepcopy(body))
+        node = copy.deepcopy(one_core)
+        node["status"]["allocatable"]["cpu"] = cpus
+        kube.list_nodes = lambda node=node: [node]  # type: ignore[method-assign]
+        reconciler(kube).reconcile(copy.deepcopy(body), leaving, lambda *_: None)
+        assert len(kube.created) == created, (cpus, leaving, kube.created)
+        assert kube.created in ([], [trial_pod_name(body["metadata"]["name"], second, 1, 0)])

@@ -27,12 +27,13 @@ from cxlab.controller.recorder import Recorder
 from cxlab.experiments.decide import Decision, Observed, decide
 from cxlab.experiments.fields import SpecError
 from cxlab.experiments.followups import Fits, Trials, trials_of
-from cxlab.experiments.nodes import Request, fits_now
+from cxlab.experiments.nodes import Request, fits_now, trials_fitting
 from cxlab.experiments.plan import Trial, plan_trials, pod_indexes
-from cxlab.experiments.pod_view import PodView, view_pod
+from cxlab.experiments.pod_view import HOLDING, PodPhase, PodView, view_pod
 from cxlab.experiments.pods import (
     COMPONENT_HOST,
     COMPONENT_TARGET,
+    COMPONENT_TRIAL,
     trial_pod_name,
 )
 from cxlab.experiments.queue import Candidate, spec_of
@@ -150,11 +151,13 @@ class Reconciler:
             metadata["namespace"], metadata["name"], trials, recorded, attempts, indexed, memory,
             hosted=spec.isolation == "process",
         )  # fmt: skip
+        as_listed = pods
         pods = self.live.final_reads(metadata["name"], trials, pods, memory, moment)
         target = next((p for p in pods if p.component == COMPONENT_TARGET), None)
         observed = Observed(
             spec, trials, recorded, attempts, pods, moment,
             target_ready=bool(target and target.ready and target.ip), skipped=followed.skipped,
+            room=self._room(spec, trials, recorded, as_listed, pods),
         )  # fmt: skip
         admitted = status.phase == Phase.RUNNING or bool(recorded) or any(attempts.values())
         why_impossible = impossible(spec, observed, admitted, self.nodes)
@@ -192,6 +195,35 @@ class Reconciler:
             entries = self.recorder.full_entries(namespace, name, list(status.entries))
             memory.followed = (key, trials_of(spec, entries, fits))
         return memory.followed[1]
+
+    def _room(
+        self, spec: ExperimentSpec, trials: list[Trial], recorded: dict[str, TrialEntry],
+        as_listed: list[PodView], pods: list[PodView],
+    ) -> tuple[int, int] | None:  # fmt: skip
+        """One-Pod trials that fit now and once this experiment's Pods on their way out have
+        gone (Observed.room): only while one of them still holds its cores on its node (its
+        listed phase; the final read may show it ended already). Trial hosts and Kueue place
+        trials their own way; trials of several Pods are left to the scheduler."""
+        if spec.isolation != "pod" or spec.queue_name or any(t.pods > 1 for t in trials):
+            return None
+        views = {p.name: p for p in pods}
+        leaving: list[str] = []
+        staying: list[str] = []
+        for listed in as_listed:
+            if listed.component != COMPONENT_TRIAL or not listed.node:
+                continue
+            if listed.phase not in HOLDING:
+                continue
+            view = views.get(listed.name, listed)
+            out = view.deleting or PodPhase(view.phase).ended or view.trial in recorded
+            (leaving if out else staying).append(listed.node)
+        if not leaving:
+            return None
+        request, nodes, most = Request.of(spec), self.nodes(), spec.parallelism
+        return (
+            trials_fitting(request, nodes, staying + leaving, most),
+            trials_fitting(request, nodes, staying, most),
+        )
 
     def _fits(self, spec: ExperimentSpec) -> Fits:
         """Why the cluster's nodes, even empty, cannot hold a verification's Pods at once."""

@@ -55,6 +55,9 @@ class Observed:
     target_ready: bool = True  # the delay target of an http experiment answers
     capacity_exists: bool = True  # some node could hold a trial if it were empty
     skipped: Mapping[str, str] = field(default_factory=dict)  # abortOnFail's: trial -> why
+    # One-Pod trials that fit on the nodes now, and once this experiment's Pods on their way
+    # out (recorded, deleting) have gone; None when none of its Pods is on its way out.
+    room: tuple[int, int] | None = None
 
     def image(self, config: OperatorConfig) -> str:
         return self.spec.image or config.runner_image
@@ -380,6 +383,13 @@ def _decide_experiment(observed: Observed, config: OperatorConfig, gathered: _Pa
         decision.waiting_for_target = True
         return decision
     starting = gathered.pending[: max(0, slots)]
+    if observed.room is not None:
+        fit_now, fit_after = observed.room
+        if fit_now < min(len(starting), fit_after):
+            # Only our own Pods' teardown holds the room: a Pod created now would fail to be
+            # scheduled and wait out the scheduler's backoff (up to a second after the room
+            # frees); created by the pass the teardown's event brings, it is bound at once.
+            starting = starting[:fit_now]
     if observed.spec.isolation == "process":
         starting = _on_hosts(observed, gathered, starting)
     for trial, first_pods in starting:

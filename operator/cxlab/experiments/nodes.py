@@ -276,3 +276,14 @@ def fits_now(request: Request, nodes: list[NodeView], held: list[Held], pods: in
     """Whether one more trial (of `pods` Pods) fits after every held slot is placed (bound
     ones on their node, the rest first-fit on the matching nodes with most room)."""
     return placed(nodes, held).fits(request, pods)
+
+
+def trials_fitting(request: Request, nodes: list[NodeView], bound: list[str], most: int) -> int:
+    """How many more one-Pod trials fit (at most `most`) beside Pods of the same request
+    bound to the `bound` nodes. Other workloads' Pods are not seen: an upper bound."""
+    capacity = placed(nodes, [Held(request, node) for node in bound])
+    count = 0
+    while count < most and capacity.fits(request):
+        capacity.place(Held(request))
+        count += 1
+    return count

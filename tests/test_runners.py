@@ -533,6 +533,37 @@ def test_both_runners_wait_for_their_final_read(model: str, metrics_port: int) -
     assert result["tasksOk"] == 3
 
 
+@pytest.mark.parametrize("model", ["threads", "gevent", "asyncio", "goroutines"])
+def test_both_runners_answer_a_long_poll_of_done_when_the_tasks_end(
+    model: str, metrics_port: int
+) -> None:
+    """GET /done?wait=S, the operator's long poll: asked while the tasks run it answers 200
+    once the Result is written (not 503 at once); a wait that ends first answers 503, not
+    before S."""
+    argv = runner_argv(model, "--workload", "sleep", "--tasks", "2", "--workers", "1",
+                       "--rtt", "400ms", "--metrics-port", str(metrics_port),
+                       "--final-read", "30s")  # fmt: skip
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while _status(metrics_port, "/metrics") != 200:
+            assert time.monotonic() < deadline and process.poll() is None, "never served"
+            time.sleep(0.02)
+        began = time.monotonic()
+        assert _get(metrics_port, "/done?wait=0.1")[0] == 503
+        assert time.monotonic() - began >= 0.1
+        assert _get(metrics_port, "/done?wait=30") == (200, "done\n")
+        status, body = _get(metrics_port, "/result")
+        assert status == 200 and json.loads(body)["tasksOk"] == 2
+        assert _get(metrics_port, "/metrics?final=1")[0] == 200
+        _, stderr = process.communicate(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, stderr
+
+
 def _get_bytes(port: int, path: str) -> tuple[int, str, bytes]:
     """The status, Content-Type and body as sent."""
     try:

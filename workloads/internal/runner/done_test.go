@@ -174,3 +174,29 @@ func TestAFinalReadNeedsTheMetricsPort(t *testing.T) {
 		t.Errorf("exit %d: %s", s, stderr.String())
 	}
 }
+
+// GET /done?wait=S is a long poll: asked while the tasks run, it answers 200 once the Result
+// is written rather than 503 at once; a wait that ends first answers 503, not before S.
+func TestDoneWaitsForTheEndWhenAsked(t *testing.T) {
+	port := freePort(t)
+	exit, stderr := runInBackground(fmt.Sprintf("--model goroutines --workload sleep --tasks 2 "+
+		"--workers 1 --rtt 400ms --metrics-port %d --final-read 20s", port))
+	waitFor(t, port, "/metrics", http.StatusOK)
+	began := time.Now()
+	if status := get(port, "/done?wait=0.1"); status != http.StatusServiceUnavailable {
+		t.Fatalf("GET /done?wait=0.1 while the tasks run: %d, want 503", status)
+	}
+	if waited := time.Since(began); waited < 100*time.Millisecond {
+		t.Errorf("GET /done?wait=0.1 answered after %v, before its wait", waited)
+	}
+	if status := get(port, "/done?wait=30"); status != http.StatusOK {
+		t.Fatalf("GET /done?wait=30: %d, want 200 once the tasks ended: %s", status, stderr)
+	}
+	if status, body := call(t, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/result", port)); status != http.StatusOK || !strings.Contains(body, `"tasksOk":2`) {
+		t.Fatalf("GET /result after the long poll: %d %s", status, body)
+	}
+	call(t, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics?final=1", port))
+	if s := <-exit; s != 0 {
+		t.Fatalf("exit %d: %s", s, stderr)
+	}
+}

@@ -1,6 +1,7 @@
 """The end of the task phase, told to whoever drives the runner (workloads/CONTRACT.md):
 GET /done answers 200 once the Result is written (a trial Pod's readiness probe, so a Ready
-trial Pod has final values to read), GET /result answers the Result itself from then on (the
+trial Pod has final values to read; with ?wait=S it waits up to S for that, the operator's
+long poll), GET /result answers the Result itself from then on (the
 operator records a trial without waiting for the container's exit), and the first GET
 /metrics?final=1 after that is the final read the runner waits for with --final-read."""
 
@@ -18,10 +19,15 @@ from cxlab_contract.durations import format_duration
 UNDER_STRACE = "CXLAB_RUNNER_UNDER_STRACE"
 
 
+# GET /done?wait=S answers within this whatever S asks.
+MAX_DONE_WAIT_SECONDS = 30.0
+
+
 class EndOfTasks:
     def __init__(self) -> None:
         self.done = False
         self.result: bytes | None = None  # the Result as written, newline included
+        self._finished = threading.Event()  # set with done: the long polls of /done return
         self._read = threading.Event()  # the final read, or a SIGTERM
         self._stopped = threading.Event()  # a SIGTERM after the tasks
 
@@ -30,6 +36,13 @@ class EndOfTasks:
         are not the trial's Result (a run under strace: the outer runner adds the counts)."""
         self.result = result
         self.done = True
+        self._finished.set()
+
+    def wait_done(self, seconds: float) -> bool:
+        """GET /done?wait=S, the driver's long poll: whether the tasks ended within S (at
+        most MAX_DONE_WAIT_SECONDS), answered as soon as they do rather than at a probe's
+        next period."""
+        return self._finished.wait(min(seconds, MAX_DONE_WAIT_SECONDS))
 
     def answered(self, final: bool, done_before: bool) -> None:
         """A GET /metrics was answered whole; final: it asked final=1, done_before: the

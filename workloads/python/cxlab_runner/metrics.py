@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import cast
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -169,6 +169,16 @@ class TrialCollector(Collector):
         )
 
 
+def _seconds(query: str, name: str) -> float:
+    """A query's number of seconds (0 when absent or not a number)."""
+    for value in parse_qs(query).get(name, []):
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            return 0.0
+    return 0.0
+
+
 class _Handler(BaseHTTPRequestHandler):
     """/metrics, the start barrier's /ready and /start, /done and /result (CONTRACT.md)."""
 
@@ -184,7 +194,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(200, generate_latest(self.registry), CONTENT_TYPE_LATEST)
             self.end.answered("final=1" in url.query.split("&"), done_before)
         elif path == "/done":
-            done = self.end.done
+            done = self.end.done or self.end.wait_done(_seconds(url.query, "wait"))
             self._answer(200 if done else 503, b"done\n" if done else b"running\n")
         elif path == "/result":  # not the final read: it ends nothing
             result = self.end.result

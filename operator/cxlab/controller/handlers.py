@@ -31,6 +31,7 @@ from cxlab.experiments.pods import COMPONENT_HOST, COMPONENT_TRIAL, LABEL_EXPERI
 from cxlab.experiments.queue import Candidate, candidate_of, with_nodes
 from cxlab.schedules.decide import RunView
 from cxlab.times import now
+from cxlab_contract.durations import parse_duration
 
 RECONCILE_ID = "reconcile"
 QUEUE = "all"
@@ -104,6 +105,8 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     memo.pods = PodIndex(
         Rest(connections=2), memo.wakes.pod_changed, clusterwide=not NAMESPACES,
         host_port=CONFIG.host_port,
+        # the end of a trial's tasks, seen at once (a long poll): only the final read needs it
+        done_port=CONFIG.metrics_port if parse_duration(CONFIG.final_read) > 0 else None,
     )  # fmt: skip
     memo.pods.start()
     if NAMESPACES:  # kopf leaves out a namespace already terminating when it starts

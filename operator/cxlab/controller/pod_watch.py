@@ -25,11 +25,12 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from cxlab.controller.done_watch import DoneWatches
 from cxlab.controller.host_watch import HostWatch
 from cxlab.controller.rest import Rest, path
 from cxlab.experiments.hosts import UNREACHABLE
 from cxlab.experiments.pod_view import PodPhase, PodView, view_pod
-from cxlab.experiments.pods import COMPONENT_HOST, LABEL_EXPERIMENT
+from cxlab.experiments.pods import COMPONENT_HOST, COMPONENT_TRIAL, LABEL_EXPERIMENT
 
 Key = tuple[str, str]  # (namespace, experiment)
 # Called on the event loop for every Pod whose view changed: (experiment, before, after),
@@ -54,10 +55,13 @@ class Gone(Exception):
 
 class PodIndex:
     def __init__(
-        self, rest: Rest, on_change: OnChange, clusterwide: bool, host_port: int | None = None
-    ) -> None:
+        self, rest: Rest, on_change: OnChange, clusterwide: bool, host_port: int | None = None,
+        done_port: int | None = None,
+    ) -> None:  # fmt: skip
         """`host_port`: where trial hosts (isolation: process) answer; their trials are in
-        the index too, as views of Pods (cxlab.controller.host_watch)."""
+        the index too, as views of Pods (cxlab.controller.host_watch). `done_port`: where
+        runners answer GET /done?wait= (their metrics port): a running trial Pod shows Ready
+        as its tasks end (cxlab.controller.done_watch); None: at its readiness probe."""
         self._rest = rest
         self._on_change = on_change
         self._clusterwide = clusterwide
@@ -66,6 +70,8 @@ class PodIndex:
         self._pods: dict[Key, dict[str, PodView]] = {}
         self._scopes: dict[str, _Scope] = {}
         self._hosts: dict[str, _Host] = {}  # "namespace/name" of a trial host → its watch
+        self._done = None if done_port is None else DoneWatches(done_port, self._from_done)
+        self._ended: set[str] = set()  # "namespace/name" of trial Pods whose tasks ended
         self._stop = threading.Event()
 
     def pods(self, key: Key) -> list[PodView]:
@@ -103,6 +109,8 @@ class PodIndex:
                 answer.shutdown()
         for host in self._hosts.values():
             host.watch.stop()
+        if self._done is not None:
+            self._done.stop()
 
     # ---- the watch thread --------------------------------------------------------------
 
@@ -195,6 +203,7 @@ class PodIndex:
             if key is None:
                 return
             self._host_gone(found)
+            self._trial_gone(found)
             name = found.partition("/")[2]
             mine = self._pods.get(key, {})
             before = mine.pop(name, None)
@@ -206,6 +215,8 @@ class PodIndex:
         scope.where[f"{key[0]}/{view.name}"] = key
         if view.component == COMPONENT_HOST and self._host_port is not None:
             view = self._host_seen(key, view)
+        elif view.component == COMPONENT_TRIAL and self._done is not None:
+            view = self._trial_seen(f"{key[0]}/{view.name}", view)
         self._set(key, view)
 
     def _set(self, key: Key, view: PodView) -> None:
@@ -222,6 +233,38 @@ class PodIndex:
             self._pods.pop(key, None)
         if before is not None:
             self._on_change(key, before, None)
+
+    # ---- the end of a trial Pod's tasks (done_watch), on the event loop ---------------
+
+    def _trial_seen(self, pod_key: str, view: PodView) -> PodView:
+        """A trial Pod as the apiserver has it: a running one is watched until its tasks
+        end; from then on it shows Ready, whatever the kubelet's probe has said so far."""
+        assert self._done is not None
+        running = view.phase == PodPhase.RUNNING and not view.deleting
+        if pod_key in self._ended:
+            return replace(view, ready=True) if running else view
+        if running and view.ip and not view.ready:
+            self._done.watch(pod_key, view.ip)
+        else:
+            self._done.forget(pod_key)
+        return view
+
+    def _from_done(self, pod_key: str) -> None:
+        """From a done watch's thread: the Pod's tasks ended."""
+        self._deliver(self._tasks_ended, pod_key)
+
+    def _tasks_ended(self, pod_key: str) -> None:
+        key = next((s.where[pod_key] for s in self._scopes.values() if pod_key in s.where), None)
+        view = None if key is None else self._pods.get(key, {}).get(pod_key.partition("/")[2])
+        if key is None or view is None:
+            return  # gone meanwhile
+        self._ended.add(pod_key)
+        self._set(key, self._trial_seen(pod_key, view))
+
+    def _trial_gone(self, pod_key: str) -> None:
+        self._ended.discard(pod_key)
+        if self._done is not None:
+            self._done.forget(pod_key)
 
     # ---- trial hosts (isolation: process), on the event loop ---------------------------
 

@@ -11,7 +11,7 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from cxlab.controller.rest import JSON_PATCH, MERGE_PATCH, Rest, path
+from cxlab.controller.rest import JSON_PATCH, MERGE_PATCH, Rest, path, pods_path
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 from cxlab.experiments.results_store import results_selector, with_full_results
 from cxlab.experiments.status import ExperimentStatus
@@ -74,10 +74,6 @@ def _experiments(namespace: str, *name: str) -> str:
     return path("apis", GROUP, VERSION, "namespaces", namespace, PLURAL, *name)
 
 
-def _pods(namespace: str, *name: str) -> str:
-    return path("api", "v1", "namespaces", namespace, "pods", *name)
-
-
 def _config_maps(namespace: str, *name: str) -> str:
     return path("api", "v1", "namespaces", namespace, "configmaps", *name)
 
@@ -121,7 +117,7 @@ class Kube:
         when the apiserver refuses it for what it is."""
         try:
             namespace = manifest["metadata"]["namespace"]
-            self.rest.request("POST", _pods(namespace), manifest, read=False)
+            self.rest.request("POST", pods_path(namespace), manifest, read=False)
         except ApiException as error:
             if error.status == 409:
                 return False
@@ -134,7 +130,7 @@ class Kube:
     def delete_pod(self, namespace: str, name: str) -> None:
         try:
             self.rest.request(
-                "DELETE", _pods(namespace, name), query={"gracePeriodSeconds": 5}, read=False
+                "DELETE", pods_path(namespace, name), query={"gracePeriodSeconds": 5}, read=False
             )
         except ApiException as error:
             if error.status != 404:
@@ -142,7 +138,7 @@ class Kube:
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            pod: dict[str, Any] = self.rest.request("GET", _pods(namespace, name))
+            pod: dict[str, Any] = self.rest.request("GET", pods_path(namespace, name))
         except ApiException as error:
             if error.status == 404:
                 return None
@@ -275,7 +271,7 @@ class Kube:
 
     def delete_pods(self, namespace: str, selector: str) -> None:
         self.rest.request(
-            "DELETE", _pods(namespace),
+            "DELETE", pods_path(namespace),
             query={"labelSelector": selector, "gracePeriodSeconds": 0}, read=False,
         )  # fmt: skip
 

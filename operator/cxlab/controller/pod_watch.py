@@ -27,7 +27,7 @@ from kubernetes.client.exceptions import ApiException
 
 from cxlab.controller.done_watch import DoneWatches
 from cxlab.controller.host_watch import HostWatch
-from cxlab.controller.rest import Rest, path
+from cxlab.controller.rest import Rest, pods_path
 from cxlab.experiments.hosts import UNREACHABLE
 from cxlab.experiments.pod_view import PodPhase, PodView, view_pod
 from cxlab.experiments.pods import COMPONENT_HOST, COMPONENT_TRIAL, LABEL_EXPERIMENT
@@ -38,7 +38,7 @@ Key = tuple[str, str]  # (namespace, experiment)
 OnChange = Callable[[Key, PodView | None, PodView | None], None]
 # What an event says: a Pod as it is now, by its experiment, or the key of a Pod deleted.
 Found = tuple[Key, PodView] | str
-CLUSTER = ""  # the scope of every namespace
+CLUSTER = ""  # the scope of every namespace (pods_path's "")
 # The apiserver ends a watch after this long (it spreads the reconnects); the client gives
 # up on a silent connection a little later. Bookmarks keep the resume point fresh between.
 WATCH_SECONDS = 300
@@ -134,19 +134,12 @@ class PodIndex:
                 log.warning("watching Pods (%s): %s; again in %.0f s", scope, error, delay)
                 self._stop.wait(delay)
 
-    def _url(self, namespace: str) -> str:
-        return (
-            path("api", "v1", "pods")
-            if namespace == CLUSTER
-            else path("api", "v1", "namespaces", namespace, "pods")
-        )
-
     def _list(self, namespace: str) -> tuple[dict[str, tuple[Key, PodView]], str]:
         views: dict[str, tuple[Key, PodView]] = {}
         more: str | None = None
         while True:
             query = {"labelSelector": LABEL_EXPERIMENT, "limit": LIST_PAGE, "continue": more}
-            page = self._rest.request("GET", self._url(namespace), query=query)
+            page = self._rest.request("GET", pods_path(namespace), query=query)
             for pod in page.get("items") or []:
                 views[_pod_key(pod)] = (_experiment(pod), view_pod(pod))
             more = (page.get("metadata") or {}).get("continue")
@@ -162,7 +155,7 @@ class PodIndex:
         }  # fmt: skip
         try:
             for event in self._rest.stream(
-                self._url(scope.name), query=query, timeout=READ_TIMEOUT_SECONDS,
+                pods_path(scope.name), query=query, timeout=READ_TIMEOUT_SECONDS,
                 opened=lambda answer: setattr(scope, "answer", answer),
             ):  # fmt: skip
                 kind, pod = event.get("type"), event.get("object") or {}

@@ -32,6 +32,13 @@ def path(*parts: str) -> str:
     return "/" + "/".join(quote(p, safe="") for p in parts)
 
 
+def pods_path(namespace: str, *name: str) -> str:
+    """The Pods of a namespace ("": of every namespace), or one of them."""
+    if not namespace:
+        return path("api", "v1", "pods", *name)
+    return path("api", "v1", "namespaces", namespace, "pods", *name)
+
+
 class Rest:
     def __init__(
         self,

@@ -448,8 +448,11 @@ def figures(
                 if t <= acting and seen.recorded.get(k, math.inf) >= killed_at]  # fmt: skip
         waited = sorted(seen.recorded[k] - seen.ended[k] for k in down if k in seen.recorded)
         caught = [seen.recorded[k] for k in down if k in seen.recorded]
+        # experiments with trials still to start when it took over (not those whose every
+        # Pod was made before: the large size's first admitted end before the kill)
         firsts = [min((t for t in times if t >= successor), default=math.inf)
-                  for times in seen.added.values()]  # fmt: skip
+                  for times in seen.added.values()
+                  if sum(t < successor for t in times) < TRIALS]  # fmt: skip
         firsts = [t - successor for t in firsts]
         rows["kill -9 at"] = f"{killed_at - began:.0f} s"
         rows["standby took the Lease"] = f"{successor - killed_at:.1f} s after the kill"

@@ -114,9 +114,7 @@ class PodSeen:
     added: float
     ended: float | None = None  # first seen Succeeded or Failed
     scheduled: float | None = None  # first seen bound to a node
-    ready: float | None = None  # first seen Ready (its tasks have ended: /done)
     deleting: float | None = None  # first seen with a deletionTimestamp
-    gone: float | None = None  # its DELETED event
 
 
 def source_tree(commit: str) -> Path:
@@ -229,13 +227,8 @@ def measure(tree: Path, final_read: str, isolation: str) -> dict[str, str]:
                     entry.ended = seen
                 if pod.spec.node_name and entry.scheduled is None:
                     entry.scheduled = seen
-                conditions = {c.type: c.status for c in pod.status.conditions or []}
-                if conditions.get("Ready") == "True" and entry.ready is None:
-                    entry.ready = seen
                 if pod.metadata.deletion_timestamp and entry.deleting is None:
                     entry.deleting = seen
-                if event["type"] == "DELETED":
-                    entry.gone = seen
                 if done.is_set():
                     return
 
@@ -345,7 +338,8 @@ def report(
             "status patches per trial": f"{status_changes / TRIALS:.1f} (of {status_changes})",
         }
     # completion of one trial's Pod → the next trial's Pod created (parallelism 1)
-    gaps = [b.added - a.ended for a, b in itertools.pairwise(seen) if a.ended]
+    pairs = list(itertools.pairwise(seen))
+    gaps = [b.added - a.ended for a, b in pairs if a.ended]
     # Pod created → its runner's task phase began (the Pod's own start-up)
     started = {t["result"]["trial"]: t["result"].get("startedAtUnixSeconds") for t in trials}
     startups = [started[p.trial] - p.added for p in seen if started.get(p.trial)]
@@ -371,24 +365,24 @@ def report(
             _median([p.scheduled - p.added for p in seen if p.scheduled]),
         ),
         (
-            "  tasks ended -> seen Ready (/done probe)",
-            _median([p.ready - ends[p.trial] for p in seen if p.ready and p.trial in ends]),
+            "  tasks ended -> deleted by the operator",
+            _median([p.deleting - ends[p.trial] for p in seen if p.deleting and p.trial in ends]),
         ),
         (
-            "  Ready -> deleted by the operator",
-            _median([p.deleting - p.ready for p in seen if p.deleting and p.ready]),
+            "  tasks ended -> Pod ended (Succeeded)",
+            _median([p.ended - ends[p.trial] for p in seen if p.ended and p.trial in ends]),
         ),
         (
-            "  deleted -> gone",
-            _median([p.gone - p.deleting for p in seen if p.gone and p.deleting]),
+            "  Pod ended -> next Pod bound",
+            _median([b.scheduled - a.ended for a, b in pairs if a.ended and b.scheduled]),
         ),
         (
-            "  previous Pod gone -> next bound",
+            "  next Pod bound -> its tasks began",
             _median(
                 [
-                    b.scheduled - a.gone
-                    for a, b in itertools.pairwise(seen)
-                    if a.gone and b.scheduled
+                    started[p.trial] - p.scheduled
+                    for p in seen[1:]
+                    if p.scheduled and started.get(p.trial)
                 ]
             ),
         ),

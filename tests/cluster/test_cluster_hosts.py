@@ -8,12 +8,17 @@ import json
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from harness import SHARED_POOL, Lab, Operator, experiment_spec, why
+from test_spec import document
 
 from cxlab.config import OperatorConfig
+from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.pods import build_host_pod, build_trial_pod
+from cxlab.experiments.resource import parse_experiment
 
 HOST_PORT = OperatorConfig().host_port
 
@@ -162,3 +167,70 @@ def test_operator_killed_mid_experiment_with_hosts_runs_each_trial_once(
         trial, _, attempt = pod_name.rpartition("-a")
         by_trial.setdefault(trial, set()).add(attempt)
     assert len(by_trial) == 6 and all(len(a) == 1 for a in by_trial.values()), by_trial
+
+
+def _bare(manifest: dict[str, Any], name: str) -> dict[str, Any]:
+    """A Pod of the operator's making, made the test's own: no experiment owns or names it."""
+    metadata = manifest["metadata"]
+    metadata["name"] = name
+    metadata.pop("ownerReferences", None)
+    metadata["labels"] = {"cxlab-test": "termination-message"}
+    return manifest
+
+
+@pytest.mark.parametrize("argv", [["cxlab-runner-go", "--bogus"],
+                                  ["python3", "-m", "cxlab_runner", "--bogus"]])  # fmt: skip
+def test_a_hosted_trials_termination_message_is_the_kubelets(lab: Lab, argv: list[str]) -> None:
+    """A trial that fails without a Result ends, in a trial host, with the termination
+    message the kubelet gives the same command in a Pod of its own (FallbackToLogsOnError:
+    the log's last 80 lines, at most 2048 bytes; the Go runner's usage is 81 lines, 3.6 kB),
+    and the same exit code and reason."""
+    spec = parse_experiment(document(models=[{"model": "asyncio"}], **SHARED_POOL)).spec
+    trial = plan_trials(spec)[0]
+    config = OperatorConfig()
+    made = {"experiment": "tm", "namespace": lab.namespace, "uid": "u", "spec": spec,
+            "config": config}  # fmt: skip
+    kubelet = _bare(build_trial_pod(**made, trial=trial, attempt=1), f"kubelet-{argv[0]}")
+    kubelet["spec"]["containers"][0] |= {"command": argv, "args": []}
+    host = _bare(build_host_pod(**made, index=0), f"host-{argv[0]}")
+    for pod in (kubelet, host):
+        lab.core.create_namespaced_pod(lab.namespace, pod)
+    hosted = _bare(build_trial_pod(**made, trial=trial, attempt=1, hosted=True), "hosted")
+    hosted["spec"]["containers"][0] |= {"command": argv, "args": []}
+
+    def terminated(read: Callable[[], dict[str, Any] | None]) -> dict[str, Any]:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            pod = read()
+            for status in ((pod or {}).get("status") or {}).get("containerStatuses") or []:
+                if "terminated" in (status.get("state") or {}):
+                    return dict(status["state"]["terminated"])
+            time.sleep(0.2)
+        raise AssertionError(f"never terminated: {pod}")
+
+    def read_kubelet() -> dict[str, Any]:
+        return lab.core.api_client.sanitize_for_serialization(
+            lab.core.read_namespaced_pod(kubelet["metadata"]["name"], lab.namespace)
+        )
+
+    def read_host() -> dict[str, Any] | None:
+        ip = lab.core.read_namespaced_pod(host["metadata"]["name"], lab.namespace).status.pod_ip
+        if not ip:
+            return None
+        url = f"http://{ip}:{HOST_PORT}/trials"
+        try:
+            if not getattr(read_host, "posted", False):
+                body = json.dumps(hosted).encode()
+                request = urllib.request.Request(url, body, {"Content-Type": "application/json"})
+                with urllib.request.urlopen(request, timeout=10):
+                    read_host.posted = True  # type: ignore[attr-defined]
+            with urllib.request.urlopen(f"{url}/hosted", timeout=10) as reply:
+                found: dict[str, Any] = json.load(reply)
+                return found
+        except OSError:
+            return None  # not serving yet
+
+    by_kubelet, by_host = terminated(read_kubelet), terminated(read_host)
+    assert by_kubelet["exitCode"] == by_host["exitCode"] == 2, (by_kubelet, by_host)
+    assert by_kubelet["reason"] == by_host["reason"] == "Error"
+    assert by_kubelet["message"] and by_host["message"] == by_kubelet["message"]

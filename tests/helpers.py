@@ -4,11 +4,13 @@ conftest cannot both be imported by name.)"""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +83,13 @@ def scrape(port: int, deadline_seconds: float = 10) -> str:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+async def until(check: Callable[[], Any], seconds: float = 30) -> Any:
+    """On the event loop: check() until it gives something true, which is returned; an
+    AssertionError after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not (found := check()):
+        assert time.monotonic() < deadline, "not within the time given"
+        await asyncio.sleep(0.02)
+    return found

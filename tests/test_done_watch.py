@@ -12,11 +12,11 @@ import queue
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import runner_argv
+from helpers import runner_argv, until
 
 from cxlab.controller import done_watch
 from cxlab.controller.pod_watch import PodIndex
@@ -59,14 +59,6 @@ class Apiserver:
 
     def shutdown(self) -> None:
         self.events.put(None)
-
-
-async def until(check: Callable[[], Any], seconds: float = 30) -> Any:
-    deadline = time.monotonic() + seconds
-    while not (found := check()):
-        assert time.monotonic() < deadline, "not within the time given"
-        await asyncio.sleep(0.01)
-    return found
 
 
 def test_a_trial_pod_shows_ready_as_its_tasks_end() -> None:

@@ -14,11 +14,12 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import until
 from test_spec import document
 
 from cxlab.config import OperatorConfig
@@ -103,14 +104,6 @@ def manifest(metrics_port: int) -> dict[str, Any]:
         experiment=name, namespace="lab", uid="u", spec=spec, trial=plan_trials(spec)[0],
         attempt=1, config=config, hosted=True,
     )  # fmt: skip
-
-
-async def until(check: Callable[[], Any], seconds: float = 30) -> Any:
-    deadline = time.monotonic() + seconds
-    while not (found := check()):
-        assert time.monotonic() < deadline, "not within the time given"
-        await asyncio.sleep(0.02)
-    return found
 
 
 def test_a_hosted_trial_is_in_the_index_as_a_pod_from_start_to_end(

@@ -6,12 +6,11 @@ cluster's watch cache still holds every version.)"""
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from harness import Lab
+from helpers import until
 
 from cxlab.controller.kube import Kube
 from cxlab.controller.pod_watch import PodIndex
@@ -37,13 +36,6 @@ def manifest(namespace: str, name: str, experiment: str) -> dict[str, Any]:
             "containers": [{"name": "pause", "image": "cxlab.dev/pause:dev"}],
         },
     }  # fmt: skip
-
-
-async def until(check: Callable[[], bool], seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "not seen in time"
-        await asyncio.sleep(0.05)
 
 
 def test_the_index_holds_each_experiments_pods_and_tells_each_change(lab: Lab) -> None:

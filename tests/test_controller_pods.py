@@ -9,6 +9,7 @@ from test_spec import document
 
 from cxlab.config import OperatorConfig
 from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.pod_view import view_pod
 from cxlab.experiments.pods import build_host_pod, build_target_pod, build_trial_pod
 from cxlab.experiments.resource import parse_experiment
 
@@ -194,6 +195,29 @@ def test_without_a_final_read_a_trial_pod_has_no_readiness_probe() -> None:
     pod = trial_pod(config=replace(CONFIG, final_read="0s"))
     container = pod["spec"]["containers"][0]
     assert "readinessProbe" not in container and "--final-read" not in container["command"]
+
+
+def test_an_unprobed_trial_pod_is_ready_only_when_the_operator_says_its_tasks_ended() -> None:
+    """Its watch reserved, a trial Pod goes without the /done probe; the kubelet then calls it
+    Ready as soon as it runs, which says nothing of its tasks."""
+    experiment = parse_experiment(document())
+    trial = plan_trials(experiment.spec)[-1]
+    pod = build_trial_pod(
+        experiment="ex", namespace="lab", uid="u-1", spec=experiment.spec, trial=trial,
+        attempt=1, config=CONFIG, unprobed=True,
+    )  # fmt: skip
+    container = pod["spec"]["containers"][0]
+    assert "readinessProbe" not in container
+    assert container["command"][container["command"].index("--final-read") + 1] == "10s"
+    running = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    view = view_pod(pod | {"status": running})
+    assert view.unprobed and not view.ready
+    probed = view_pod(trial_pod() | {"status": running})
+    assert not probed.unprobed and probed.ready
+    target = build_target_pod(
+        experiment="web", namespace="lab", uid="u", spec=experiment.spec, config=CONFIG
+    )  # not a trial: its readiness is its own
+    assert view_pod(target | {"status": running}).ready
 
 
 def host_pod(**spec: Any) -> dict[str, Any]:

@@ -1,8 +1,10 @@
 """The end of a trial Pod's tasks seen as it happens (cxlab.controller.done_watch): the Pod
 index long-polls real runners' GET /done?wait= and shows their Pods Ready as their Results
 are written, before any probe says so and whatever the apiserver says of them meanwhile;
-Pods beyond the watches held at once are watched as others end. The apiserver's side is
-scripted; the Pod watch's own protocol is tests/test_pod_watch.py's."""
+Pods beyond the watches held at once are watched as others end; a Pod without the /done
+probe (unprobed: its watch reserved at its creation) is watched at once and for as long as it
+runs, and shows Ready only when its tasks end, whatever the kubelet says. The apiserver's
+side is scripted; the Pod watch's own protocol is tests/test_pod_watch.py's."""
 
 from __future__ import annotations
 
@@ -28,13 +30,17 @@ from cxlab.scrape import final_read
 KEY = ("lab", "exp")
 
 
-def trial_pod(name: str, version: str, ready: bool = False) -> dict[str, Any]:
+def trial_pod(
+    name: str, version: str, ready: bool = False, probe: bool = True
+) -> dict[str, Any]:
+    container = {"name": "runner"} | ({"readinessProbe": {"httpGet": {"path": "/done"}}}
+                                       if probe else {})  # fmt: skip
     return {
         "metadata": {
             "name": name, "namespace": "lab", "resourceVersion": version,
             "labels": {LABEL_EXPERIMENT: "exp", "app.kubernetes.io/component": "trial"},
         },
-        "spec": {"nodeName": "node-1"},
+        "spec": {"nodeName": "node-1", "containers": [container]},
         "status": {"phase": "Running", "podIP": "127.0.0.1",
                    "conditions": [{"type": "Ready", "status": str(ready)}]},
     }  # fmt: skip
@@ -160,3 +166,60 @@ def test_a_runner_that_never_answers_is_left_to_its_probe(monkeypatch: pytest.Mo
     while watches._running and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not watches._running and not ended.is_set()
+
+
+def test_an_unprobed_pod_is_watched_beside_the_others_and_never_given_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(done_watch, "MAX_WATCHES", 1)
+    monkeypatch.setattr(done_watch, "MAX_UNPROBED", 1)
+    monkeypatch.setattr(done_watch, "POLL_SECONDS", 0.2)
+    monkeypatch.setattr(done_watch, "GIVE_UP_SECONDS", 0.5)
+    port = free_port()
+    busy = Runner(("127.0.0.1", port))  # a probed Pod's, holding the one watch
+    told: queue.Queue[str] = queue.Queue()
+    watches = done_watch.DoneWatches(port, told.put)
+    late: Runner | None = None
+    try:
+        watches.watch("lab/exp-a", "127.0.0.1")
+        assert watches.reserve("lab/exp-b") and not watches.reserve("lab/exp-c")
+        watches.watch("lab/exp-b", "127.0.0.2", unprobed=True)  # nothing answers there yet
+        with pytest.raises(queue.Empty):
+            told.get(timeout=1.5)  # three times the give-up: still asked
+        assert "lab/exp-b" in watches._running
+        late = Runner(("127.0.0.2", port))  # the runner listens at last, its tasks ended
+        late.ended.set()
+        assert told.get(timeout=5) == "lab/exp-b"
+        assert not watches.reserve("lab/exp-c")  # held until its end is known
+        watches.forget("lab/exp-b")
+        assert watches.reserve("lab/exp-c")
+    finally:
+        watches.stop()
+        for server in (busy, late):
+            if server is not None:
+                server.shutdown()
+                server.server_close()
+
+
+def test_an_unprobed_pod_the_kubelet_calls_ready_waits_for_its_tasks_end() -> None:
+    port = free_port()
+    runner = Runner(("127.0.0.1", port))
+    apiserver = Apiserver([trial_pod("exp-a", "3", ready=True, probe=False)])
+    index = PodIndex(apiserver, lambda *_: None, clusterwide=False, done_port=port)  # type: ignore[arg-type]
+
+    def ready() -> bool:
+        return any(p.name == "exp-a" and p.ready for p in index.pods(KEY))
+
+    async def main() -> None:
+        await index.ready("lab")
+        await asyncio.sleep(0.5)
+        assert index.pods(KEY) and not ready()  # Ready to the kubelet: it merely runs
+        runner.ended.set()
+        await until(ready)
+
+    try:
+        asyncio.run(main())
+    finally:
+        index.stop()
+        runner.shutdown()
+        runner.server_close()

@@ -14,6 +14,7 @@ from typing import Any
 
 from cxlab.barrier import release
 from cxlab.config import OperatorConfig
+from cxlab.controller.done_watch import DoneWatches
 from cxlab.controller.host_watch import HostUnavailable, forget_trial, start_trial
 from cxlab.controller.kube import Kube, PodRefused
 from cxlab.controller.memory import Memory
@@ -28,6 +29,7 @@ from cxlab.experiments.pods import (
     build_target_pod,
     build_trial_pod,
     target_pod_name,
+    trial_pod_name,
 )
 from cxlab.experiments.queue import candidate_created
 from cxlab.experiments.status import ExperimentStatus, Phase, RunningTrial, TrialEntry
@@ -49,14 +51,19 @@ class Actor:
         config: OperatorConfig,
         metrics: OperatorMetrics,
         crowded: Callable[[], bool] = lambda: False,
+        done_watches: DoneWatches | None = None,
     ) -> None:
         """`crowded()`: whether more passes wait for a thread than there are threads (a
         takeover's burst): a pass then creates one Pod and leaves the rest of its Pods to
-        PassReport.later, which runs after the other experiments' waiting passes."""
+        PassReport.later, which runs after the other experiments' waiting passes.
+        `done_watches`: a trial of one Pod whose end of tasks is watched there (a watch
+        reserved for it) goes without its readiness probe, and its Pod's teardown with it
+        takes half as long (cxlab.controller.done_watch)."""
         self.kube = kube
         self.config = config
         self.metrics = metrics
         self.crowded = crowded
+        self.done_watches = done_watches
 
     def act(
         self,
@@ -183,16 +190,26 @@ class Actor:
         hosts = {p.name: p for p in state.observed.pods}
         for trial, attempt, index in trials:
             host = hosts.get(decision.hosted.get(trial.name, ""))
+            pod_key = f"{state.namespace}/{trial_pod_name(state.name, trial, attempt, index)}"
+            watches = self.done_watches if host is None and trial.pods == 1 else None
+            unprobed = watches is not None and watches.reserve(pod_key)
             pod = build_trial_pod(
                 experiment=state.name, namespace=state.namespace, uid=uid, spec=spec,
                 trial=trial, attempt=attempt, config=self.config, target_url=url, pod=index,
                 locust_address=decision.locust_masters.get(trial.name), hosted=bool(host),
+                unprobed=unprobed,
             )  # fmt: skip
             view: PodView | None = None
             if host is not None:
                 view = self._start_on(host, pod, state)
             else:
-                if self.kube.create_pod(pod) and index == 0:
+                try:
+                    new = self.kube.create_pod(pod)
+                except BaseException:
+                    if watches is not None and unprobed:
+                        watches.forget(pod_key)  # not created: its watch is free
+                    raise
+                if new and index == 0:
                     self.metrics.trials_started.inc()
                 view = replace(view_pod(pod), created=state.observed.now)
             if view is None:

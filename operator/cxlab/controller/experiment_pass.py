@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from cxlab.config import OperatorConfig
 from cxlab.controller.actor import Actor
 from cxlab.controller.admission import Admission, NodeReader, admit, impossible, kueue_place
+from cxlab.controller.done_watch import DoneWatches
 from cxlab.controller.kube import Kube, StaleStatus
 from cxlab.controller.live import LiveReads
 from cxlab.controller.memory import Memory
@@ -61,8 +62,10 @@ class Reconciler:
         metrics: OperatorMetrics,
         clock: Callable[[], datetime] = now,
         crowded: Callable[[], bool] = lambda: False,
+        done_watches: DoneWatches | None = None,
     ) -> None:
-        """`crowded()`: whether passes wait in a crowd (cxlab.controller.actor)."""
+        """`crowded()`: whether passes wait in a crowd; `done_watches`: where a trial Pod
+        reserves the watch that lets it go without its readiness probe (cxlab.controller.actor)."""
         self.kube = kube
         self.config = config
         self.metrics = metrics
@@ -71,7 +74,7 @@ class Reconciler:
         self.nodes = NodeReader(kube.list_nodes)
         self.live = LiveReads(config, metrics)
         self.recorder = Recorder(kube, config, metrics, self.live)
-        self.actor = Actor(kube, config, metrics, crowded)
+        self.actor = Actor(kube, config, metrics, crowded, done_watches)
 
     def reconcile(
         self,

@@ -97,8 +97,6 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     passes = memo.passes = Passes(CONFIG.workers)  # the passes with a trial to record first
     # A crowd: a full round of passes waits for a thread (after a takeover, every experiment)
     crowded = lambda: passes.waiting() >= CONFIG.workers  # noqa: E731
-    memo.reconciler = Reconciler(kube, CONFIG, metrics, crowded=crowded)
-    memo.schedules = ScheduleReconciler(memo.reconciler.kube, metrics, now)
     memo.wakes = Wakes()
     # Its own watch of cxlab's Pods (kopf's machinery cost more per Pod event than a pass),
     # on connections of its own: a watch holds one for minutes.
@@ -108,6 +106,10 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         # the end of a trial's tasks, seen at once (a long poll): only the final read needs it
         done_port=CONFIG.metrics_port if parse_duration(CONFIG.final_read) > 0 else None,
     )  # fmt: skip
+    memo.reconciler = Reconciler(
+        kube, CONFIG, metrics, crowded=crowded, done_watches=memo.pods.done_watches
+    )
+    memo.schedules = ScheduleReconciler(memo.reconciler.kube, metrics, now)
     memo.pods.start()
     if NAMESPACES:  # kopf leaves out a namespace already terminating when it starts
         memo.sweeper = asyncio.create_task(keep_sweeping(kube, NAMESPACES, FINALIZER))

@@ -74,6 +74,12 @@ class PodIndex:
         self._ended: set[str] = set()  # "namespace/name" of trial Pods whose tasks ended
         self._stop = threading.Event()
 
+    @property
+    def done_watches(self) -> DoneWatches | None:
+        """Where a trial Pod about to be created reserves the watch of its tasks' end (None:
+        no final read, so none is watched)."""
+        return self._done
+
     def pods(self, key: Key) -> list[PodView]:
         """The experiment's Pods, as last seen (on the event loop)."""
         return list(self._pods.get(key, {}).values())
@@ -237,8 +243,8 @@ class PodIndex:
         if pod_key in self._ended:
             return replace(view, ready=True) if running else view
         if running and view.ip and not view.ready:
-            self._done.watch(pod_key, view.ip)
-        else:
+            self._done.watch(pod_key, view.ip, unprobed=view.unprobed)
+        elif view.ready or not view.live:  # (a Pending one keeps the watch reserved for it)
             self._done.forget(pod_key)
         return view
 
@@ -252,6 +258,8 @@ class PodIndex:
         if key is None or view is None:
             return  # gone meanwhile
         self._ended.add(pod_key)
+        assert self._done is not None
+        self._done.forget(pod_key)  # known: its watch (an unprobed Pod's too) is free
         self._set(key, self._trial_seen(pod_key, view))
 
     def _trial_gone(self, pod_key: str) -> None:

@@ -11,7 +11,13 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from cxlab.experiments.pods import LABEL_ATTEMPT, LABEL_COMPONENT, LABEL_POD, LABEL_TRIAL
+from cxlab.experiments.pods import (
+    COMPONENT_TRIAL,
+    LABEL_ATTEMPT,
+    LABEL_COMPONENT,
+    LABEL_POD,
+    LABEL_TRIAL,
+)
 from cxlab.times import parse_time
 
 # Pod-level reasons that mean the Pod was lost, not that the model failed: retry it.
@@ -70,6 +76,10 @@ class PodView:
     # A trial host whose trials the operator has read since it started (until then a trial
     # counted in status and not seen is not taken for lost).
     trials_listed: bool = False
+    # A trial Pod whose readiness probe is not the runner's /done: only the operator's long
+    # poll of /done says when its tasks end (cxlab.controller.done_watch), not the kubelet,
+    # for whom a container without a readiness probe is Ready as soon as it runs.
+    unprobed: bool = False
 
     @property
     def live(self) -> bool:
@@ -111,6 +121,12 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         container_started = bool(container.get("started"))
     unschedulable = None
     ready = False
+    containers = (pod.get("spec") or {}).get("containers") or []
+    unprobed = (  # (a Pod's containers are always there; a test's made-up Pod may lack them)
+        labels.get(LABEL_COMPONENT) == COMPONENT_TRIAL
+        and bool(containers)
+        and not any(c.get("readinessProbe") for c in containers)
+    )
     for condition in status.get("conditions") or []:
         if (
             condition.get("type") == "PodScheduled"
@@ -119,7 +135,7 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         ):
             unschedulable = condition.get("message") or "Unschedulable"
         if condition.get("type") == "Ready" and condition.get("status") == "True":
-            ready = True
+            ready = not unprobed
     return PodView(
         name=metadata.get("name", ""),
         component=labels.get(LABEL_COMPONENT, ""),
@@ -144,4 +160,5 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         pod=int(labels.get(LABEL_POD, "0") or 0),
         container_started=container_started,
         image_id=image_id,
+        unprobed=unprobed,
     )

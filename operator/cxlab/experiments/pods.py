@@ -145,12 +145,15 @@ def build_trial_pod(
     pod: int = 0,
     locust_address: str | None = None,
     hosted: bool = False,
+    unprobed: bool = False,
 ) -> Manifest:
     """Pod `pod` of the trial. `hosted`: the manifest a trial host runs as a process
     (isolation: process): its Result in the host's /tmp, no probes (the host says when its
     tasks have ended). Its readiness probe is the runner's /done: Ready once its
     tasks have ended, when the operator reads its final /metrics (the runner waits for that
-    read, at most config.final_read). A trial of several Pods waits at the start barrier:
+    read, at most config.final_read). `unprobed`: no readiness probe, the operator
+    long-polls /done itself (cxlab.controller.done_watch); the kubelet tears down a Pod
+    without one in half the time. A trial of several Pods waits at the start barrier:
     its startup probe is the runner's /ready (the container counts as started there), and
     the operator releases them together. A distributed Locust trial's master listens on
     LOCUST_MASTER_PORT for its workers, which reach it at `locust_address`, and is the only
@@ -188,7 +191,7 @@ def build_trial_pod(
             "periodSeconds": 1,
             "failureThreshold": math.ceil(barrier_seconds) + 1,
         }
-    if parse_duration(config.final_read) > 0 and not hosted:
+    if parse_duration(config.final_read) > 0 and not (hosted or unprobed):
         runner["readinessProbe"] = {
             "httpGet": {"path": "/done", "port": config.metrics_port},
             "periodSeconds": 1,

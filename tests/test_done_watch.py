@@ -30,11 +30,10 @@ from cxlab.scrape import final_read
 KEY = ("lab", "exp")
 
 
-def trial_pod(
-    name: str, version: str, ready: bool = False, probe: bool = True
-) -> dict[str, Any]:
-    container = {"name": "runner"} | ({"readinessProbe": {"httpGet": {"path": "/done"}}}
-                                       if probe else {})  # fmt: skip
+def trial_pod(name: str, version: str, ready: bool = False, probe: bool = True) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "runner"}
+    if probe:
+        container["readinessProbe"] = {"httpGet": {"path": "/done"}}
     return {
         "metadata": {
             "name": name, "namespace": "lab", "resourceVersion": version,

@@ -116,6 +116,10 @@ class Operator:
         self.ports = iter(range(METRICS_PORT, METRICS_PORT + 100))
         self.cpu = 0.0  # seconds, of every process ended so far
         self.peaks: list[float] = []  # MiB, each process's, in the order they ended
+        # when each process's peak was reached (time.time(): its high-water mark last rose,
+        # as sampled every half second), in the same order: a burst's or a steady climb's
+        self.peak_times: list[float] = []
+        self.peak_at: dict[int, tuple[float, float]] = {}  # pid → (its peak so far, when)
         self.requests: Counter[str] = Counter()  # by verb, every process's
         self.last: dict[int, tuple[float, float, Counter[str]]] = {}  # pid → its last sample
         self.restarts: list[int | None] = []  # exit codes of the replicas that exited
@@ -178,6 +182,7 @@ class Operator:
             cpu, rss, requests = self.last.pop(pid)
             self.cpu, self.requests = self.cpu + cpu, self.requests + requests
             self.peaks.append(rss)
+            self.peak_times.append(self.peak_at.get(pid, (0.0, math.nan))[1])
             del self.processes[pid]
             self.restarts.append(process.returncode)
             if len(self.restarts) > 10:
@@ -197,6 +202,8 @@ class Operator:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         rss = memory_kib(pid, "VmHWM:") / 1024
+        if rss > self.peak_at.get(pid, (0.0, 0.0))[0]:
+            self.peak_at[pid] = (rss, time.time())
         counted: Counter[str] = Counter()
         if not requests:
             return cpu, rss, counted
@@ -217,6 +224,7 @@ class Operator:
         cpu, rss, requests = self.sample(pid)
         self.cpu += cpu
         self.peaks.append(rss)
+        self.peak_times.append(self.peak_at.get(pid, (0.0, math.nan))[1])
         self.requests += requests
 
     def kill(self, pid: int) -> None:
@@ -432,6 +440,7 @@ def figures(
         "operator peak RSS": f"{max(operator.peaks):.0f} MiB",
         "  each process": ", ".join(f"{p:.0f}" for p in operator.peaks)
         + f"; imports {import_floor_mib(tree):.0f}",
+        "  each reached at": ", ".join(f"{t - began:.0f}" for t in operator.peak_times) + " s",
         "operator API requests per trial": f"{mine / total:.2f}",
         "  by verb": verbs,
         "everyone's API requests per trial": f"{everyone / total:.1f}",

@@ -65,32 +65,18 @@ async def run_loop(
             current = wakes.current(key, body())
             waiting = Phase.of((current.get("status") or {}).get("phase")) == Phase.PENDING
             seen = pods()
-            run = functools.partial(
-                reconciler.reconcile, current, seen, event, queue() if waiting else []
-            )
             try:
-                # kopf.event needs the handler's context (its event queue) in the thread
-                work = functools.partial(contextvars.copy_context().run, run)
-                done: PassReport = await asyncio.wrap_future(
-                    passes.submit(_ended(seen), work), loop=loop
+                done = await _pass(
+                    reconciler, passes, current, seen, event, queue() if waiting else [], stopping
                 )
-                if done.later is not None:  # after the passes waiting; before the next
-                    later = functools.partial(contextvars.copy_context().run, done.later)
-                    rest: asyncio.Future[Any] = asyncio.wrap_future(
-                        passes.submit(False, later), loop=loop
-                    )
-                    await asyncio.wait({rest, stopping}, return_when=FIRST_COMPLETED)
-                    if not rest.done():  # stopped: what it would create goes with the object
-                        rest.cancel()
-                        break
-                    if (written := rest.result()) is not None:
-                        done.written = written
             except Exception:
                 failures += 1
                 logging.getLogger(__name__).exception("%s/%s: reconcile failed", *key)
                 backoff = min(2.0**failures, MAX_BACKOFF_SECONDS)
                 await asyncio.wait({stopping}, timeout=backoff)
                 continue
+            if done is None:  # stopped: what it would create goes with the object
+                break
             failures = 0
             if done.written is not None:
                 wakes.wrote(key, done.written)
@@ -99,6 +85,11 @@ async def run_loop(
             # A finished experiment sleeps until a change or its TTL: no safety timer for
             # the thousands a busy cluster keeps.
             timeout = recheck if done.idle else min(recheck, reconcile_interval)
+            # Nothing of the pass is kept while the loop sleeps: its report holds the object
+            # its status write returned (and, with `later`, the whole pass), `current` an
+            # object kopf may have replaced since. Kept, they were two of the four or five
+            # copies of every experiment the operator held (bench-scale, 200 experiments).
+            del done, current, seen
             woken = asyncio.ensure_future(wake.wait())
             await asyncio.wait(
                 {woken, stopping},
@@ -108,6 +99,35 @@ async def run_loop(
             woken.cancel()
     finally:
         stopping.cancel()
+
+
+async def _pass(
+    reconciler: Reconciler,
+    passes: Passes,
+    current: dict[str, Any],
+    seen: list[PodView],
+    event: EventSink,
+    queue: list[Candidate],
+    stopping: asyncio.Future[Any],
+) -> PassReport | None:
+    """One pass in a worker thread, and what it left for later after the passes waiting
+    (None: stopped meanwhile)."""
+    loop = asyncio.get_running_loop()
+    run = functools.partial(reconciler.reconcile, current, seen, event, queue)
+    # kopf.event needs the handler's context (its event queue) in the thread
+    work = functools.partial(contextvars.copy_context().run, run)
+    done: PassReport = await asyncio.wrap_future(passes.submit(_ended(seen), work), loop=loop)
+    if done.later is not None:  # after the passes waiting; before the next
+        later = functools.partial(contextvars.copy_context().run, done.later)
+        rest: asyncio.Future[Any] = asyncio.wrap_future(passes.submit(False, later), loop=loop)
+        await asyncio.wait({rest, stopping}, return_when=FIRST_COMPLETED)
+        if not rest.done():
+            rest.cancel()
+            return None
+        if (written := rest.result()) is not None:
+            done.written = written
+        done.later = None  # run: the pass it held goes
+    return done
 
 
 def _ended(pods: list[PodView]) -> bool:

@@ -68,6 +68,9 @@ class Passes:
                 future.set_exception(error)
             else:
                 future.set_result(result)
+                del result
+            # not kept while this thread waits for the next: the pass's object and report
+            del future, work
 
     def shutdown(self, cancel: bool = True) -> None:
         """No more passes; those waiting are cancelled (`cancel`) or run; the running ones

@@ -126,7 +126,6 @@ async def _pass(
             return None
         if (written := rest.result()) is not None:
             done.written = written
-        done.later = None  # run: the pass it held goes
     return done
 
 

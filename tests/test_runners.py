@@ -747,3 +747,39 @@ def test_a_runner_never_released_exits_3_without_a_result(model: str, metrics_po
     assert completed.returncode == runner_contract().exit_status["notReleased"] == 3
     assert completed.stdout == ""
     assert "not released from the start barrier within 300ms" in completed.stderr
+
+
+def test_the_rss_timeline_spans_the_trial_when_its_sampler_was_not_scheduled() -> None:
+    """A busy machine can leave the sampler process unscheduled for many of its intervals,
+    up to the end of the tasks (here it is stopped from 0.1 s until after the end): the
+    samples it missed take the value of the next it takes, so sample k still stands for
+    k x interval and the timeline spans the whole trial (a loaded test run saw three samples
+    of 50 ms for a trial of 0.42 s)."""
+    runner = subprocess.Popen(
+        runner_argv("asyncio", "--workload", "sleep", "--tasks", "30", "--workers", "1",
+                    "--rtt", "20ms"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        sampler = None
+        while sampler is None and time.monotonic() < deadline:
+            children = Path(f"/proc/{runner.pid}/task/{runner.pid}/children").read_text()
+            for child in children.split():
+                if b"sampler_process" in Path(f"/proc/{child}/cmdline").read_bytes():
+                    sampler = int(child)
+            time.sleep(0.01)
+        assert sampler is not None, "no sampler process"
+        time.sleep(0.1)
+        os.kill(sampler, signal.SIGSTOP)
+        time.sleep(1.5)  # the 0.6 s of tasks end meanwhile; the runner waits for its sampler
+        os.kill(sampler, signal.SIGCONT)
+        out, err = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 0, err
+    result = parse_result(out)
+    timeline = result["rssTimeline"]
+    spanned = timeline["intervalSeconds"] * len(timeline["rssBytes"])
+    assert spanned >= result["wallSeconds"] - 2 * timeline["intervalSeconds"], timeline

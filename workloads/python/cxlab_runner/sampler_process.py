@@ -64,37 +64,28 @@ def main(pid: int, fd: int) -> None:
     me, started = os.getpid(), time.monotonic()
     interval, timeline = FIRST_INTERVAL_SECONDS, list[int]()
     peak_rss = peak_threads = 0
-    ready = False
-
-    def due(rss: int) -> None:
-        """Sample k stands for k x interval from the start, whatever downsampling did
-        before; those this process was not scheduled for (a busy machine) take this one's
-        value, so the timeline still spans the time it stands for."""
-        nonlocal interval
+    ready = closed = False
+    while True:
+        rss, threads = sample(pid, me)
+        peak_rss, peak_threads = max(peak_rss, rss), max(peak_threads, threads)
+        # Sample k stands for k x interval from the start, whatever downsampling did before;
+        # those this process was not scheduled for (a busy machine, up to the end of the
+        # tasks) take this one's value, so the timeline spans the time it stands for.
         while time.monotonic() >= started + len(timeline) * interval:
             timeline.append(rss)
             if len(timeline) >= TIMELINE_SAMPLES:
                 del timeline[1::2]
                 interval *= 2
-
-    while True:
-        rss, threads = sample(pid, me)
-        peak_rss, peak_threads = max(peak_rss, rss), max(peak_threads, threads)
-        due(rss)
         values = [len(timeline), int(interval * 1e9), rss, threads, peak_rss, peak_threads]
         shared[:] = struct.pack(f"{SLOTS}q", *values, *timeline, *[0] * (64 - len(timeline)))
+        if closed:  # the sample after the task phase: the last
+            return
         if not ready:  # the runner waits for the first sample: its baseline
             os.write(1, b"1")
             ready = True
         next_at = started + len(timeline) * interval
         wait = max(0.0, min(next_at - time.monotonic(), LIVE_SECONDS))
-        if select.select([0], [], [], wait)[0]:  # stdin closed: the task phase is over
-            rss, threads = sample(pid, me)
-            peak_rss, peak_threads = max(peak_rss, rss), max(peak_threads, threads)
-            due(rss)
-            values = [len(timeline), int(interval * 1e9), rss, threads, peak_rss, peak_threads]
-            shared[:] = struct.pack(f"{SLOTS}q", *values, *timeline, *[0] * (64 - len(timeline)))
-            return
+        closed = bool(select.select([0], [], [], wait)[0])  # stdin closed: the tasks ended
 
 
 if __name__ == "__main__":

@@ -181,8 +181,7 @@ class Operator:
                 continue
             cpu, rss, requests = self.last.pop(pid)
             self.cpu, self.requests = self.cpu + cpu, self.requests + requests
-            self.peaks.append(rss)
-            self.peak_times.append(self.peak_at.get(pid, (0.0, math.nan))[1])
+            self._keep_peak(pid, rss)
             del self.processes[pid]
             self.restarts.append(process.returncode)
             if len(self.restarts) > 10:
@@ -223,9 +222,13 @@ class Operator:
         self.last.pop(pid, None)
         cpu, rss, requests = self.sample(pid)
         self.cpu += cpu
+        self._keep_peak(pid, rss)
+        self.requests += requests
+
+    def _keep_peak(self, pid: int, rss: float) -> None:
+        """A replica's peak RSS and when it was reached, once its figures are final."""
         self.peaks.append(rss)
         self.peak_times.append(self.peak_at.get(pid, (0.0, math.nan))[1])
-        self.requests += requests
 
     def kill(self, pid: int) -> None:
         """SIGKILL: no chance to tidy up."""

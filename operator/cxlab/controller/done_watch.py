@@ -90,7 +90,8 @@ class DoneWatches:
         with self._lock:
             if unprobed:
                 self._unprobed.add(pod_key)
-                if self._waiting.pop(pod_key, None) is not None or pod_key not in self._running:
+                self._waiting.pop(pod_key, None)  # (a waiting Pod is not running)
+                if pod_key not in self._running:
                     self._start(pod_key, ip)
                 return
             if pod_key in self._running or pod_key in self._waiting:

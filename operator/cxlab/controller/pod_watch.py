@@ -33,8 +33,9 @@ from cxlab.experiments.pod_view import PodPhase, PodView, view_pod
 from cxlab.experiments.pods import COMPONENT_HOST, COMPONENT_TRIAL, LABEL_EXPERIMENT
 
 Key = tuple[str, str]  # (namespace, experiment)
-# Called on the event loop for every Pod whose view changed: (experiment, before, after),
-# None for a Pod not there before or gone now.
+# Called on the event loop for every Pod view set or gone: (experiment, before, after), None
+# for a Pod not there before or gone now; changed or not: the one place that decides whether
+# a Pod changed as an experiment sees it is Wakes.pod_changed.
 OnChange = Callable[[Key, PodView | None, PodView | None], None]
 # What an event says: a Pod as it is now, by its experiment, or the key of a Pod deleted.
 Found = tuple[Key, PodView] | str
@@ -222,8 +223,7 @@ class PodIndex:
         mine = self._pods.setdefault(key, {})
         before = mine.get(view.name)
         mine[view.name] = view
-        if before != view:
-            self._on_change(key, before, view)
+        self._on_change(key, before, view)  # whether that changed anything is its to say
 
     def _unset(self, key: Key, name: str) -> None:
         mine = self._pods.get(key, {})

@@ -122,7 +122,9 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
     unschedulable = None
     ready = False
     containers = (pod.get("spec") or {}).get("containers") or []
-    unprobed = (  # (a Pod's containers are always there; a test's made-up Pod may lack them)
+    # A trial host's report of its trial (host_watch) has no spec: its Ready is the host's
+    # word that the tasks ended, as the probe's would be.
+    unprobed = (
         labels.get(LABEL_COMPONENT) == COMPONENT_TRIAL
         and bool(containers)
         and not any(c.get("readinessProbe") for c in containers)

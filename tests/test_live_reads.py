@@ -113,3 +113,26 @@ def test_a_runner_that_lingers_for_other_scrapers_is_read_but_its_pod_is_not_tak
     finally:
         runner.kill()
         runner.communicate()
+
+
+def test_a_status_write_for_progress_alone_needs_a_count_that_moved_and_the_interval() -> None:
+    live = LiveReads(OperatorConfig(progress_interval_seconds=10.0), OperatorMetrics())
+    memory = Memory()
+
+    def status(done: int | None, elapsed: float, phase: str = "Running") -> dict[str, object]:
+        entry = {"trial": "t", "pod": "p", "tasks": 100, "tasksDone": done,
+                 "elapsedSeconds": elapsed}  # fmt: skip
+        return {"phase": phase, "progress": {"running": [entry]}}
+
+    # A change of substance is written at once, and starts the interval.
+    assert live.worth_writing(status(None, 1.0, "Pending"), status(None, 1.0), memory)
+    # Its elapsed time alone is never worth a write, however long since the last one (a trial
+    # whose count cannot be read would otherwise cost a write every interval).
+    memory.last_progress_patch -= 3600
+    assert not live.worth_writing(status(None, 1.0), status(None, 3601.0), memory)
+    assert not live.worth_writing(status(40, 1.0), status(40, 3601.0), memory)
+    # A count that moved: once the interval has passed since the last write, not before.
+    assert live.worth_writing(status(40, 1.0), status(60, 3601.0), memory)
+    assert not live.worth_writing(status(60, 1.0), status(80, 3602.0), memory)
+    memory.last_progress_patch -= 10
+    assert live.worth_writing(status(60, 1.0), status(80, 3602.0), memory)

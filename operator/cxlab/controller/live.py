@@ -131,11 +131,14 @@ class LiveReads:
 
     def worth_writing(self, before: dict[str, Any], after: dict[str, Any], memory: Memory) -> bool:
         """Every change of substance at once; the live task counts at most every interval
-        (`before`, `after`: the status documents)."""
+        (`before`, `after`: the status documents). The elapsed time alone is never worth a
+        write (it goes with the next): a trial whose count cannot be read, or does not move,
+        would otherwise cost a write every interval for as long as it runs; with a hundred
+        experiments running that was most of the operator's writes."""
         if _substance(before) != _substance(after):
             memory.last_progress_patch = time.monotonic()
             return True
-        if _running(before) == _running(after):
+        if _counts(before) == _counts(after):
             return False
         if time.monotonic() - memory.last_progress_patch >= self.config.progress_interval_seconds:
             memory.last_progress_patch = time.monotonic()
@@ -160,8 +163,9 @@ def _first_pod(trial: Trial) -> int:
     return min(pod_indexes(trial))
 
 
-def _running(document: dict[str, Any]) -> Any:
-    return (document.get("progress") or {}).get("running")
+def _counts(document: dict[str, Any]) -> list[Any]:
+    """The running trials' task counts (the rest of their entries is substance, or elapsed)."""
+    return [r.get("tasksDone") for r in (document.get("progress") or {}).get("running") or []]
 
 
 def _substance(document: dict[str, Any]) -> dict[str, Any]:

@@ -230,6 +230,16 @@ class Operator:
         self.peaks.append(rss)
         self.peak_times.append(self.peak_at.get(pid, (0.0, math.nan))[1])
 
+    def running(self, pid: int) -> None:
+        """Exits the benchmark if the replica has (its metrics port taken, say): it would
+        otherwise wait for a Lease nobody takes."""
+        process, _ = self.processes[pid]
+        if process.poll() is not None:
+            raise SystemExit(
+                f"the operator (pid {pid}) exited ({process.returncode}) before "
+                f"it led: see build/cluster/logs/operator-bench-scale.log"
+            )
+
     def kill(self, pid: int) -> None:
         """SIGKILL: no chance to tidy up."""
         self.account(pid)
@@ -245,7 +255,11 @@ class Operator:
         """Every replica ended (accounted for already)."""
         for process, _ in self.processes.values():
             process.terminate()
-            process.wait(timeout=30)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # an older operator's stop can hang: its port
+                process.kill()  # would be taken from the next run's replicas
+                process.wait()
         self.processes.clear()
         try:
             kubernetes.client.CoordinationV1Api().delete_namespaced_lease(
@@ -368,11 +382,12 @@ def run(label: str, tree: Path) -> dict[str, str]:
     namespace = f"cxlab-scale-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": namespace}})
     operator = Operator(tree, namespace)
-    operator.start()
+    first = operator.start()
     total = EXPERIMENTS * TRIALS
     seen = Seen()
     watch(core, custom, namespace, seen)
     while operator.lease()[0] is None:  # the first replica leads: the second stands by
+        operator.running(first)
         time.sleep(0.2)
     operator.start()
     time.sleep(5)  # the operator's start-up and the watches' first lists are not measured

@@ -145,15 +145,20 @@ def test_incremental_placement_agrees_with_the_rule_written_slowly() -> None:
     import random
 
     rng = random.Random(31)
+    taint = {"key": "pool", "value": "slow", "effect": "NoSchedule"}
+    toleration = {"key": "pool", "operator": "Equal", "value": "slow", "effect": "NoSchedule"}
     for _ in range(400):
         nodes = [
             NodeView(f"n{i}", Decimal(rng.choice([1, 2, 4])), Decimal(rng.choice([1, 2, 8])) * GI,
-                     labels={"pool": rng.choice("ab")}, cordoned=rng.random() < 0.1)
+                     labels={"pool": rng.choice("ab")}, cordoned=rng.random() < 0.1,
+                     taints=(taint,) if rng.random() < 0.3 else ())
             for i in range(rng.randint(0, 6))
         ]  # fmt: skip
+        # requests placed alike (equal, not the same objects) share their matching nodes
         requests = [
             Request(Decimal(rng.choice(["0.5", "1", "2"])), Decimal(rng.choice([1, 2])) * GI,
-                    {"pool": rng.choice("ab")} if rng.random() < 0.5 else {}, (), {})
+                    {"pool": rng.choice("ab")} if rng.random() < 0.5 else {},
+                    (toleration,) if rng.random() < 0.5 else (), {})
             for _ in range(3)
         ]  # fmt: skip
         held = [

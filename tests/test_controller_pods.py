@@ -224,7 +224,7 @@ def host_pod(**spec: Any) -> dict[str, Any]:
     experiment = parse_experiment(document(**({"isolation": "process"} | spec)))
     return build_host_pod(
         experiment="lab1", namespace="lab", uid="u-1", spec=experiment.spec, config=CONFIG,
-        index=2,
+        index=2, token="t0ken",
     )  # fmt: skip
 
 
@@ -242,6 +242,10 @@ def test_a_trial_host_has_a_trial_pods_resources_placement_and_security() -> Non
     assert spec["nodeSelector"] == {"pool": "bench"}
     assert container["command"] == ["python3", "-m", "cxlab_runner.trial_host", "--port", "9101"]
     assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": 9101}
+    # its token, in its environment; the operator reads it back from the Pod it watches
+    assert {"name": "CXLAB_HOST_TOKEN", "value": "t0ken"} in container["env"]
+    assert view_pod(pod).host_token == "t0ken" and "t0ken" not in repr(view_pod(pod))
+    assert view_pod(trial).host_token is None
     # it lives as long as the experiment has trials: no deadline, never restarted
     assert "activeDeadlineSeconds" not in spec and spec["restartPolicy"] == "Never"
     # a host keeps off trial Pods' and other hosts' nodes; trial Pods keep off hosts' nodes

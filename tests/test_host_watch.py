@@ -33,9 +33,11 @@ from cxlab.experiments.pods import LABEL_EXPERIMENT, build_trial_pod
 from cxlab.experiments.resource import parse_experiment
 from cxlab.local.delay_target import free_port
 from cxlab.scrape import final_read, result_of
+from cxlab_contract import HOST_TOKEN_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = ("lab", "exp")
+TOKEN = "the-hosts-token"  # the host asks it of every call: the index shows it on each
 
 
 def host_pod() -> dict[str, Any]:
@@ -44,7 +46,8 @@ def host_pod() -> dict[str, Any]:
             "name": "exp-host0", "namespace": "lab", "resourceVersion": "5",
             "labels": {LABEL_EXPERIMENT: "exp", "app.kubernetes.io/component": "trial-host"},
         },
-        "spec": {"nodeName": "node-1"},
+        "spec": {"nodeName": "node-1", "containers": [
+            {"name": "host", "env": [{"name": HOST_TOKEN_ENV, "value": TOKEN}]}]},
         "status": {"phase": "Running", "podIP": "127.0.0.1",
                    "conditions": [{"type": "Ready", "status": "True"}]},
     }  # fmt: skip
@@ -73,7 +76,7 @@ class OneHost:
 @pytest.fixture
 def trial_host() -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "workloads" / "python")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "workloads" / "python"), HOST_TOKEN_ENV: TOKEN}
     process = subprocess.Popen(
         [sys.executable, "-m", "cxlab_runner.trial_host", "--port", str(port)], env=env
     )

@@ -4,6 +4,7 @@ host process, real runners, real signals."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -23,6 +24,7 @@ from cxlab.experiments.pod_view import view_pod
 from cxlab.experiments.pods import COMPONENT_TRIAL, LABEL_COMPONENT, LABEL_TRIAL
 from cxlab.local.delay_target import free_port
 from cxlab.times import parse_time
+from cxlab_contract import HOST_TOKEN_ENV
 from cxlab_runner.trial_host import (
     LOG_BYTES,
     LOG_LINES,
@@ -39,16 +41,19 @@ PYTHON_RUNNER = ["python3", "-m", "cxlab_runner"]  # as the operator writes it
 
 
 class Host:
-    def __init__(self, folder: Path, *flags: str) -> None:
+    def __init__(self, folder: Path, *flags: str, token: str | None = None) -> None:
         self.folder = folder
         self.port = free_port()
+        self.token = token  # shown on every call unless told otherwise
         self.log = open(folder / "host.log", "wb")  # noqa: SIM115 (open while the host runs)
         command = [sys.executable, "-m", "cxlab_runner.trial_host", "--address", "127.0.0.1",
                    "--any-command"]  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if k != HOST_TOKEN_ENV}
         self.process = subprocess.Popen(
             [*command, "--port", str(self.port), "--start-wait", str(START_WAIT), *flags],
             stdout=self.log,
             stderr=subprocess.STDOUT,
+            env=env if token is None else {**env, HOST_TOKEN_ENV: token},
         )
         deadline = time.monotonic() + 30
         while self.call("GET", "/healthz")[0] != 200:
@@ -60,12 +65,15 @@ class Host:
         return (self.folder / "host.log").read_text()
 
     def call(
-        self, method: str, path: str, body: Any = None, timeout: float = 30
+        self, method: str, path: str, body: Any = None, timeout: float = 30, token: Any = ...
     ) -> tuple[int, Any]:
         data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
         request = urllib.request.Request(
             f"http://127.0.0.1:{self.port}{path}", data=data, method=method
         )
+        shown = self.token if token is ... else token
+        if shown is not None:
+            request.add_header("Authorization", f"Bearer {shown}")
         try:
             with urllib.request.urlopen(request, timeout=timeout) as reply:
                 status, text = reply.status, reply.read().decode()
@@ -428,3 +436,27 @@ def test_by_default_a_host_runs_only_the_runners_and_writes_only_in_tmp(
     else:
         with pytest.raises(BadRequest, match=re.escape(refused)):
             runner_only(spec)
+
+
+def test_with_a_token_it_answers_only_who_shows_it_and_its_trials_never_see_it(
+    tmp_path: Path,
+) -> None:
+    host = Host(tmp_path, token="the-operators-own")  # /healthz answered it without one
+    try:
+        calls = [
+            ("GET", "/trials", None), ("GET", "/trials/t", None), ("DELETE", "/trials/t", None),
+            ("POST", "/trials", manifest(tmp_path, "t", ["true"])),
+        ]  # fmt: skip
+        for token in (None, "a-guess"):
+            for method, path, body in calls:
+                assert host.call(method, path, body, token=token)[0] == 401, (method, path)
+        status, listed = host.call("GET", "/trials")
+        assert status == 200 and listed["items"] == []  # the refused POST started nothing
+        env_file = tmp_path / "env.txt"
+        command = ["sh", "-c", f"env > {env_file}"]
+        assert host.post(manifest(tmp_path, "env", command))[0] == 201
+        assert host.until("env", ended)["status"]["phase"] == "Succeeded"
+        seen = env_file.read_text()
+        assert "PATH=" in seen and HOST_TOKEN_ENV not in seen and "the-operators-own" not in seen
+    finally:
+        assert host.stop() == 0, host.output()

@@ -192,7 +192,8 @@ def test_a_hosted_trials_termination_message_is_the_kubelets(lab: Lab, argv: lis
             "config": config}  # fmt: skip
     kubelet = _bare(build_trial_pod(**made, trial=trial, attempt=1), f"kubelet-{argv[0]}")
     kubelet["spec"]["containers"][0] |= {"command": argv, "args": []}
-    host = _bare(build_host_pod(**made, index=0), f"host-{argv[0]}")
+    host = _bare(build_host_pod(**made, index=0, token="t0ken"), f"host-{argv[0]}")
+    shown = {"Authorization": "Bearer t0ken"}  # as the operator shows it (or 401)
     for pod in (kubelet, host):
         lab.core.create_namespaced_pod(lab.namespace, pod)
     hosted = _bare(build_trial_pod(**made, trial=trial, attempt=1, hosted=True), "hosted")
@@ -221,10 +222,11 @@ def test_a_hosted_trials_termination_message_is_the_kubelets(lab: Lab, argv: lis
         try:
             if not getattr(read_host, "posted", False):
                 body = json.dumps(hosted).encode()
-                request = urllib.request.Request(url, body, {"Content-Type": "application/json"})
-                with urllib.request.urlopen(request, timeout=10):
+                headers = {"Content-Type": "application/json", **shown}
+                with urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=10):
                     read_host.posted = True  # type: ignore[attr-defined]
-            with urllib.request.urlopen(f"{url}/hosted", timeout=10) as reply:
+            read = urllib.request.Request(f"{url}/hosted", headers=shown)
+            with urllib.request.urlopen(read, timeout=10) as reply:
                 found: dict[str, Any] = json.load(reply)
                 return found
         except OSError:

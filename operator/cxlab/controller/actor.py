@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -177,7 +178,7 @@ class Actor:
         for index in decision.hosts_create if target else []:  # isolation: process
             manifest = build_host_pod(
                 experiment=state.name, namespace=state.namespace, uid=uid, spec=spec,
-                config=self.config, index=index,
+                config=self.config, index=index, token=secrets.token_urlsafe(24),
             )  # fmt: skip
             self.kube.create_pod(manifest)
             made = replace(view_pod(manifest), created=state.observed.now)

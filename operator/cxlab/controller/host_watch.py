@@ -44,12 +44,16 @@ class HostUnavailable(Exception):
 
 
 def _request(
-    ip: str, port: int, method: str, path: str, body: Any = None, timeout: float = REQUEST_SECONDS
-) -> tuple[int, Any]:
+    host: PodView, port: int, method: str, path: str, body: Any = None,
+    timeout: float = REQUEST_SECONDS,
+) -> tuple[int, Any]:  # fmt: skip
+    ip = host.ip or ""
     connection = http.client.HTTPConnection(ip, port, timeout=timeout)
     try:
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if data is not None else {}
+        if host.host_token is not None:
+            headers["Authorization"] = f"Bearer {host.host_token}"
         connection.request(method, path, body=data, headers=headers)
         answer = connection.getresponse()
         text = answer.read()
@@ -67,7 +71,7 @@ def _request(
 def start_trial(host: PodView, port: int, manifest: dict[str, Any]) -> PodView:
     """Post the trial Pod's manifest to the host: it runs its command as a process (at once,
     or once the previous trial's process has ended). Returns the trial's view."""
-    status, document = _request(host.ip or "", port, "POST", "/trials", manifest)
+    status, document = _request(host, port, "POST", "/trials", manifest)
     if status not in (200, 201) or not isinstance(document, dict):
         raise HostUnavailable(f"{host.name} answered {status}: {document}")
     return hosted_view(host, document)
@@ -75,7 +79,7 @@ def start_trial(host: PodView, port: int, manifest: dict[str, Any]) -> PodView:
 
 def forget_trial(host: PodView, port: int, name: str) -> None:
     """Let a trial go: its process stops if it still runs, and the host forgets it."""
-    status, document = _request(host.ip or "", port, "DELETE", f"/trials/{name}")
+    status, document = _request(host, port, "DELETE", f"/trials/{name}")
     if status not in (200, 404):
         raise HostUnavailable(f"{host.name} answered {status}: {document}")
 
@@ -119,7 +123,7 @@ class HostWatch:
             query = "" if version is None else f"?version={version}&wait={POLL_SECONDS:g}"
             try:
                 status, document = _request(
-                    self.host.ip or "", self._port, "GET", f"/trials{query}",
+                    self.host, self._port, "GET", f"/trials{query}",
                     timeout=POLL_SECONDS + REQUEST_SECONDS,
                 )  # fmt: skip
                 if status != 200 or not isinstance(document, dict):

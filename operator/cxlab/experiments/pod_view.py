@@ -6,12 +6,13 @@ The kopf index keeps one compact PodView per Pod; the reconciler decides from th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from cxlab.experiments.pods import (
+    COMPONENT_HOST,
     COMPONENT_TRIAL,
     LABEL_ATTEMPT,
     LABEL_COMPONENT,
@@ -19,6 +20,7 @@ from cxlab.experiments.pods import (
     LABEL_TRIAL,
 )
 from cxlab.times import parse_time
+from cxlab_contract import HOST_TOKEN_ENV
 
 # Pod-level reasons that mean the Pod was lost, not that the model failed: retry it.
 LOST_REASONS = frozenset({"Evicted", "NodeLost", "Shutdown", "Terminated", "NodeShutdown"})
@@ -80,6 +82,9 @@ class PodView:
     # poll of /done says when its tasks end (cxlab.controller.done_watch), not the kubelet,
     # for whom a container without a readiness probe is Ready as soon as it runs.
     unprobed: bool = False
+    # A trial host's: what the operator shows it on every request (HOST_TOKEN_ENV in its
+    # container's environment, set when the operator made the Pod).
+    host_token: str | None = field(default=None, repr=False)
 
     @property
     def live(self) -> bool:
@@ -138,6 +143,10 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
             unschedulable = condition.get("message") or "Unschedulable"
         if condition.get("type") == "Ready" and condition.get("status") == "True":
             ready = not unprobed
+    host_token = None
+    if labels.get(LABEL_COMPONENT) == COMPONENT_HOST:
+        env = [e for c in containers for e in c.get("env") or [] if e.get("name") == HOST_TOKEN_ENV]
+        host_token = env[0].get("value") if env else None
     return PodView(
         name=metadata.get("name", ""),
         component=labels.get(LABEL_COMPONENT, ""),
@@ -163,4 +172,5 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         container_started=container_started,
         image_id=image_id,
         unprobed=unprobed,
+        host_token=host_token,
     )

@@ -20,6 +20,7 @@ from cxlab.experiments.plan import (
 )
 from cxlab.experiments.spec import API_VERSION, DEFAULT_RESPONSE_BYTES, KIND, ExperimentSpec
 from cxlab.experiments.target import CA_FILE, CA_MOUNT, TargetSpec, header_environment
+from cxlab_contract import HOST_TOKEN_ENV
 from cxlab_contract.durations import format_duration, parse_duration
 
 LABEL_EXPERIMENT = "cxlab.dev/experiment"
@@ -212,11 +213,14 @@ def build_host_pod(
     spec: ExperimentSpec,
     config: OperatorConfig,
     index: int,
+    token: str,
 ) -> Manifest:
     """A trial host (isolation: process): a trial Pod's resources, placement and security,
     whose container is the runner image's trial host (cxlab_runner.trial_host). It runs the
     trials the operator posts to it one at a time, each a fresh process on its cores, and
-    lives as long as the experiment has trials to run. Ready once its fork server is warm."""
+    lives as long as the experiment has trials to run. Ready once its fork server is warm.
+    `token`: what it asks of every request but /healthz (whoever can reach its port but not
+    read its Pod cannot start or stop its trials)."""
     command = [*HOST_COMMAND, "--port", str(config.host_port)]
     runner = _runner_container(spec, config, command)
     runner["name"] = "host"
@@ -228,6 +232,8 @@ def build_host_pod(
     volumes = [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
     if spec.workload.target is not None:  # its trials inherit the env and the CA mount
         _call_target(spec.workload.target, runner, volumes)
+    # (the host takes it out of its environment before it starts a trial)
+    runner.setdefault("env", []).append({"name": HOST_TOKEN_ENV, "value": token})
     pod_spec = _trial_pod_spec(spec, runner, volumes, host=True)
     metadata = {
         "name": host_pod_name(experiment, index),

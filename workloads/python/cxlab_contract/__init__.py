@@ -13,6 +13,10 @@ from importlib import resources
 from typing import Any
 
 RESULT_SCHEMA = "result-v1.schema.json"
+# A trial host's (cxlab_runner.trial_host) token, in its environment: it answers only the
+# requests that show it (Authorization: Bearer), /healthz aside. The operator sets it on the
+# host Pods it makes and reads it back from their spec.
+HOST_TOKEN_ENV = "CXLAB_HOST_TOKEN"
 
 
 def result_schema() -> dict[str, Any]:

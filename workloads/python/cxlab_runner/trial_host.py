@@ -11,7 +11,10 @@ operator reads with the Pod parser it reads trial Pods with
 
     python3 -m cxlab_runner.trial_host --port 9101
 
-HTTP API (JSON bodies):
+HTTP API (JSON bodies). With a token in its environment (CXLAB_HOST_TOKEN, as the
+operator's host Pods have), every request but /healthz must show it
+(`Authorization: Bearer <token>`), else 401: whoever can reach the Pod's port cannot start or
+stop its trials unless they can read its Pod too.
 
 - `GET /healthz`: 200 once the fork server is warm, 503 before (a trial posted before then
   waits for it).
@@ -34,6 +37,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import hmac
 import json
 import math
 import multiprocessing
@@ -55,6 +59,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing.process import BaseProcess
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
+
+from cxlab_contract import HOST_TOKEN_ENV
 
 # How long a POST waits for the previous trial's process to end before answering 409. The
 # previous runner exits right after the operator's final read, so a start normally waits only
@@ -767,15 +773,29 @@ def _log(text: str) -> None:
 
 class _Handler(BaseHTTPRequestHandler):
     host: TrialHost
+    token: str | None  # None: every request is answered (a host run by hand, the tests)
     protocol_version = "HTTP/1.1"  # the operator's polls keep their connection
+
+    def _allowed(self) -> bool:
+        """Whether the request shows the host's token; if not, it is answered 401."""
+        if self.token is None:
+            return True
+        shown = self.headers.get("Authorization") or ""
+        if hmac.compare_digest(shown.encode(), f"Bearer {self.token}".encode()):
+            return True
+        self.close_connection = True  # a body it did not read must not be taken for a request
+        self._send(HTTPStatus.UNAUTHORIZED, {"error": "this trial host answers its operator only"})
+        return False
 
     def do_GET(self) -> None:
         url = urlsplit(self.path)
-        if url.path == "/healthz":
+        if url.path == "/healthz":  # the kubelet's probe
             if self.host.warm.is_set():
                 self._send(HTTPStatus.OK, "ok")
             else:
                 self._send(HTTPStatus.SERVICE_UNAVAILABLE, "warming")
+        elif not self._allowed():
+            return
         elif url.path == "/trials":
             query = parse_qs(url.query)
             try:
@@ -798,6 +818,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.NOT_FOUND, {"error": "no such path"})
 
     def do_POST(self) -> None:
+        if not self._allowed():
+            return
         if urlsplit(self.path).path != "/trials":
             self._send(HTTPStatus.NOT_FOUND, {"error": "no such path"})
             return
@@ -819,6 +841,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(status, document)
 
     def do_DELETE(self) -> None:
+        if not self._allowed():
+            return
         path = urlsplit(self.path).path
         if path.startswith("/trials/") and self.host.delete(path.removeprefix("/trials/")):
             self._send(HTTPStatus.OK, {"deleted": path.removeprefix("/trials/")})
@@ -864,9 +888,11 @@ def main(argv: list[str] | None = None) -> int:
         f"runners, their Results in {RESULTS_FOLDER}",
     )
     args = parser.parse_args(argv)
+    # Out of the environment before any trial's process starts: its trials never see it.
+    token = os.environ.pop(HOST_TOKEN_ENV, None) or None
     _become_subreaper()
     host = TrialHost(args.start_wait, args.pod_ip, args.any_command)
-    handler = type("Handler", (_Handler,), {"host": host})
+    handler = type("Handler", (_Handler,), {"host": host, "token": token})
     server = ThreadingHTTPServer((args.address, args.port), handler)
     server.daemon_threads = True
     # PID 1 in its container: the kernel delivers it no signal that has no handler.

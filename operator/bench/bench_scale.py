@@ -462,7 +462,10 @@ def figures(
     mine = sum(operator.requests.values())
     verbs = ", ".join(f"{v} {n / total:.2f}" for v, n in sorted(operator.requests.items()))
     rows = {
-        "trials recorded": f"{len(seen.entries)} of {planned}"
+        # seen in status at least once; the entries are counted in finished experiments'
+        # statuses, once (a run that gave up has trials in unfinished ones)
+        "trials recorded": f"{len(seen.recorded)} of {planned}"
+        + (f", {len(seen.entries)} in finished ones" if len(seen.entries) != total else "")
         + (f" (gave up after {gave_up} s)" if gave_up else ""),
         "recorded more than once": f"{sum(n for c, n in counts.items() if c > 1)}",
         "trials with more than one Pod": f"{extra_pods}",

@@ -254,6 +254,10 @@ class Operator:
         process.kill()
         process.wait()
 
+    def high_water(self) -> float:
+        """The highest peak RSS (MiB) of the replicas running now, over their lives."""
+        return max((memory_kib(pid, "VmHWM:") / 1024 for pid in self.processes), default=0.0)
+
     def account_running(self) -> None:
         for pid in self.processes:
             self.account(pid)
@@ -446,6 +450,8 @@ def run(label: str, tree: Path, limit: int) -> dict[str, str]:
     rows = figures(seen, operator, tree, began, elapsed, everyone, killed_at, successor, chaos,
                    gave_up)  # fmt: skip
     remove_namespace(core, custom, namespace, seconds=300)
+    # Deleting every experiment at once is a burst of its own (after the figures above)
+    rows["peak RSS once all are deleted"] = f"{operator.high_water():.0f} MiB"
     operator.stop()
     return rows
 

@@ -19,6 +19,7 @@ from cxlab.config import OperatorConfig
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.pods import build_host_pod, build_trial_pod
 from cxlab.experiments.resource import parse_experiment
+from cxlab_contract import HOST_TOKEN_ENV
 
 HOST_PORT = OperatorConfig().host_port
 
@@ -29,6 +30,19 @@ def hosts(lab: Lab, name: str) -> list[Any]:
         for p in lab.pods(name)
         if (p.metadata.labels or {}).get("app.kubernetes.io/component") == "trial-host"
     ]
+
+
+def ask(host: Any, query: str = "", timeout: float = 2) -> Any:
+    """GET /trials of a host Pod, with its token as the operator shows it (read from the
+    Pod's spec, as the operator reads it): without it the host answers 401."""
+    token = next(e.value for c in host.spec.containers for e in c.env or []
+                 if e.name == HOST_TOKEN_ENV)  # fmt: skip
+    request = urllib.request.Request(
+        f"http://{host.status.pod_ip}:{HOST_PORT}/trials{query}",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as reply:
+        return json.load(reply)
 
 
 class Runs:
@@ -50,18 +64,16 @@ class Runs:
                 ip = pod.status.pod_ip
                 if ip and ip not in self.watched:
                     self.watched.add(ip)
-                    threading.Thread(target=self._poll, args=(ip,), daemon=True).start()
+                    threading.Thread(target=self._poll, args=(pod,), daemon=True).start()
             self.stop.wait(0.2)
 
-    def _poll(self, ip: str) -> None:
+    def _poll(self, host: Any) -> None:
         version = None
         failures = 0
         while not self.stop.is_set() and failures < 50:
             query = "" if version is None else f"?version={version}&wait=2"
             try:
-                with urllib.request.urlopen(f"http://{ip}:{HOST_PORT}/trials{query}",
-                                            timeout=10) as reply:  # fmt: skip
-                    answer = json.load(reply)
+                answer = ask(host, query, timeout=10)
             except OSError:
                 failures += 1
                 self.stop.wait(0.05)
@@ -120,10 +132,8 @@ def test_a_lost_host_is_a_lost_attempt(lab: Lab) -> None:
         found = [p for p in hosts(lab, "lost-host") if p.status.pod_ip]
         if not found:
             return False
-        url = f"http://{found[0].status.pod_ip}:{HOST_PORT}/trials"
         try:
-            with urllib.request.urlopen(url, timeout=2) as reply:
-                return bool(json.load(reply)["items"])
+            return bool(ask(found[0])["items"])
         except OSError:
             return False
 

@@ -11,7 +11,16 @@ from typing import Any
 import kubernetes
 from kubernetes.client.exceptions import ApiException
 
-from cxlab.controller.rest import JSON_PATCH, MERGE_PATCH, Rest, path, pods_path
+from cxlab.controller.rest import (
+    JSON,
+    JSON_PATCH,
+    MERGE_PATCH,
+    METADATA,
+    METADATA_LIST,
+    Rest,
+    path,
+    pods_path,
+)
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
 from cxlab.experiments.results_store import results_selector, with_full_results
 from cxlab.experiments.status import ExperimentStatus
@@ -160,9 +169,13 @@ class Kube:
             experiment["status"] = with_full_results(status, chunks).document()
         return experiment
 
-    def _stored_experiment(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def _stored_experiment(
+        self, namespace: str, name: str, accept: str = JSON
+    ) -> dict[str, Any] | None:
         try:
-            found: dict[str, Any] = self.rest.request("GET", _experiments(namespace, name))
+            found: dict[str, Any] = self.rest.request(
+                "GET", _experiments(namespace, name), accept=accept
+            )
         except ApiException as error:
             if error.status == 404:
                 return None
@@ -243,14 +256,16 @@ class Kube:
     def list_namespaces(self) -> list[dict[str, Any]]:
         return _items(self.rest.request("GET", path("api", "v1", "namespaces"), timeout=10))
 
-    def list_experiments(self, namespace: str) -> list[dict[str, Any]]:
-        return _items(self.rest.request("GET", _experiments(namespace)))
+    def list_experiment_metadata(self, namespace: str) -> list[dict[str, Any]]:
+        """The namespace's experiments, their metadata only: at 100 trials an experiment is
+        ~45 KiB of JSON, so 200 of them read whole every sweep were a burst of their own."""
+        return _items(self.rest.request("GET", _experiments(namespace), accept=METADATA_LIST))
 
     def remove_finalizer(self, namespace: str, name: str, finalizer: str) -> bool:
         """Remove one finalizer from an experiment, if it still has it (a JSON Patch that tests
         the position it read, so a concurrent change is never overwritten). False when it had
         none, or is gone."""
-        found = self._stored_experiment(namespace, name)
+        found = self._stored_experiment(namespace, name, accept=METADATA)
         if found is None:
             return False
         finalizers = list(found["metadata"].get("finalizers") or [])

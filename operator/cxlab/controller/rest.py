@@ -22,6 +22,10 @@ from urllib3 import Timeout
 
 JSON = "application/json"
 JSON_PATCH = "application/json-patch+json"
+# The metadata of an object, or of a list's items, without their spec and status (what
+# client-go's metadata client asks for): a sweep that needs names and finalizers reads that.
+METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 MERGE_PATCH = "application/merge-patch+json"
 # A watch's read size: the apiserver flushes each event, so a read returns what has come.
 STREAM_READ = 1 << 16
@@ -67,13 +71,14 @@ class Rest:
         content_type: str,
         timeout: Any,
         watch: bool = False,
+        accept: str = JSON,
     ) -> Any:
         """The answer, unread; ApiException (with the apiserver's Status body) for any
         status but 2xx."""
         url = self.configuration.host + url_path
         if query:
             url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
-        headers = {"Accept": JSON, "User-Agent": "cxlab-operator"}
+        headers = {"Accept": accept, "User-Agent": "cxlab-operator"}
         # read per request: an in-cluster token is refreshed by the configuration's hook
         settings: dict[str, Any] = dict(self.configuration.auth_settings())
         for auth in settings.values():
@@ -106,10 +111,11 @@ class Rest:
         content_type: str = JSON,
         timeout: float | None = None,
         read: bool = True,
+        accept: str = JSON,
     ) -> Any:
         """The answer's JSON (None with `read=False`: the body is drained, the connection
         pooled). ApiException for any status but 2xx, with the apiserver's Status body."""
-        answer = self._send(method, url_path, body, query, content_type, timeout)
+        answer = self._send(method, url_path, body, query, content_type, timeout, accept=accept)
         try:
             if not read:
                 answer.drain_conn()

@@ -68,7 +68,7 @@ def sweep(kube: Kube, patterns: Sequence[str], finalizer: str) -> list[tuple[str
     """Release every held experiment of every terminating namespace of ours; what it released."""
     released = []
     for namespace in terminating(kube.list_namespaces(), patterns):
-        for name in held(kube.list_experiments(namespace), finalizer):
+        for name in held(kube.list_experiment_metadata(namespace), finalizer):
             kube.delete_pods(namespace, f"{LABEL_EXPERIMENT}={name}")
             if kube.remove_finalizer(namespace, name, finalizer):
                 log.info("%s/%s: finalizer removed: its namespace goes", namespace, name)

@@ -97,6 +97,14 @@ go_test() { (cd workloads && go test ./...); }
 # it lowers that phase's subshell, and so everything the phase starts after.
 lower_priority() { renice -n 10 -p "$BASHPID" >/dev/null; }
 
+# Back to the normal priority: a process and all it has started (what they start next inherits
+# it). Only root may raise a priority: elsewhere the build stays where it was.
+normal_priority() { # pid
+  local child
+  renice -n 0 -p "$1" >/dev/null 2>&1 || return 0
+  for child in $(pgrep -P "$1"); do normal_priority "$child"; done
+}
+
 checks() { lower_priority && make -s lint && go_test; }
 
 # Kubernetes first (the cluster waits for it), then Helm (the chart's tests): from one module,
@@ -165,7 +173,10 @@ test_namespaces_gone() {
 }
 test_namespaces_gone
 # Not waiting for the tools: each solo test that needs one starts after those that need none,
-# and waits for its tool's build if it is still under way (tests/cluster/conftest.py).
+# and waits for its tool's build if it is still under way (tests/cluster/conftest.py). That
+# build is on the critical path now: at nice 10 beside two busy cores (a cold run, 2026-11-28)
+# Prometheus' build got a few percent of the CPU and the solo phase waited 15 minutes for it.
+[[ -n ${background[tools]:-} ]] && normal_priority "${background[tools]}"
 phase solo pytest -m "cluster and solo" --junitxml="$REPORT/solo.xml" "${EXTRA[@]}"
 wait_background kubernetes
 wait_background checks

@@ -97,11 +97,14 @@ go_test() { (cd workloads && go test ./...); }
 # it lowers that phase's subshell, and so everything the phase starts after.
 lower_priority() { renice -n 10 -p "$BASHPID" >/dev/null; }
 
-# Back to the normal priority: a process and all it has started (what they start next inherits
-# it). Only root may raise a priority: elsewhere the build stays where it was.
+# Back to the normal priority: a process, every thread of it (Linux keeps a nice value per
+# thread, and `go build` starts its compilers from any of its threads), and all it has started;
+# what they start next inherits it. Only root may raise a priority: elsewhere it stays.
 normal_priority() { # pid
-  local child
-  renice -n 0 -p "$1" >/dev/null 2>&1 || return 0
+  local task child
+  for task in /proc/"$1"/task/*; do
+    renice -n 0 -p "${task##*/}" >/dev/null 2>&1 || return 0
+  done
   for child in $(pgrep -P "$1"); do normal_priority "$child"; done
 }
 

@@ -102,8 +102,9 @@ lower_priority() { renice -n 10 -p "$BASHPID" >/dev/null; }
 # what they start next inherits it. Only root may raise a priority: elsewhere it stays.
 normal_priority() { # pid
   local task child
-  for task in /proc/"$1"/task/*; do
-    renice -n 0 -p "${task##*/}" >/dev/null 2>&1 || return 0
+  ((EUID == 0)) || return 0
+  for task in /proc/"$1"/task/*; do  # a thread may end meanwhile: the others still
+    renice -n 0 -p "${task##*/}" >/dev/null 2>&1 || true
   done
   for child in $(pgrep -P "$1"); do normal_priority "$child"; done
 }

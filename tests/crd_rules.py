@@ -141,20 +141,22 @@ def accepted(resource: dict[str, Any]) -> bool:
     return True
 
 
-def in_context(path: str, value: Any, kind: str = KIND) -> dict[str, Any] | None:
+def in_context(
+    path: str, value: Any, kind: str = KIND, valid: bool = True
+) -> dict[str, Any] | None:
     """A valid resource in which the field applies, with the field set to value: the smallest
-    that has the field, else its object, else the fewest objects made on the way; the first
-    of those cxlab accepts with this value (the apiserver's agreement is its cases' test).
-    None if there is none: give one of the rules a valid example with the field."""
+    that has the field, else its object, else the fewest objects made on the way; with
+    `valid`, the first of those cxlab accepts with this value (the apiserver's agreement is
+    its cases' test). None if there is none: give one of the rules a valid example with the
+    field."""
     found = contexts(kind)
     for mode in ("exists", "object", "create", "fresh"):
         for resource in found:
             if mode == "exists" and concrete(path, resource) is None:
                 continue
             candidate = copy.deepcopy(resource)
-            if place(candidate, path, value, "object" if mode == "exists" else mode) and accepted(
-                candidate
-            ):
+            placed = place(candidate, path, value, "object" if mode == "exists" else mode)
+            if placed and (not valid or accepted(candidate)):
                 return candidate
     return None
 

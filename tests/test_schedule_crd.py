@@ -19,6 +19,7 @@ from cxlab.crd import schedule_resource_definition
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.rules import Rule, declarations
 from cxlab.schedules.cron import CRON_PATTERN
+from cxlab.experiments.fields import SpecError
 from cxlab.schedules.spec import parse_experiment_schedule
 
 SCHEDULES = sorted((EXAMPLES / "schedules").glob("*.yaml"))
@@ -100,3 +101,25 @@ def test_the_schema_refuses_by_type_and_bound(
         assert any(field in ".".join(map(str, e.path)) for e in errors), errors
     with pytest.raises(Exception, match=re.escape(field)):
         parse_experiment_schedule(document)
+
+
+@pytest.mark.parametrize(
+    ("schedule", "says"),
+    [
+        ("CRON_TZ=UTC 0 3 * * *", "names a time zone; CRON_TZ= and TZ= are not supported here"),
+        ("TZ=Europe/Berlin 0 3 * * *", "put the zone in spec.timeZone"),
+        ("0 0 3 * * *", "has 6 fields; use 5 (minute hour day-of-month month day-of-week)"),
+        ("0 3 * *", "has 4 fields; use 5"),
+    ],
+)
+def test_a_schedule_cron_cannot_read_is_refused_in_the_parsers_words(
+    schedule: str, says: str
+) -> None:
+    """One line, the calendar parser's own, never the shape's regular expression."""
+    document = base()
+    document["spec"]["schedule"] = schedule
+    with pytest.raises(SpecError) as refused:
+        parse_experiment_schedule(document)
+    [problem] = refused.value.problems
+    assert problem.startswith("spec.schedule: ") and says in problem, problem
+    assert "[ \t]" not in problem and "(?:" not in problem, problem

@@ -142,7 +142,7 @@ def quantity(text: str | int | float) -> Decimal:
         number, suffix = Decimal(match.group(1)), match.group(2)
     except InvalidOperation:
         raise ValueError(f"{text!r} is not a quantity: use for example 256Mi or 1Gi") from None
-    if suffix and suffix[0] in "eE":
+    if suffix and suffix[0] in "eE" and len(suffix) > 1:  # an exponent; E alone is exa
         return number * Decimal(10) ** int(suffix[1:])
     return number * _FACTOR[suffix]
 

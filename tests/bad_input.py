@@ -10,7 +10,6 @@ that a cluster can judge with `kubectl apply --dry-run=server` (refused, the fie
 
 from __future__ import annotations
 
-import copy
 import math
 import re
 from collections.abc import Callable, Iterator

@@ -16,10 +16,10 @@ from helpers import EXAMPLES
 from test_crd import _openapi_to_jsonschema
 
 from cxlab.crd import schedule_resource_definition
+from cxlab.experiments.fields import SpecError
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.rules import Rule, declarations
 from cxlab.schedules.cron import CRON_PATTERN
-from cxlab.experiments.fields import SpecError
 from cxlab.schedules.spec import parse_experiment_schedule
 
 SCHEDULES = sorted((EXAMPLES / "schedules").glob("*.yaml"))

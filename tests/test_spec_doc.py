@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from helpers import ROOT
 
 from cxlab.crd import schedule_spec_schema, spec_schema
 from cxlab.experiments.fields import memory_bytes
@@ -20,10 +21,10 @@ from cxlab.rules import Check, declarations
 from cxlab.schedules.spec import ScheduleSpec
 from cxlab_contract.durations import parse_duration
 
-from helpers import ROOT
-
 SPEC_DOC = ROOT / "docs" / "spec.md"
-SECTIONS = {"ConcurrencyExperiment": "## ConcurrencyExperiment", "ExperimentSchedule": "## ExperimentSchedule"}
+SECTIONS = {kind: f"## {kind}" for kind in ("ConcurrencyExperiment", "ExperimentSchedule")}
+# The page writes ranges with an en dash and negatives with a minus sign.
+DASH, MINUS = "\u2013", "\u2212"
 # Kubernetes' own schemas, embedded whole: their fields are Kubernetes' to document.
 EMBEDDED = ("placement.tolerations", "placement.affinity")
 
@@ -109,25 +110,30 @@ def test_every_field_has_a_line_and_every_line_a_field(kind: str) -> None:
     assert not missing, f"fields of {kind} without a line in docs/spec.md: {missing}"
 
 
-_NUMBER = r"2\^53−1|−?[0-9][0-9,.]*(?:e[0-9]+)?"
+_NUMBER = rf"2\^53{MINUS}1|{MINUS}?[0-9][0-9,.]*(?:e[0-9]+)?"
 
 
 def _number(text: str) -> float:
-    if text == "2^53−1":
+    if text == f"2^53{MINUS}1":
         return float(2**53 - 1)
-    return float(text.replace(",", "").replace("−", "-"))
+    return float(text.replace(",", "").replace(MINUS, "-"))
 
 
 def _stated_bounds(kind: str) -> tuple[str, float, float] | None:
-    """(unit, low, high) where a line says "integer A – B", "number A – B", "number in
-    (A, B]" or "Go duration A – B" (the first it says)."""
-    number = re.search(rf"(?:integers?|number)(?: in [(\[])? ?({_NUMBER}) ?[–,] ?({_NUMBER})", kind)
+    """(unit, low, high) where a line says "integer A - B", "number A - B", "number in
+    (A, B]", "Go duration A - B" or "quantity A - B" (the first it says; the dash an en
+    dash)."""
+    number = re.search(
+        rf"(?:integers?|number)(?: in [(\[])? ?({_NUMBER}) ?[{DASH},] ?({_NUMBER})", kind
+    )
     if number:
         return "number", _number(number.group(1)), _number(number.group(2))
-    duration = re.search(r"Go duration ([0-9][0-9a-zµ.]*) – ([0-9][0-9a-zµ.]*)", kind)
+    duration = re.search(
+        rf"Go duration ([0-9][0-9a-z\u00b5.]*) {DASH} ([0-9][0-9a-z\u00b5.]*)", kind
+    )
     if duration:
         return "duration", parse_duration(duration.group(1)), parse_duration(duration.group(2))
-    memory = re.search(r"quantity ([0-9]+[KMGT]i) – ([0-9]+[KMGT]i)", kind)
+    memory = re.search(rf"quantity ([0-9]+[KMGT]i) {DASH} ([0-9]+[KMGT]i)", kind)
     if memory:
         return "memory", memory_bytes(memory.group(1)), memory_bytes(memory.group(2))
     return None
@@ -148,8 +154,12 @@ def _declared_bounds(kind: str) -> dict[tuple[str, str], tuple[float, float]]:
     return found  # type: ignore[return-value]
 
 
-def _bounded(name: str, schema: dict[str, dict[str, Any]], unit: str,
-             declared: dict[tuple[str, str], tuple[float, float]]) -> tuple[Any, Any] | None:
+def _bounded(
+    name: str,
+    schema: dict[str, dict[str, Any]],
+    unit: str,
+    declared: dict[tuple[str, str], tuple[float, float]],
+) -> tuple[Any, Any] | None:
     """The bounds the model gives a field (for an object, its one bounded field: latency's
     max); a list's are its items'."""
     if unit != "number":
@@ -176,11 +186,11 @@ def test_the_bounds_a_line_states_are_the_models(kind: str) -> None:
             continue
         unit, low, high = stated
         # one bound for all the names of a line (rtt / rtts), unless it lists one per name
-        for name in line.names[:1] if ", " in line.kind.split(" – ", 1)[-1] else line.names:
+        for name in line.names[:1] if ", " in line.kind.split(f" {DASH} ", 1)[-1] else line.names:
             actual = _bounded(name, schema, unit, declared)
             checked += 1
             if actual != (low, high):
-                wrong.append(f"{name}: the line says {low!r} – {high!r}, the model {actual}")
+                wrong.append(f"{name}: the line says {low!r} to {high!r}, the model {actual}")
     assert checked >= STATED[kind][0], checked
     assert not wrong, wrong
 

@@ -441,8 +441,10 @@ def numbers() -> Iterator[BadInput]:
             ("minus-infinity", -math.inf, says),
             ("infinity-as-a-word", "Infinity", "must be a number between"),
         ]:
+            # kubectl cannot send NaN or an infinity as JSON: it refuses them in its own words
             yield BadInput("numbers", f"{path}-{label}", as_yaml(with_value(path, value)),
-                           concrete(path), says=text, lines=1)  # fmt: skip
+                           concrete(path), says=text, lines=1,
+                           cluster=isinstance(value, str))  # fmt: skip
 
 
 def echoes() -> Iterator[BadInput]:

@@ -131,6 +131,18 @@ def contexts(kind: str = KIND) -> list[dict[str, Any]]:
     return sorted(found, key=lambda resource: len(repr(resource)))
 
 
+def _reach(resource: Any, path: str) -> int:
+    """How many of the objects above a field a resource has, from the top."""
+    node, depth = resource, 0
+    for name, lists in _steps(path)[:-1]:
+        if not isinstance(node, dict) or name not in node:
+            break
+        node, depth = node[name], depth + 1
+        for _ in range(lists):
+            node = node[-1] if isinstance(node, list) and node else None
+    return depth
+
+
 def accepted(resource: dict[str, Any]) -> bool:
     """Whether cxlab reads the resource without a complaint."""
     parse = parse_experiment if resource["kind"] == KIND else parse_experiment_schedule
@@ -150,8 +162,9 @@ def in_context(
     its cases' test). None if there is none: give one of the rules a valid example with the
     field."""
     found = contexts(kind)
+    nearest = sorted(found, key=lambda resource: -_reach(resource, path))  # stable: smallest
     for mode in ("exists", "object", "create", "fresh"):
-        for resource in found:
+        for resource in found if mode in ("exists", "object") else nearest:
             if mode == "exists" and concrete(path, resource) is None:
                 continue
             candidate = copy.deepcopy(resource)

@@ -249,10 +249,11 @@ _RULES = (
             "models": [{"model": "threads", "workers": [2, 0]}],
         },
     ),
-    Rule(
+    Rule(  # past its own bound, the rtt is refused there alone
         "capacity.target.rtt must be one of the workload's RTTs: name one of them or leave it out",
         holds=_rtt_is_measured,
         cel="!has(self.capacity) || !has(self.capacity.target.rtt) || "
+        f"duration(self.capacity.target.rtt) > duration('{LIMITS['rtt'].max}') || "
         "(has(self.workload.rtt) && duration(self.workload.rtt) == "
         "duration(self.capacity.target.rtt)) || (has(self.workload.rtts) && "
         "self.workload.rtts.exists(r, duration(r) == duration(self.capacity.target.rtt)))",

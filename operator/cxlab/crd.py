@@ -53,42 +53,43 @@ def structural(schema: Schema, definitions: Schema) -> Schema:
         return structural(merged, definitions)
     out: Schema = {}
     for key, value in schema.items():
-        if key in ("title", "$defs", "$schema", "$id"):
-            continue
-        if key == "default":
-            if value is not None:
-                out[key] = _without_nulls(value)  # a null default is no default
-            continue
-        if key == "description":
-            out[key] = " ".join(value.split())  # docstrings are wrapped; kubectl explain rewraps
-            continue
-        if key == "additionalProperties":
-            if value is True:
-                out["x-kubernetes-preserve-unknown-fields"] = True
-            elif isinstance(value, dict):
-                out[key] = structural(value, definitions)
-            continue
-        if key == "propertyNames":
-            continue  # structural schemas cannot bound keys: the field's Check has CEL for them
-        if key == "patternProperties":  # the values' schema stays
-            [(_, values)] = value.items()
-            out["additionalProperties"] = structural(values, definitions)
-            continue
-        if key == "exclusiveMinimum":
-            out["minimum"], out["exclusiveMinimum"] = value, True
-        elif key == "exclusiveMaximum":
-            out["maximum"], out["exclusiveMaximum"] = value, True
-        elif key == "const":
-            out["enum"] = [value]
-        elif key == "type" and isinstance(value, list):
-            out["type"] = next(t for t in value if t != "null")
-            out["nullable"] = True
-        elif key == "properties":
-            out[key] = {name: structural(sub, definitions) for name, sub in value.items()}
-        elif key == "items":
-            out[key] = structural(value, definitions)
-        else:
-            out[key] = copy.deepcopy(value)
+        out |= _keyword(key, value, definitions)
+    return _typed(out)
+
+
+_DROPPED = ("title", "$defs", "$schema", "$id", "propertyNames")  # no keys bound: a Check's CEL
+
+
+def _keyword(key: str, value: Any, definitions: Schema) -> Schema:
+    """One keyword of a JSON Schema as what a structural schema says for it."""
+    if key in _DROPPED:
+        return {}
+    if key == "default":
+        return {} if value is None else {key: _without_nulls(value)}  # null: no default
+    if key == "description":
+        return {key: " ".join(value.split())}  # docstrings are wrapped; kubectl explain rewraps
+    if key == "additionalProperties":
+        if value is True:
+            return {"x-kubernetes-preserve-unknown-fields": True}
+        return {key: structural(value, definitions)} if isinstance(value, dict) else {}
+    if key == "patternProperties":  # the values' schema stays
+        [(_, values)] = value.items()
+        return {"additionalProperties": structural(values, definitions)}
+    if key in ("exclusiveMinimum", "exclusiveMaximum"):
+        return {key.removeprefix("exclusive").lower(): value, key: True}
+    if key == "const":
+        return {"enum": [value]}
+    if key == "type" and isinstance(value, list):
+        return {"type": next(t for t in value if t != "null"), "nullable": True}
+    if key == "properties":
+        return {key: {name: structural(sub, definitions) for name, sub in value.items()}}
+    if key == "items":
+        return {key: structural(value, definitions)}
+    return {key: copy.deepcopy(value)}
+
+
+def _typed(out: Schema) -> Schema:
+    """What a structural schema needs of a node beside its keywords."""
     if out.get("nullable") and "enum" in out:
         # The apiserver checks a null against the enum, null listed or not, and refuses it:
         # such a field (only in the runner's Result) keeps its enum in the Result's schema.

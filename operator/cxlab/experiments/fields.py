@@ -16,13 +16,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    WithJsonSchema,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails, PydanticKnownError, core_schema
 
-from cxlab import placement
 from cxlab.rules import Check, Rule, RuleBroken, check_rules, schema_rules
 from cxlab_contract import runner_contract
 from cxlab_contract.durations import DURATION_PATTERN, parse_duration
@@ -388,36 +386,6 @@ class SchemaProblems(ValueError):
     def __init__(self, problems: list[tuple[str, str]]) -> None:
         super().__init__("; ".join(f"{where}: {message}" for where, message in problems))
         self.problems = problems
-
-
-def _kubernetes_check(role: str, many: bool) -> AfterValidator:
-    """Kubernetes' own schema of a Pod field (cxlab.placement), checked here as the CRD,
-    which embeds it, has the apiserver check it."""
-
-    def check(value: Any) -> Any:
-        items = enumerate(value) if many else [(None, value)]
-        broken = [
-            (f"{'' if index is None else f'[{index}]'}{where}", message + " (as in a Pod's spec)")
-            for index, item in items
-            for where, message in placement.problems(role, item)
-        ]
-        if broken:
-            raise SchemaProblems(broken)
-        return value
-
-    return AfterValidator(check)
-
-
-_SCHEMAS = placement.placement_schemas()
-Tolerations = Annotated[
-    list[dict[str, Any]],
-    Field(max_length=MAX_LIST_ITEMS),
-    WithJsonSchema({"type": "array", "maxItems": MAX_LIST_ITEMS, "items": _SCHEMAS["toleration"]}),
-    _kubernetes_check("toleration", many=True),
-]
-Affinity = Annotated[
-    dict[str, Any], WithJsonSchema(_SCHEMAS["affinity"]), _kubernetes_check("affinity", False)
-]
 
 
 class Strict(BaseModel):

@@ -3,21 +3,21 @@ counts to try, what each trial Pod gets and where it may run."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field, WithJsonSchema
 
+from cxlab import placement
 from cxlab.experiments.fields import (
     MAX_LIST_ITEMS,
-    Affinity,
     Cpu,
     Gomaxprocs,
     Model,
     NodeSelector,
     Pods,
     Quantity,
+    SchemaProblems,
     Strict,
-    Tolerations,
     Workers,
     no_repeats,
 )
@@ -116,6 +116,36 @@ class Resources(Strict):
     def whole_cpus(self) -> int | None:
         """The CPUs a trial Pod is pinned to; None for a fraction (the shared pool)."""
         return int(self.cpu) if float(self.cpu).is_integer() else None
+
+
+def _kubernetes_check(role: str, many: bool) -> AfterValidator:
+    """Kubernetes' own schema of a Pod field (cxlab.placement), checked here as the CRD,
+    which embeds it, has the apiserver check it."""
+
+    def check(value: Any) -> Any:
+        items = enumerate(value) if many else [(None, value)]
+        broken = [
+            (f"{'' if index is None else f'[{index}]'}{where}", message + " (as in a Pod's spec)")
+            for index, item in items
+            for where, message in placement.problems(role, item)
+        ]
+        if broken:
+            raise SchemaProblems(broken)
+        return value
+
+    return AfterValidator(check)
+
+
+_SCHEMAS = placement.placement_schemas()
+Tolerations = Annotated[
+    list[dict[str, Any]],
+    Field(max_length=MAX_LIST_ITEMS),
+    WithJsonSchema({"type": "array", "maxItems": MAX_LIST_ITEMS, "items": _SCHEMAS["toleration"]}),
+    _kubernetes_check("toleration", many=True),
+]
+Affinity = Annotated[
+    dict[str, Any], WithJsonSchema(_SCHEMAS["affinity"]), _kubernetes_check("affinity", False)
+]
 
 
 class Placement(Strict):

@@ -10,14 +10,15 @@ that a cluster can judge with `kubectl apply --dry-run=server` (refused, the fie
 
 from __future__ import annotations
 
-import copy
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from crd_rules import manifest
+from crd_rules import concrete as crd_concrete
+from crd_rules import in_context, manifest
 from test_bounds import own, spec_fields
 
 from cxlab.experiments.fields import IMAGE_MAX_LENGTH, MAX_CPU, MAX_LIST_ITEMS, NAME_MAX_LENGTH
@@ -34,10 +35,14 @@ class BadInput:
     field: str | None
     """The field both sides must name; None for a file that is wrong as a whole."""
     says: str = ""
-    """For a whole-file problem: what the CLI's one line must contain."""
+    """What the CLI's complaint must contain (for a whole-file problem, its one line)."""
     cluster: bool = True
     """Also judged by the apiserver (False: a file problem kubectl has its own words for, or
     what only the local machine knows)."""
+    cluster_field: str | None = None
+    """The field the apiserver names, where cxlab names one below it (unset: field)."""
+    lines: int | None = None
+    """How many lines the CLI's complaint has, where that is the point (one, not two)."""
 
     @property
     def id(self) -> str:
@@ -48,80 +53,14 @@ def as_yaml(document: Any) -> str:
     return yaml.safe_dump(document, sort_keys=False, width=1000)
 
 
-# The nearest valid spec in which a field applies: iterations only with cpu, and so on.
-CONTEXT: dict[str, dict[str, Any]] = {
-    "spec.workload.iterations": {"workload": {"type": "cpu", "tasks": 10, "iterations": 1000}},
-    "spec.workload.hold": {"workload": {"type": "hold", "tasks": 10, "hold": "1s"}},
-    "spec.workload.responseBytes": {
-        "workload": {"type": "http", "tasks": 10, "rtt": "10ms", "responseBytes": 64}
-    },
-    "spec.workload.connection": {
-        "workload": {"type": "http", "tasks": 10, "rtt": "10ms", "connection": "reuse"}
-    },
-    # duration runs: their fields with nothing beside them that another rule would refuse
-    "spec.workload.arrival.stages": {
-        "workload": {
-            "type": "sleep",
-            "rtt": "10ms",
-            "arrival": {"stages": [{"duration": "2s", "target": 10}]},
-        }
-    },
-    "spec.workload.arrival.ratesPerSecond": {
-        "workload": {
-            "type": "sleep",
-            "rtt": "10ms",
-            "arrival": {"ratesPerSecond": [10], "duration": "1s"},
-        }
-    },
-    "spec.workload.arrival": {
-        "workload": {
-            "type": "sleep",
-            "rtt": "10ms",
-            "arrival": {"ratePerSecond": 10, "duration": "1s"},
-        }
-    },
-    "spec.workload.duration": {"workload": {"type": "sleep", "rtt": "10ms", "duration": "2s"}},
-    "spec.workload.warmup": {
-        "workload": {"type": "sleep", "rtt": "10ms", "duration": "24h", "warmup": "1s"}
-    },
-    # a target: an http workload without rtt; tls only on https, a url instead of a service
-    "spec.workload.target.url": {
-        "workload": {"type": "http", "tasks": 10, "target": {"url": "http://127.0.0.1:8080/"}}
-    },
-    "spec.workload.target.tls": {
-        "workload": {
-            "type": "http",
-            "tasks": 10,
-            "target": {"url": "https://127.0.0.1:8443/", "tls": {"insecureSkipVerify": True}},
-        }
-    },
-    "spec.workload.target": {
-        "workload": {
-            "type": "http",
-            "tasks": 10,
-            "target": {"service": {"name": "api", "port": 80}},
-        }
-    },
-    "spec.workload.rtts": {"workload": {"type": "sleep", "tasks": 10, "rtts": ["10ms"]}},
-    "spec.workload.rtt": {"workload": {"type": "sleep", "tasks": 10, "rtt": "10ms"}},
-    "spec.models[].gomaxprocs": {"models": [{"model": "goroutines", "gomaxprocs": [1]}]},
-    "spec.models[].pool": {"models": [{"model": "threads", "pool": "prestarted"}]},
-    # the apiserver checks a field's rules only once the required ones beside it are there
-    "spec.capacity": {"capacity": {"target": {"ratePerSecond": 10, "latency": {"max": "1s"}}}},
-}
-
-
-def _context(path: str) -> dict[str, Any]:
-    for prefix, spec in CONTEXT.items():
-        if path.startswith(prefix):
-            return copy.deepcopy(spec)
-    return {}
-
-
 def with_value(path: str, value: Any) -> dict[str, Any]:
-    """The base manifest (in the field's context) with the field at path set to value;
-    `[]` in the path means the first item."""
-    document = manifest(**_context(path))
+    """The nearest valid manifest in which the field applies (made from the rules' own valid
+    examples, tests/crd_rules.py) with the field at path set to value; `[]` in the path means
+    the last item, and objects or lists missing on the way are made."""
+    found = in_context(path, value, valid=False)
+    if found is not None:
+        return found
+    document = manifest()
     parts = re.findall(r"[^.\[\]]+|\[\]", path)
     node: Any = document
     for part, after in zip(parts, [*parts[1:], None], strict=True):
@@ -141,8 +80,9 @@ def with_value(path: str, value: Any) -> dict[str, Any]:
     return document
 
 
-def concrete(path: str) -> str:
-    return path.replace("[]", "[0]")
+def concrete(path: str, value: Any = None) -> str:
+    """The field with_value sets, as the document has it."""
+    return crd_concrete(path, with_value(path, value)) or path.replace("[]", "[0]")
 
 
 def leaves() -> Iterator[tuple[str, dict[str, Any]]]:
@@ -298,6 +238,11 @@ def placement() -> Iterator[BadInput]:
         ("unknown-field", {"nodeAffinty": {}}, affinity),
         ("no-node-selector-terms", {"nodeAffinity": required},
          f"{affinity}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+        ("empty-node-selector-terms",
+         {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                           {"nodeSelectorTerms": []}}},
+         f"{affinity}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+         ".nodeSelectorTerms"),
         ("node-operator", {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
                                             node_terms}},
          f"{affinity}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
@@ -414,6 +359,14 @@ def targets() -> Iterator[BadInput]:
         return as_yaml(manifest(workload={"type": "http", "tasks": 10, "target": target,
                                           **workload}))  # fmt: skip
 
+    yield BadInput(
+        "targets", "header-twice-in-two-cases",
+        aimed({"service": service, "headers": [{"name": "X-A", "value": "1"},
+                                               {"name": "X-B", "value": "2"},
+                                               {"name": "x-a", "value": "3"}]}),
+        "spec.workload.target.headers[2].name", says="a header is listed twice",
+        cluster_field="spec.workload.target.headers",
+    )  # fmt: skip
     for label, text, field in [
         ("with-rtt", aimed({"service": service}, rtt="10ms"), "spec.workload"),
         ("with-rtts", aimed({"service": service}, rtts=["10ms"]), "spec.workload"),
@@ -446,6 +399,7 @@ def targets() -> Iterator[BadInput]:
          "spec.workload.target.service.port"),
         ("url-port-70000", aimed({"url": "http://127.0.0.1:70000/"}),
          "spec.workload.target.url"),
+        ("url-port-zero", aimed({"url": "http://127.0.0.1:0/"}), "spec.workload.target.url"),
         ("status-600", aimed({"service": service, "expectedStatuses": [600]}),
          "spec.workload.target.expectedStatuses[0]"),
         ("status-range-as-words", aimed({"service": service, "expectedStatuses": ["2xx"]}),
@@ -468,6 +422,43 @@ def targets() -> Iterator[BadInput]:
          "spec.workload"),
     ]:  # fmt: skip
         yield BadInput("targets", label, text, field)
+
+
+def numbers() -> Iterator[BadInput]:
+    """What YAML reads as a number but is none to use (NaN, infinities), or a word for one:
+    one line each, in words, never an internal path (.float) or a bound "(got nan)"."""
+    fields = {
+        "spec.tolerance": "must be a finite number between 0 and 1",
+        "spec.resources.cpu": "must be a finite number between 0.001 and 256",
+        "spec.objectives[].failureRatio.max": "must be a finite number between 0 and 1",
+        "spec.workload.arrival.ratePerSecond": "must be a finite number between 0 and 1e+06",
+        "spec.capacity.target.ratePerSecond": "must be a finite number between 0 and 1e+09",
+    }
+    for path, says in fields.items():
+        for label, value, text in [
+            ("nan", math.nan, "is not a number (NaN)"),
+            ("infinity", math.inf, says),
+            ("minus-infinity", -math.inf, says),
+            ("infinity-as-a-word", "Infinity", "must be a number between"),
+        ]:
+            # kubectl cannot send NaN or an infinity as JSON: it refuses them in its own words
+            yield BadInput("numbers", f"{path}-{label}", as_yaml(with_value(path, value)),
+                           concrete(path), says=text, lines=1,
+                           cluster=isinstance(value, str))  # fmt: skip
+
+
+def echoes() -> Iterator[BadInput]:
+    """A value past its bound is shown as written, with the bound it breaks."""
+    for label, path, value, says in [
+        ("duration-in-hours", "spec.trialTimeout", "1000h", "between 1s and 24h (got 1000h)"),
+        ("duration-in-parts", "spec.workload.rtt", "1h30m", "between 0s and 1h (got 1h30m)"),
+        ("memory-in-pebibytes", "spec.resources.memory", "1Pi", "between 64Mi and 1Ti (got 1Pi)"),
+        ("memory-in-exabytes", "spec.resources.memory", "2E", "between 64Mi and 1Ti (got 2E)"),
+        ("memory-with-an-exponent", "spec.resources.memory", "1e3",
+         "between 64Mi and 1Ti (got 1e3)"),
+    ]:  # fmt: skip
+        yield BadInput("echoes", label, as_yaml(with_value(path, value)), concrete(path),
+                       says=says, lines=1)  # fmt: skip
 
 
 def _documents_text(*documents: Any) -> str:
@@ -532,6 +523,8 @@ CATEGORIES: dict[str, Callable[[], Iterator[BadInput]]] = {
     "semantics": semantics,
     "objectives": objectives,
     "targets": targets,
+    "numbers": numbers,
+    "echoes": echoes,
     "yaml": yaml_pathologies,
     "machine": machine,
 }

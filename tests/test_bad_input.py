@@ -50,8 +50,9 @@ def test_plan_refuses_it_naming_the_field(
     assert lines and all(line.startswith(f"cxlab: {path}: ") for line in lines), err
     if case.field is not None:
         assert names_the_field(err, case.field), f"{case.field} not named:\n{err}"
-    else:
-        assert case.says in err, err
+    assert case.says in err, err
+    if case.lines is not None:
+        assert len(lines) == case.lines, err
 
 
 # One case per category as a real process: no traceback reaches the terminal and no results

@@ -14,8 +14,10 @@ import yaml
 from helpers import EXAMPLES
 from test_spec import document
 
-from cxlab.crd import CRD_PATH, GENERATED, RULES, custom_resource_definition, render
+from cxlab.crd import CRD_PATH, GENERATED, custom_resource_definition, render
 from cxlab.experiments.resource import load_experiments
+from cxlab.experiments.spec import ExperimentSpec
+from cxlab.rules import declarations
 
 
 def test_committed_crd_is_generated_from_the_models() -> None:
@@ -67,7 +69,10 @@ def test_the_schema_rejects_what_the_models_reject_by_type(schema: dict[str, Any
 
 
 def test_cross_field_rules_are_declared_where_the_models_check_them() -> None:
-    rules = {path: [r["message"] for r in rules] for path, rules in RULES.items()}
+    rules: dict[str, list[str]] = {}
+    for found in declarations(ExperimentSpec):
+        if found.rule.cel is not None:
+            rules.setdefault(found.path, []).append(found.rule.message)
     assert any("locust" in m for m in rules["spec"])
     assert any("at most 1000 trials" in m for m in rules["spec"])
     assert any("gomaxprocs applies to goroutines only" in m for m in rules["spec.models[]"])

@@ -1,9 +1,11 @@
-"""Every CEL rule of the CRD has a case (tests/crd_rules.py), and `cxlab plan` agrees with it:
-the valid manifest plans, the invalid one exits 2 naming the field the apiserver names. The
-apiserver's side is tests/cluster/test_crd_rules_on_apiserver.py."""
+"""Every CEL rule of both CRDs is a rule a model declares, and each declared rule has its cases
+(tests/crd_rules.py, made from the declaration's own examples); `cxlab plan` agrees with every
+case: the valid manifest plans, the invalid one exits 2 naming the field. The apiserver's side
+is tests/cluster/test_crd_rules_on_apiserver.py."""
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -11,23 +13,44 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from crd_rules import CASES, Case, declared_rules, field_path, plan_problems
+from crd_rules import CASES, TEMPLATE, Case, declared_rules, field_path, plan_problems
 from test_crd import _openapi_to_jsonschema
 
 from cxlab.cli import USAGE_ERROR, main
-from cxlab.crd import CRD_PATH
+from cxlab.crd import CRD_PATH, SCHEDULE_CRD_PATH
+from cxlab.experiments.fields import SpecError
+from cxlab.experiments.spec import KIND
+from cxlab.schedules.spec import SCHEDULE_KIND, parse_experiment_schedule
+
+CRDS = {KIND: CRD_PATH, SCHEDULE_KIND: SCHEDULE_CRD_PATH}
 
 
-def test_every_rule_of_the_crd_has_a_case_and_every_case_a_rule() -> None:
-    declared = list(declared_rules(CRD_PATH))
-    cases = [c.rule for c in CASES]
+def _cased(kind: str) -> list[tuple[str, str]]:
+    return [c.rule for c in CASES if c.kind == kind and not c.local_only]
+
+
+@pytest.mark.parametrize("kind", sorted(CRDS))
+def test_every_rule_of_the_crd_has_a_case_and_every_case_a_rule(kind: str) -> None:
+    declared = list(declared_rules(CRDS[kind]))
     assert declared, "no x-kubernetes-validations found: the walk is broken"
     assert not [r for r, n in Counter(declared).items() if n > 1], "two rules, one message"
+    cases = _cased(kind)
     assert not [r for r, n in Counter(cases).items() if n > 1], "two cases for one rule"
+    if kind == SCHEDULE_KIND:  # its template's rules are an experiment spec's, cased there
+        template = {("spec" + p.removeprefix(TEMPLATE), m) for p, m in declared
+                    if p.startswith(TEMPLATE)}  # fmt: skip
+        assert template == set(_cased(KIND)) - {r for r in _cased(KIND) if not r[0]}
+        declared = [(p, m) for p, m in declared if not p.startswith(TEMPLATE)]
     missing = sorted(set(declared) - set(cases))
-    assert not missing, f"CEL rules without a case in tests/crd_rules.py: {missing}"
+    assert not missing, f"CEL rules no model declares (cxlab.rules): {missing}"
     stale = sorted(set(cases) - set(declared))
-    assert not stale, f"cases for rules the CRD no longer has: {stale}"
+    assert not stale, f"declared CEL rules the CRD does not have (make crd): {stale}"
+
+
+def test_every_case_is_made_and_named_once() -> None:
+    assert len({c.id for c in CASES}) == len(CASES)
+    assert {c.kind for c in CASES} == {KIND, SCHEDULE_KIND}
+    assert any(c.local_only for c in CASES) and any(c.cluster_only for c in CASES)
 
 
 def test_field_path_reads_every_spelling() -> None:
@@ -38,28 +61,39 @@ def test_field_path_reads_every_spelling() -> None:
 
 
 @pytest.fixture(scope="module")
-def openapi_schema() -> Any:
-    """A validator built once: jsonschema.validate checks the (large) schema itself on every
-    call, which made these cases a minute of CPU."""
-    crd = yaml.safe_load(CRD_PATH.read_text())
-    schema = _openapi_to_jsonschema(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+def openapi_schemas() -> dict[str, Any]:
+    """A validator per kind, built once: jsonschema.validate checks the (large) schema itself
+    on every call, which made these cases a minute of CPU."""
+    validators = {}
+    for kind, path in CRDS.items():
+        crd = yaml.safe_load(path.read_text())
+        schema = _openapi_to_jsonschema(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+        jsonschema.Draft202012Validator.check_schema(schema)
+        validators[kind] = jsonschema.Draft202012Validator(schema)
+    return validators
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_both_manifests_fit_the_schema_so_only_the_rule_decides(
-    case: Case, openapi_schema: Any
+    case: Case, openapi_schemas: dict[str, Any]
 ) -> None:
     # The apiserver skips CEL when the object already breaks the schema's types.
-    openapi_schema.validate(case.valid)
-    openapi_schema.validate(case.invalid)
+    openapi_schemas[case.kind].validate(case.valid)
+    openapi_schemas[case.kind].validate(case.invalid)
 
 
-def _plan(document: dict[str, Any], tmp_path: Path) -> int:
-    """`cxlab plan FILE` in this process: its exit status (its output stays in capsys)."""
-    path = tmp_path / "experiment.yaml"
+def _plan(document: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> int:
+    """`cxlab plan FILE` in this process (a schedule: its spec read as the operator reads it):
+    the exit status; the complaints on stderr, as `cxlab plan` writes them."""
+    path = tmp_path / "resource.yaml"
     path.write_text(yaml.safe_dump(document))
+    if document["kind"] == SCHEDULE_KIND:
+        try:
+            parse_experiment_schedule(document)
+        except SpecError as error:
+            print("\n".join(f"cxlab: {path}: {p}" for p in error.problems), file=sys.stderr)
+            return USAGE_ERROR
+        return 0
     try:
         return main(["plan", str(path)])
     except SystemExit as exit_:
@@ -70,7 +104,7 @@ def _plan(document: dict[str, Any], tmp_path: Path) -> int:
 def test_plan_accepts_the_valid_manifest(
     case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = _plan(case.valid, tmp_path)
+    code = _plan(case.valid, tmp_path, capsys)
     assert code == 0, capsys.readouterr().err
 
 
@@ -78,7 +112,7 @@ def test_plan_accepts_the_valid_manifest(
 def test_plan_rejects_the_invalid_manifest_naming_the_field(
     case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = _plan(case.invalid, tmp_path)
+    code = _plan(case.invalid, tmp_path, capsys)
     err = capsys.readouterr().err
     if case.cluster_only:  # cxlab's own rule for the cluster: a plan may name the variable
         assert code == 0, err

@@ -70,10 +70,10 @@ def test_defaults() -> None:
         ),
         ({"models": []}, "spec.models: List should have at least 1 item"),
         ({"repetitions": 0}, "spec.repetitions: Input should be greater than or equal to 1"),
-        ({"workload": {"type": "sleep", "tasks": 1}}, "needs exactly one of rtt or rtts"),
+        ({"workload": {"type": "sleep", "tasks": 1}}, "need exactly one of rtt or rtts"),
         ({"workload": {"type": "cpu", "tasks": 1}}, "iterations is required for cpu"),
         ({"workload": {"type": "hold", "tasks": 1, "rtt": "1s"}}, "rtt/rtts apply to sleep"),
-        ({"resources": {"cpu": 1, "memory": "lots"}}, "is not a memory quantity"),
+        ({"resources": {"cpu": 1, "memory": "lots"}}, "'lots' is not a quantity"),
         (
             {"models": [{"model": "threads"}, {"model": "threads"}]},
             "model 'threads' is listed twice",
@@ -83,7 +83,7 @@ def test_defaults() -> None:
                 "models": [{"model": "processes", "workers": [0]}],
                 "workload": {"type": "sleep", "tasks": 5000, "rtt": "1s"},
             },
-            "the most allowed is 512",
+            "at most 512 worker processes (0 workers means one per task) (these would start 5000)",
         ),
         ({"modle": []}, "spec.modle: is not a field of ConcurrencyExperiment"),
         ({"models": [{"model": "sequential", "workers": [4]}]}, "sequential runs one task"),
@@ -93,12 +93,13 @@ def test_defaults() -> None:
         ),
         (
             {"models": [{"model": "asyncio", "pods": [2, 2]}]},
-            "spec.models[0].pods: Pod count 2 is listed twice",
+            "spec.models[0].pods: a Pod count is listed twice (2)",
         ),
         ({"models": [{"model": "asyncio", "pods": [65]}]}, "less than or equal to 64"),
         (
             {"models": [{"model": "asyncio", "pods": [3]}], "workload": SLEEP_2_TASKS},
-            "a trial of 3 Pods needs at least 3 tasks",
+            "needs at least N tasks (one each): raise workload.tasks or lower models[].pods "
+            "(3 Pods, 2 tasks)",
         ),
         (
             {"isolation": "process", "models": [{"model": "asyncio", "pods": [2]}]},
@@ -106,10 +107,19 @@ def test_defaults() -> None:
         ),
         ({"isolation": "process", "queueName": "lab"}, "leave queueName out"),
         ({"isolation": "processes"}, "spec.isolation: Input should be 'pod' or 'process'"),
-        ({"resources": {"cpu": 0.5}}, "resources.cpu 0.5 is a fraction of a CPU"),
-        ({"resources": {"cpu": 0.0005}, "pinning": "preferred"}, "between 0.001 and 256"),
+        (
+            {"resources": {"cpu": 0.5}},
+            "cannot be pinned to a core: set pinning: preferred (or whole CPUs) (cpu 0.5)",
+        ),
+        (
+            {"resources": {"cpu": 0.0005}, "pinning": "preferred"},
+            "spec.resources.cpu: Input should be greater than or equal to 0.001 (got 0.0005)",
+        ),
         ({"resources": {"cpu": 1.2345}, "pinning": "preferred"}, "finer than a millicore"),
-        ({"resources": {"cpu": "1"}}, "must be a number of CPUs"),
+        (
+            {"resources": {"cpu": "1"}},
+            "spec.resources.cpu: must be a number between 0.001 and 256, got '1'",
+        ),
     ],
 )
 def test_bad_input_names_the_field_and_the_rule(change: dict[str, Any], expected: str) -> None:
@@ -123,8 +133,8 @@ def test_matrix_over_the_maximum_is_rejected() -> None:
         repetitions=8,
     )
     message = problems(doc)
-    assert "the matrix has 1024 trials" in message
-    assert f"the most allowed is {MAX_TRIALS}" in message
+    assert "(it has 1024)" in message
+    assert f"may hold at most {MAX_TRIALS} trials" in message
 
 
 def test_results_over_the_maximum_are_rejected() -> None:
@@ -135,7 +145,7 @@ def test_results_over_the_maximum_are_rejected() -> None:
         repetitions=6,
     )
     message = problems(doc)
-    assert "keep 2160 Results in status" in message and f"most allowed is {MAX_RESULTS}" in message
+    assert "(they keep 2160)" in message and f"at most {MAX_RESULTS} Results" in message
 
 
 def test_a_fraction_of_a_cpu_runs_unpinned_under_preferred() -> None:

@@ -4,12 +4,13 @@ placement-schema.json holds core/v1 Toleration and Affinity, taken from the Open
 of the Kubernetes this project runs (k8s.io/kubernetes's api/openapi-spec, the same document
 its apiserver serves at /openapi/v3/api/v1) with every reference inlined. The CRD embeds
 them, so `kubectl apply` checks placement the way it checks a Pod's, and the spec model
-validates the same schemas locally. `make placement-schema` regenerates the file; a cluster
-test compares it with what the running apiserver serves.
+validates the same schemas locally. `make placement-schema` regenerates the file from the
+document of the Kubernetes module the local cluster is built from (hack/k8s).
 
 On top of the types, the operators and effects the API reference lists as the only valid
-ones become enums: the OpenAPI document leaves them free strings, and the Pod's own
-validation would refuse anything else only when the trial Pod is created.
+ones become enums, and a required node affinity's terms may not be empty: the OpenAPI
+document leaves them free, and the Pod's own validation would refuse anything else only
+when the trial Pod is created.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ ENUMS = {
     ],
     (META + "LabelSelectorRequirement", "operator"): ["In", "NotIn", "Exists", "DoesNotExist"],
 }  # fmt: skip
+
+# (definition, property): lists the Pod's own validation refuses empty (ValidateNodeSelector:
+# "must have at least one node selector term"), which its OpenAPI document leaves unbounded.
+MIN_ITEMS = {(CORE + "NodeSelector", "nodeSelectorTerms"): 1}
 
 Schema = dict[str, Any]
 _FORMAT_RANGE = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
@@ -82,8 +87,10 @@ def extract(openapi: Schema) -> Schema:
 
 
 def _enum(owner: str | None, field: str) -> Schema:
+    """The enum and the least items the API reference allows a field of owner's, if any."""
     values = ENUMS.get((owner or "", field))
-    return {"enum": values} if values else {}
+    least = MIN_ITEMS.get((owner or "", field))
+    return ({"enum": values} if values else {}) | ({"minItems": least} if least else {})
 
 
 @cache

@@ -4,13 +4,20 @@ from a YAML file as `kubectl apply -f` takes it; SpecError names every broken ru
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from cxlab.experiments.fields import NAME_MAX_LENGTH, NAME_PATTERN, SpecError, describe
+from cxlab.experiments.fields import (
+    NAME_MAX_LENGTH,
+    NAME_PATTERN,
+    SpecError,
+    describe,
+    name_rules,
+)
 from cxlab.experiments.spec import API_VERSION, KIND, ExperimentSpec
 from cxlab.inputs import InputError, load_yaml_documents
+from cxlab.rules import Rule, check_rules
 
 
 class Metadata(BaseModel):
@@ -28,6 +35,15 @@ class ConcurrencyExperiment(BaseModel):
     kind: Literal["ConcurrencyExperiment"]
     metadata: Metadata
     spec: ExperimentSpec
+
+    # The CRD's rules on the resource's name (its schema cannot constrain metadata); cxlab
+    # checks the name with Metadata's own bounds first.
+    rules: ClassVar[tuple[Rule, ...]] = name_rules(NAME_MAX_LENGTH, "trial Pods are named after it")
+
+    @model_validator(mode="after")
+    def _rules_hold(self) -> ConcurrencyExperiment:
+        check_rules(self)
+        return self
 
     @property
     def name(self) -> str:

@@ -11,16 +11,11 @@ import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, Field, StrictBool, StrictInt, WithJsonSchema, model_validator
+from pydantic import AfterValidator, Field, StrictBool, StrictInt, WithJsonSchema
 
-from cxlab.experiments.fields import (
-    LIMITS,
-    Share,
-    Strict,
-    _duration_check,
-    _duration_field,
-    explain_pattern,
-)
+from cxlab.experiments.fields import LIMITS, RequestTimeout, Share, Strict, explain_pattern
+from cxlab.experiments.spec.examples import SECRET, targeted
+from cxlab.rules import Check, Rule
 from cxlab_contract import runner_contract
 
 CONTRACT = runner_contract()
@@ -44,8 +39,6 @@ PATH_PATTERN = r"^/[^\s#]*$"
 URL_PATTERN = r"^https?://[^\s/?#@]+(/[^\s#]*)?(\?[^\s#]*)?$"
 MAX_URL = 2048
 STATUS_RANGE_PATTERN = r"^[1-5][0-9][0-9](-[1-5][0-9][0-9])?$"
-REQUEST_TIMEOUT = LIMITS["request-timeout"]
-MIN_REQUEST_TIMEOUT = "1ms"  # 0s is the runner's own allowance: the spec always sets one
 DEFAULT_REQUEST_TIMEOUT = "10s"
 DEFAULT_MAX_FAILURE_RATIO = 0.5
 DEFAULT_OK_STATUSES = ("200-299",)
@@ -85,41 +78,19 @@ HeaderValue = Annotated[
     str, Field(strict=True, max_length=MAX_HEADER_VALUE, pattern=HEADER_VALUE_PATTERN)
 ]
 Body = Annotated[str, Field(strict=True, max_length=LIMITS["body"].max)]
-RequestTimeout = Annotated[
-    str,
-    _duration_field(MIN_REQUEST_TIMEOUT, REQUEST_TIMEOUT.max),
-    _duration_check(MIN_REQUEST_TIMEOUT, REQUEST_TIMEOUT.max),
-]
-
-
-def _check_header_name(name: str) -> str:
-    if name.lower() in CONTRACT.forbidden_headers:
-        raise ValueError(
-            f"{name!r} is set by the runner itself or changes how the request is framed; "
-            f"leave it out (refused: {', '.join(sorted(CONTRACT.forbidden_headers))})"
-        )
-    return name
-
-
-_FORBIDDEN_CEL = "[" + ", ".join(f"'{h}'" for h in sorted(CONTRACT.forbidden_headers)) + "]"
+_FORBIDDEN = sorted(CONTRACT.forbidden_headers)
+_FORBIDDEN_CEL = "[" + ", ".join(f"'{h}'" for h in _FORBIDDEN) + "]"
 HeaderName = Annotated[
     str,
-    Field(
-        strict=True,
-        min_length=1,
-        max_length=128,
-        pattern=HEADER_NAME_PATTERN,
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": f"!(self.lowerAscii() in {_FORBIDDEN_CEL})",
-                    "message": "is set by the runner itself or changes how the request is "
-                    "framed: leave it out",
-                }
-            ]
-        },
+    Field(strict=True, min_length=1, max_length=128, pattern=HEADER_NAME_PATTERN),
+    Check(
+        "is set by the runner itself or changes how the request is framed: leave it out",
+        holds=lambda name: name.lower() not in CONTRACT.forbidden_headers,
+        cel=f"!(self.lowerAscii() in {_FORBIDDEN_CEL})",
+        found=lambda name: f"{name!r}; refused: {', '.join(_FORBIDDEN)}",
+        valid="X-Host",
+        invalid="Host",
     ),
-    AfterValidator(_check_header_name),
 ]
 
 
@@ -127,31 +98,32 @@ def _check_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in CONTRACT.target_url_schemes or not parts.hostname:
         raise ValueError(f"must be an http:// or https:// URL with a host, got {url!r}")
-    try:
-        parts.port  # noqa: B018 - raises on a port out of range
-    except ValueError:
-        raise ValueError("url's port must be 1-65535") from None
     return url
+
+
+def _port_in_range(url: str) -> bool:
+    """No port, or one of 1-65535 (urlsplit reads :0 as port 0, and refuses past 65535)."""
+    try:
+        port = urlsplit(url).port
+    except ValueError:
+        return False
+    return port is None or 1 <= port <= 65535
 
 
 _URL_PORT = "int(self.split('://')[1].split('/')[0].split('?')[0].split(':')[1])"
 Url = Annotated[
     str,
-    Field(
-        strict=True,
-        max_length=MAX_URL,
-        pattern=URL_PATTERN,
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": f"!self.matches('^https?://[^/?#]*:[0-9]+') || "
-                    f"({_URL_PORT} >= 1 && {_URL_PORT} <= 65535)",
-                    "message": "url's port must be 1-65535",
-                }
-            ]
-        },
-    ),
+    Field(strict=True, max_length=MAX_URL, pattern=URL_PATTERN),
     AfterValidator(_check_url),
+    Check(
+        "url's port must be 1-65535",
+        holds=_port_in_range,
+        cel=f"!self.matches('^https?://[^/?#]*:[0-9]+') || "
+        f"({_URL_PORT} >= 1 && {_URL_PORT} <= 65535)",
+        found=lambda url: f"got {url}",
+        valid="http://api.example:65535/",
+        invalid="http://api.example:0/",
+    ),
 ]
 
 
@@ -190,6 +162,16 @@ StatusCodes = Annotated[
 ]
 
 
+def _repeated_header(headers: list[Header]) -> int | None:
+    """The index of the first header whose name (any case) is listed before it."""
+    names = [h.name.lower() for h in headers]
+    return next((i for i, name in enumerate(names) if name in names[:i]), None)
+
+
+_HTTPS = "https://api.example/"
+_CA = {"name": "ca", "key": "ca.crt"}
+
+
 class KeyRef(Strict):
     """One key of a Secret or ConfigMap in the experiment's namespace."""
 
@@ -210,11 +192,15 @@ class HeaderSource(Strict):
     """cxlab run only: the name of an environment variable of cxlab run's own; a cluster
     refuses it (the operator's environment is not yours)."""
 
-    @model_validator(mode="after")
-    def _one(self) -> HeaderSource:
-        if (self.secret_key_ref is None) == (self.env is None):
-            raise ValueError("valueFrom needs exactly one of secretKeyRef or env")
-        return self
+    rules = (
+        Rule(
+            "valueFrom needs exactly one of secretKeyRef or env",
+            holds=lambda v: (v.secret_key_ref is None) != (v.env is None),
+            cel="has(self.secretKeyRef) != has(self.env)",
+            valid={"workload": targeted(headers=[{"name": "X-A", "valueFrom": SECRET}])},
+            invalid={"workload": targeted(headers=[{"name": "X-A", "valueFrom": {}}])},
+        ),
+    )
 
 
 class Header(Strict):
@@ -230,11 +216,18 @@ class Header(Strict):
     """A value kept secret: it reaches the runner through its environment, never its
     arguments, and shows as <from secret NAME/KEY> (or <from env VAR>)."""
 
-    @model_validator(mode="after")
-    def _one(self) -> Header:
-        if (self.value is None) == (self.value_from is None):
-            raise ValueError(f"header {self.name} needs exactly one of value or valueFrom")
-        return self
+    rules = (
+        Rule(
+            "a header needs exactly one of value or valueFrom",
+            holds=lambda h: (h.value is None) != (h.value_from is None),
+            cel="has(self.value) != has(self.valueFrom)",
+            found=lambda h: f"header {h.name}",
+            valid={"workload": targeted(headers=[{"name": "X-A", "valueFrom": SECRET}])},
+            invalid={
+                "workload": targeted(headers=[{"name": "X-A", "value": "1", "valueFrom": SECRET}])
+            },
+        ),
+    )
 
     def shown(self) -> str:
         """The value as plans, summaries and events may show it."""
@@ -277,11 +270,23 @@ class CaSource(Strict):
     secret_key_ref: KeyRef | None = None
     """A key of a Secret."""
 
-    @model_validator(mode="after")
-    def _one(self) -> CaSource:
-        if (self.config_map_key_ref is None) == (self.secret_key_ref is None):
-            raise ValueError("tls.ca needs exactly one of configMapKeyRef or secretKeyRef")
-        return self
+    rules = (
+        Rule(
+            "tls.ca needs exactly one of configMapKeyRef or secretKeyRef",
+            holds=lambda c: (c.config_map_key_ref is None) != (c.secret_key_ref is None),
+            cel="has(self.configMapKeyRef) != has(self.secretKeyRef)",
+            valid={
+                "workload": targeted(url=_HTTPS, service=None, tls={"ca": {"secretKeyRef": _CA}})
+            },
+            invalid={
+                "workload": targeted(
+                    url=_HTTPS,
+                    service=None,
+                    tls={"ca": {"secretKeyRef": _CA, "configMapKeyRef": _CA}},
+                )
+            },
+        ),
+    )
 
 
 class TargetTls(Strict):
@@ -293,11 +298,27 @@ class TargetTls(Strict):
     insecure_skip_verify: StrictBool | None = None
     """Do not check the certificate at all (a test service's self-signed one)."""
 
-    @model_validator(mode="after")
-    def _one(self) -> TargetTls:
-        if self.ca is not None and self.insecure_skip_verify:
-            raise ValueError("tls: give a ca, or insecureSkipVerify: true, not both")
-        return self
+    rules = (
+        Rule(
+            "tls: give a ca, or insecureSkipVerify: true, not both",
+            holds=lambda t: t.ca is None or not t.insecure_skip_verify,
+            cel="!has(self.ca) || !has(self.insecureSkipVerify) || !self.insecureSkipVerify",
+            valid={
+                "workload": targeted(
+                    url=_HTTPS,
+                    service=None,
+                    tls={"ca": {"configMapKeyRef": _CA}, "insecureSkipVerify": False},
+                )
+            },
+            invalid={
+                "workload": targeted(
+                    url=_HTTPS,
+                    service=None,
+                    tls={"ca": {"configMapKeyRef": _CA}, "insecureSkipVerify": True},
+                )
+            },
+        ),
+    )
 
 
 class TargetSpec(Strict):
@@ -313,7 +334,21 @@ class TargetSpec(Strict):
     method: HttpMethod = "GET"
     """The request's method."""
     headers: (
-        Annotated[list[Header], Field(min_length=1, max_length=CONTRACT.max_headers)] | None
+        Annotated[
+            list[Header],
+            Field(min_length=1, max_length=CONTRACT.max_headers),
+            Check(
+                "a header is listed twice (names are case-insensitive)",
+                holds=lambda headers: _repeated_header(headers) is None,
+                cel="self.all(h, self.exists_one(g, g.name.lowerAscii() == h.name.lowerAscii()))",
+                found=lambda headers: f"{headers[_repeated_header(headers) or 0].name}",
+                pinpoint=lambda headers: f"[{_repeated_header(headers)}].name",
+                pinpointed="[1].name",
+                valid=[{"name": "X-A", "value": "1"}, {"name": "X-B", "value": "2"}],
+                invalid=[{"name": "X-A", "value": "1"}, {"name": "x-a", "value": "2"}],
+            ),
+        ]
+        | None
     ) = None
     """Headers sent with every request."""
     body: Body | None = None
@@ -332,17 +367,39 @@ class TargetSpec(Strict):
     """A trial whose share of failed requests is above this has measured the failures, not
     the service: it fails, naming the kinds of failure, and counts in no point."""
 
-    @model_validator(mode="after")
-    def _rules(self) -> TargetSpec:
-        if (self.service is None) == (self.url is None):
-            raise ValueError("workload.target needs exactly one of service or url")
-        names = [h.name.lower() for h in self.headers or ()]
-        for name in names:
-            if names.count(name) > 1:
-                raise ValueError(f"header {name} is listed twice (names are case-insensitive)")
-        if self.tls is not None and self.scheme() != "https":
-            raise ValueError("tls applies to https targets: use an https url or service scheme")
-        return self
+    rules = (
+        Rule(
+            "workload.target needs exactly one of service or url",
+            holds=lambda t: (t.service is None) != (t.url is None),
+            cel="has(self.service) != has(self.url)",
+            valid={"workload": targeted(url="http://api.example:8080/", service=None)},
+            invalid={"workload": targeted(url="http://api.example:8080/")},
+        ),
+        Rule(
+            "tls applies to https targets: use an https url or service scheme",
+            holds=lambda t: t.tls is None or t.scheme() == "https",
+            cel="!has(self.tls) || (has(self.url) ? self.url.startsWith('https://') : "
+            "self.service.scheme == 'https')",
+            valid={
+                "workload": targeted(
+                    service={"name": "api", "port": 443, "scheme": "https"},
+                    tls={"insecureSkipVerify": True},
+                )
+            },
+            invalid={"workload": targeted(tls={"insecureSkipVerify": True})},
+        ),
+        Rule(  # a cluster's rule alone: locally the variable is cxlab run's own
+            "headers[].valueFrom.env names a variable of cxlab run's own: on a cluster use "
+            "valueFrom.secretKeyRef",
+            holds=None,
+            cel="!has(self.headers) || self.headers.all(h, !has(h.valueFrom) || "
+            "!has(h.valueFrom.env))",
+            valid={"workload": targeted(headers=[{"name": "X-A", "valueFrom": SECRET}])},
+            invalid={
+                "workload": targeted(headers=[{"name": "X-A", "valueFrom": {"env": "API_TOKEN"}}])
+            },
+        ),
+    )
 
     def scheme(self) -> str:
         if self.service is not None:

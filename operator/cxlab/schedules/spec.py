@@ -6,17 +6,30 @@ experiments; the CRD repeats what the apiserver can check."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 from zoneinfo import ZoneInfo
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from cxlab.experiments.fields import NAME_PATTERN, SpecError, Strict, between, describe
-from cxlab.experiments.spec import API_VERSION, KIND, ExperimentSpec
+from cxlab.experiments.fields import (
+    NAME_PATTERN,
+    RelativeChange,
+    Significance,
+    SpecError,
+    Strict,
+    between,
+    describe,
+    name_rules,
+)
+from cxlab.experiments.spec import API_VERSION, EXAMPLE, KIND, ExperimentSpec
+from cxlab.rules import Check, Rule, check_rules
 from cxlab.schedules.cron import CRON_PATTERN, CronError, Schedule, parse_schedule, time_zone
 
 SCHEDULE_KIND = "ExperimentSchedule"
+# The smallest schedule: its rules' examples set some of its fields and keep the rest.
+SCHEDULE_EXAMPLE = {"schedule": "@daily", "experimentTemplate": {"spec": EXAMPLE}}
 # A run is named <schedule>-<unix seconds of its slot> (10 digits until 2286) and a run is an
 # experiment, whose name may have 40 characters: 40 - 11 leaves 29 for the schedule.
 SCHEDULE_NAME_MAX_LENGTH = 29
@@ -47,10 +60,30 @@ def _check_time_zone(name: str) -> str:
     return name
 
 
+# The calendar parser says what is wrong in words; the apiserver checks the shape with CEL,
+# whose message says it in words too (a pattern's error would show the regular expression).
+_TIME_ZONE_PREFIX = r"^[ \t]*(CRON_)?TZ="
+_CRON_RE2 = CRON_PATTERN.replace("\t", "\\t")  # a tab written as \t in the CRD
 Cron = Annotated[
     str,
-    Field(strict=True, min_length=1, max_length=SCHEDULE_MAX_LENGTH, pattern=CRON_PATTERN),
+    Field(strict=True, min_length=1, max_length=SCHEDULE_MAX_LENGTH),
     AfterValidator(_check_schedule),
+    Check(
+        "names a time zone: CRON_TZ= and TZ= are not supported here (as in a CronJob): put the "
+        "zone in spec.timeZone (like timeZone: Europe/Berlin) and leave it out",
+        holds=lambda text: re.match(_TIME_ZONE_PREFIX, text) is None,
+        cel=f"!self.matches(r'{_TIME_ZONE_PREFIX}')",
+        valid="0 3 * * *",
+        invalid="CRON_TZ=UTC 0 3 * * *",
+    ),
+    Check(
+        "must be 5 fields (minute hour day-of-month month day-of-week), a macro (@hourly, "
+        "@daily, @weekly, @monthly, @yearly) or @every <duration>, like @every 30s",
+        holds=lambda text: re.match(CRON_PATTERN, text) is not None,
+        cel=f"self.matches(r'{_TIME_ZONE_PREFIX}') || self.matches(r'{_CRON_RE2}')",
+        valid="@every 30s",
+        invalid="0 0 3 * * *",
+    ),
 ]
 # The apiserver cannot look up the time-zone database: an unknown zone is a status condition.
 TimeZone = Annotated[
@@ -66,10 +99,10 @@ RunName = Annotated[str, Field(strict=True, max_length=40, pattern=NAME_PATTERN)
 class RegressionPolicy(Strict):
     """How the newest run is compared with the runs before it (cxlab.schedules.regression)."""
 
-    min_relative_change: Annotated[float, Field(strict=True, gt=0, le=10)] = 0.10
+    min_relative_change: RelativeChange = 0.10
     """The smallest change, as a fraction of the baseline's median, that can count as a
     regression (0.10: 10 % slower, 10 % less throughput)."""
-    significance: Annotated[float, Field(strict=True, gt=0, lt=0.5)] = 0.01
+    significance: Significance = 0.01
     """The false discovery rate of a run's findings: the largest p-value, adjusted
     (Benjamini-Yekutieli) over every point and metric of the run, that counts (so about this
     share of unchanged runs raise any alarm, at most)."""
@@ -115,15 +148,17 @@ class ScheduleSpec(Strict):
     experiment_template: ExperimentTemplate
     """The experiment each run creates."""
 
-    @model_validator(mode="after")
-    def _rules(self) -> ScheduleSpec:
-        if self.experiment_template.spec.ttl_seconds_after_finished is not None:
-            raise ValueError(
-                "experimentTemplate.spec.ttlSecondsAfterFinished: runs are deleted by "
-                "successfulRunsHistoryLimit and failedRunsHistoryLimit, after their history "
-                "entry is written; leave it out"
-            )
-        return self
+    rules = (
+        Rule(
+            "experimentTemplate.spec.ttlSecondsAfterFinished: runs are deleted by the history "
+            "limits (successfulRunsHistoryLimit, failedRunsHistoryLimit), after their history "
+            "entry is written; leave it out",
+            holds=lambda s: s.experiment_template.spec.ttl_seconds_after_finished is None,
+            cel="!has(self.experimentTemplate.spec.ttlSecondsAfterFinished)",
+            valid={"experimentTemplate": {"spec": {**EXAMPLE, "keepPodsOnFailure": True}}},
+            invalid={"experimentTemplate": {"spec": {**EXAMPLE, "ttlSecondsAfterFinished": 60}}},
+        ),
+    )
 
     def timing(self) -> tuple[Schedule, ZoneInfo]:
         """The parsed schedule and its zone (both valid once the spec is)."""
@@ -147,6 +182,17 @@ class ExperimentSchedule(BaseModel):
     kind: Literal["ExperimentSchedule"]
     metadata: ScheduleMetadata
     spec: ScheduleSpec
+
+    # The CRD's rules on the schedule's name; cxlab checks it with ScheduleMetadata's bounds.
+    rules: ClassVar[tuple[Rule, ...]] = name_rules(
+        SCHEDULE_NAME_MAX_LENGTH,
+        "a run is named <schedule>-<unix seconds of its slot>, and trial Pods after the run",
+    )
+
+    @model_validator(mode="after")
+    def _rules_hold(self) -> ExperimentSchedule:
+        check_rules(self)
+        return self
 
 
 def parse_experiment_schedule(document: Any) -> ExperimentSchedule:

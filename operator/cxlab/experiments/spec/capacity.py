@@ -1,0 +1,110 @@
+"""spec.capacity and spec.search: the load a capacity plan is for, how the plan is verified,
+and the rate search that finds what one Pod sustains."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from cxlab.experiments.fields import (
+    LIMITS,
+    ArrivalRate,
+    Fraction,
+    LatencyObjective,
+    Number,
+    Rtt,
+    RunDuration,
+    Strict,
+    TargetRate,
+)
+from cxlab.experiments.spec.limits import MAX_PROBES, MAX_VERIFY_ATTEMPTS
+
+
+class LatencyTarget(Strict):
+    """The latency every task must meet, at one of the percentiles the runners report."""
+
+    percentile: Literal["p50", "p90", "p99"] = "p99"
+    """The percentile of task latency the objective is about."""
+    max: LatencyObjective
+    """The most that percentile may be, e.g. 250ms."""
+
+
+class CapacityTarget(Strict):
+    """The load a capacity plan is for."""
+
+    rate_per_second: TargetRate
+    """Tasks per second the whole fleet must sustain."""
+    latency: LatencyTarget
+    """The latency objective (e.g. p99 at most 250ms)."""
+    cpu_utilization: Fraction = 0.7
+    """The share of each Pod's CPUs the plan may use: headroom for bursts and noisy
+    neighbours."""
+    rtt: Rtt | None = None
+    """The RTT the plan is for when the workload has several (rtts); unset: the largest."""
+    max_wait_probability: Fraction = 0.2
+    """The most of the tasks arriving at random that may find every worker of their Pod busy
+    and wait for one (Erlang C): the plan adds workers, then Pods, until it holds. 1: no bound
+    but the latency objective, which counts the wait too."""
+
+
+class VerifySpec(Strict):
+    """Run the chosen plan to see whether it holds: its Pods, each with its workers, at the
+    target rate split among them, tasks arriving at random (Poisson) and queueing for a worker,
+    for a duration. Refuted, one more Pod is tried, up to maxAttempts plans in all."""
+
+    enabled: bool = True
+    """false: plan without running the plan (a schedule's template verifies unless it says
+    so)."""
+    duration: RunDuration = "60s"
+    """How long tasks arrive at each verification trial."""
+    max_attempts: Annotated[int, Field(strict=True, ge=1, le=MAX_VERIFY_ATTEMPTS)] = 3
+    """Plans tried in all: the first, then one more Pod each time the last fell short."""
+    pods: Annotated[int, Field(strict=True, ge=1, le=LIMITS["pods"].max)] | None = None
+    """Run this many Pods first instead of the plan's: to check the sizing you run today."""
+    workers_per_pod: Annotated[int, Field(strict=True, ge=1, le=LIMITS["workers"].max)] | None = (
+        None
+    )
+    """Run this many workers per Pod instead of the plan's (in every attempt)."""
+
+
+class RateSearchSpec(Strict):
+    """Search each model's largest arrival rate one Pod sustains: a probe at `start`, then
+    double while the objective holds (halve while it does not), then bisect between the
+    highest rate that held and the lowest that did not until they are within `precision`.
+    Each probe is a trial of one Pod: tasks arrive at random at its rate for `duration`,
+    queueing for a worker, and it holds when capacity.target.latency is met with the wait
+    counted, none dropped or failed, the generator on time."""
+
+    start: ArrivalRate = 100
+    """The first probe's rate, tasks per second for one Pod."""
+    duration: RunDuration = "10s"
+    """How long tasks arrive at each probe."""
+    precision: Annotated[float, Number(0.01, 1)] = 0.1
+    """Stop bisecting when the rates that held and failed are within this share of each
+    other."""
+    max_probes: Annotated[int, Field(strict=True, ge=1, le=MAX_PROBES)] = 8
+    """Probes per model at most."""
+
+
+class SearchSpec(Strict):
+    """Searches that add trials after the matrix's, each from the ones before."""
+
+    rate: RateSearchSpec | None = None
+    """The largest arrival rate per Pod, per model, at which capacity.target's latency
+    objective holds (status.capacityPlan uses it)."""
+
+
+class Capacity(Strict):
+    """Turn the measurements into Pods and cores for a target load (status.capacityPlan)."""
+
+    target: CapacityTarget
+    """The load to plan for."""
+    verify: VerifySpec | None = None
+    """Verify the chosen plan by running it (status.capacityPlan.verification). Unset: an
+    experiment does not; an ExperimentSchedule's runs do (verify: {enabled: false} to not)."""
+
+    @property
+    def verifying(self) -> VerifySpec | None:
+        """The verification to run, if any."""
+        return self.verify if self.verify is not None and self.verify.enabled else None

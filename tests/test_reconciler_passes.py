@@ -175,7 +175,7 @@ def test_a_crowded_pass_creates_one_pod_and_leaves_the_rest_for_later() -> None:
             continue
         assert len(kube.created) == 1 and deleted == []
         assert done.later is not None
-        assert done.later() is None  # nothing written: no refusal
+        assert done.later() is None  # no refusal: no sooner pass
         assert len(kube.created) == 3 and deleted == [ended.name]
 
 
@@ -197,8 +197,11 @@ def test_a_refusal_in_the_rest_of_a_crowded_pass_ends_the_experiment_as_before()
     done = passes.reconcile(copy.deepcopy(body), [], lambda *e: events.append(e))
     assert len(kube.created) == 1 and kube.body["status"]["phase"] == "Running"
     assert done.later is not None
-    written = done.later()
-    assert written is not None and written["status"]["phase"] == "Failed"
+    assert done.later() == 0  # refused: the next pass decides on it, at once
+    assert len(kube.writes) == 1 and kube.body["status"]["phase"] == "Running"  # not here
+    passes.reconcile(copy.deepcopy(kube.body), [], lambda *e: events.append(e))
+    written = kube.body
+    assert written["status"]["phase"] == "Failed" and len(kube.created) == 1
     failed = {c["type"]: c for c in written["status"]["conditions"]}["Failed"]
     assert failed["reason"] == "PodRejected" and "no such field" in failed["message"]
     assert ("Warning", "PodRejected") in [(kind, reason) for kind, reason, _ in events]

@@ -1,7 +1,8 @@
 """The record step of an experiment pass: the status after the pass's decision (its trials and
 entries as decide planned them: Decision.planned), written only against the version the pass
 read, the full entries and summary it points at stored in ConfigMaps first
-(cxlab.experiments.results_store). It plans nothing and reads nothing back."""
+(cxlab.experiments.results_store). It plans nothing and reads no Result back (it asks only
+Prometheus, when one is configured, for its view of the trials it records)."""
 
 from __future__ import annotations
 

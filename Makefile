@@ -99,8 +99,9 @@ bench-operator: deps cluster-up ## Operator costs on the local cluster beside a 
 	python operator/bench/bench_operator.py
 
 .PHONY: bench-pass
-bench-pass: deps ## The CPU of the operator's passes alone (no cluster): bench-scale's experiment, trials ended per pass 1, 3, 10
+bench-pass: deps ## The CPU of the operator's passes alone (no cluster): bench-scale's experiment, trials ended per pass 1, 3, 10, and with a calibration after the sweep
 	for batch in 1 3 10; do PYTHONPATH=operator/bench python operator/bench/bench_pass.py --batch $$batch; done
+	PYTHONPATH=operator/bench python operator/bench/bench_pass.py --batch 1 --calibration
 
 .PHONY: bench-scale
 bench-scale: deps kwok-up ## The operator at scale on KWOK beside a baseline commit: 50 experiments x 100 trials on 100 fake nodes, a kill -9 halfway (CXLAB_SCALE_CHAOS=1: the apiserver and etcd restarted too)

@@ -5,6 +5,8 @@ conftest cannot both be imported by name.)"""
 from __future__ import annotations
 
 import asyncio
+import copy
+import json
 import shutil
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from typing import Any
 import pytest
 
 from cxlab.barrier import is_ready
+from cxlab.controller.kube import StaleStatus
 from cxlab.experiments.outcome import parse_result
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +44,53 @@ class ApiserverBase:
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         return None
+
+
+class Apiserver(ApiserverBase):
+    """The operator's Kube in memory, for passes run step by step: the experiment (status
+    writes checked against its resourceVersion, as the apiserver does), its Pods, the
+    ConfigMaps beside it, and every request in the order sent (`calls`)."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = copy.deepcopy(body)
+        self.body["metadata"].setdefault("resourceVersion", "1")
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.config_maps: dict[str, dict[str, Any]] = {}
+        self.calls: list[str] = []
+
+    def write_status(
+        self, namespace: str, name: str, document: dict[str, Any], version: str | None = None
+    ) -> dict[str, Any]:
+        self.calls.append("write status")
+        if version != self.body["metadata"]["resourceVersion"]:
+            raise StaleStatus(f"{name} changed since version {version}")
+        self.body = json.loads(json.dumps(self.body | {"status": document}))
+        self.body["metadata"]["resourceVersion"] = str(int(version or 0) + 1)
+        return copy.deepcopy(self.body)
+
+    def get_experiment(self, namespace: str, name: str, full: bool = False) -> dict[str, Any]:
+        return copy.deepcopy(self.body)
+
+    def create_pod(self, manifest: dict[str, Any]) -> bool:
+        self.calls.append(f"create {manifest['metadata']['name']}")
+        self.pods[manifest["metadata"]["name"]] = copy.deepcopy(manifest)
+        return True
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        self.calls.append(f"delete {name}")
+        self.pods.pop(name, None)
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.pods.get(name)
+
+    def add_to_config_map(self, manifest: dict[str, Any]) -> None:
+        self.calls.append(f"add to {manifest['metadata']['name']}")
+        kept = self.config_maps.setdefault(manifest["metadata"]["name"], copy.deepcopy(manifest))
+        kept.setdefault("binaryData", {}).update(manifest["binaryData"])
+
+    def list_config_maps(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        self.calls.append("list ConfigMaps")
+        return copy.deepcopy(list(self.config_maps.values()))
 
 
 def program(name: str) -> str:

@@ -13,12 +13,12 @@ from test_spec import document
 
 from cxlab.config import OperatorConfig
 from cxlab.experiments.deadline import next_deadline
-from cxlab.experiments.decide import Observed, decide
-from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.decide import Observed, Refusal, decide
+from cxlab.experiments.plan import calibration_trials, plan_trials
 from cxlab.experiments.pod_view import PodView
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.spec import ExperimentSpec
-from cxlab.experiments.status import TrialEntry
+from cxlab.experiments.status import Phase, TrialEntry
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 CONFIG = OperatorConfig(max_attempts=3, unschedulable_grace_seconds=15)
@@ -381,3 +381,70 @@ def test_with_abort_on_fail_no_trial_starts_in_the_pass_that_records_one(result_
     assert [e["name"] for e in decision.finished] == [first.name] and decision.create == []
     recorded = {first.name: decision.finished[0]}
     assert run(s, [], recorded=recorded).create == [(second, 1, 0)]
+
+
+# --- what follows a decision: planned once, by decide, from the full entries ---------------
+
+
+def observed_ending(s: ExperimentSpec, result_text: str, **fields: Any) -> Observed:
+    """The first trials recorded as a cluster's status keeps them (compact: their Results in
+    a ConfigMap), the last one's Pod just succeeded."""
+    *before, last = plan_trials(s)
+    compact = {t.name: TrialEntry(name=t.name, model=t.model, workers=t.workers, repetition=1,
+                                  phase=Phase.SUCCEEDED, pinned=True, results_in="x-results-0")
+               for t in before}  # fmt: skip
+    done = pod(last.name, phase="Succeeded", exit_code=0, termination_message=result_text)
+    return Observed(spec=s, trials=plan_trials(s), recorded=compact,
+                    attempts={last.name: 1}, pods=[done], now=NOW, **fields)  # fmt: skip
+
+
+def test_while_trials_are_left_the_decision_hands_on_the_trials_observed() -> None:
+    s = spec(calibration=True)
+    decision = decide(Observed(s, plan_trials(s), {}, {}, [], NOW), CONFIG)
+    assert not decision.needs_full and decision.planned is not None
+    assert decision.planned.trials == plan_trials(s) and not decision.planned.followed
+
+
+def test_the_decision_that_ends_the_sweep_asks_for_the_results_then_plans_what_follows(
+    result_text: str,
+) -> None:
+    """What follows the sweep (here the calibration) is planned from the Results, which a
+    cluster keeps out of status: without them decide asks for them instead of planning
+    from compact entries, and with them plans it once, for the record step to write."""
+    s = spec(calibration=True)
+    observed = observed_ending(s, result_text)
+    asked = decide(observed, CONFIG)
+    assert asked.needs_full and asked.planned is None
+    assert [e.name for e in asked.finished] == [plan_trials(s)[-1].name]  # decided all the same
+    full = {n: e.model_copy(update={"results_in": None, "result": json.loads(result_text)})
+            for n, e in observed.recorded.items()}  # fmt: skip
+    decision = decide(replace(observed, full=full), CONFIG)
+    assert not decision.needs_full and decision.planned is not None
+    planned = decision.planned
+    [cpu, _] = calibration_trials(len(plan_trials(s)))
+    assert planned.followed and planned.trials == [*plan_trials(s), cpu]
+    assert [e.name for e in planned.entries] == [t.name for t in plan_trials(s)]
+    assert all(e.result is not None for e in planned.entries)  # the summary's: full entries
+
+
+def test_a_refused_pod_is_a_fact_the_next_decision_ends_the_experiment_on(
+    result_text: str,
+) -> None:
+    """The pass after a refused create decides on it: a trial whose Pod ended meanwhile is
+    recorded as it ended, every other fails with the apiserver's words, and the Pods created
+    with the refused one go."""
+    s = spec(parallelism=3)
+    first, second, third = plan_trials(s)
+    done = pod(first.name, phase="Succeeded", exit_code=0, termination_message=result_text)
+    refusal = Refusal(f"x-{third.name}-a1", 422, "Invalid", "spec.nodeSelector: Invalid value",
+                      created=(f"x-{second.name}-a1",))  # fmt: skip
+    observed = Observed(s, plan_trials(s), {}, dict.fromkeys([first.name, second.name,
+                        third.name], 1), [done], NOW, refused=refusal)  # fmt: skip
+    decision = decide(observed, CONFIG)
+    phases = {e.name: e.phase for e in decision.finished}
+    assert phases == {first.name: "Succeeded", second.name: "Failed", third.name: "Failed"}
+    assert decision.failure_reason == "PodRejected"
+    assert decision.failure and "spec.placement.nodeSelector" in decision.failure
+    assert decision.create == [] and decision.attempts == {}
+    assert decision.delete == [done.name, f"x-{second.name}-a1"]
+    assert decide(replace(observed, refused=None), CONFIG).failure is None  # the fact decides

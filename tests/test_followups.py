@@ -10,7 +10,7 @@ from typing import Any
 from test_capacity_plan import CONSTANT, arrival_result, result
 
 from cxlab.experiments.capacity_plan import capacity_plan
-from cxlab.experiments.followups import next_rate, trials_of
+from cxlab.experiments.followups import after, next_rate, trials_of
 from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial, plan_trials, runner_command
 from cxlab.experiments.record import trial_entry
@@ -233,3 +233,22 @@ def test_the_report_shows_the_probes_the_verification_and_the_fragment() -> None
     assert "Verification" in page and "p99 400ms &gt; 250ms" in page
     assert "As a Deployment" in page and "replicas: 3" in page  # 60/s from the 20 that held
     assert capacity_section(None) == ""
+
+
+def test_after_the_sweep_a_verification_is_planned_only_with_the_nodes_it_must_fit_on() -> None:
+    """Once the sweep's last trial ends, what follows is planned from the full entries and,
+    for a verification, the Nodes (`fits`): without them, after() asks for them (None) rather
+    than plan a verification no check of the cluster has passed."""
+    spec = experiment({})
+    sweep = plan_trials(spec)
+    ended = entries(sweep_outcomes(spec))
+    ask = {"full": None, "fits": None, "unverified": None}
+    assert after(spec, sweep, {}, ended, **ask) is None
+    left = after(spec, [*sweep, *sweep], {}, ended, **ask)
+    assert left is not None and not left.followed and left.trials == [*sweep, *sweep]
+    too_big = after(spec, sweep, {}, ended, full={}, fits=lambda t: "too big", unverified=None)
+    assert too_big is not None and too_big.followed and too_big.unverified == "too big"
+    assert too_big.trials == sweep
+    planned = after(spec, sweep, {}, ended, full={}, fits=lambda t: None, unverified=None)
+    assert planned is not None and planned.followed and planned.unverified is None
+    assert [t.verify for t in planned.trials] == [0, 1] and planned.entries == ended

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import itertools
+import math
 import time
 import weakref
 from typing import Any
@@ -142,6 +143,35 @@ def test_the_rest_of_a_crowded_pass_runs_after_the_passes_waiting_and_before_its
         return seen
 
     assert asyncio.run(order()) == ["pass 1", "another's pass", "the rest", "pass 2"]
+
+
+def test_a_pod_refused_in_the_rest_of_a_crowded_pass_brings_the_next_pass_at_once() -> None:
+    """The rest of a crowded pass writes nothing; a Pod refused there is for the next pass to
+    decide on, which its `later` asks for (0 s) over the pass's own minute."""
+
+    async def gap(due: float | None) -> float:
+        loop, wakes, stopped = asyncio.get_running_loop(), Wakes(), Stopped()
+        threads, began = Passes(1), []
+
+        class Refused:
+            def reconcile(self, body: Any, pods: Any, event: Any, queue: Any) -> PassReport:
+                began.append(loop.time())
+                if len(began) > 1:
+                    loop.call_soon_threadsafe(stopped.event.set)
+                return PassReport(recheck_seconds=60.0, later=lambda: due)
+
+        wakes.wake(KEY)
+        loop.call_later(2.0, stopped.event.set)  # no refusal: no second pass before this
+        await run_loop(
+            KEY, lambda: {"metadata": {"name": "x"}, "status": {}}, Refused(),  # type: ignore[arg-type]
+            wakes, threads, stopped, pods=list, queue=list, event=lambda *_: None,
+            reconcile_interval=60.0,
+        )  # fmt: skip
+        threads.shutdown()
+        return began[1] - began[0] if len(began) > 1 else math.inf
+
+    assert asyncio.run(gap(0.0)) < 1.0
+    assert asyncio.run(gap(None)) == math.inf
 
 
 class Doc(dict[str, Any]):

@@ -9,6 +9,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+from helpers import Apiserver as InMemory
 from helpers import ApiserverBase, run_runner
 from test_decide import pod
 from test_refusals import experiment
@@ -18,6 +20,7 @@ from cxlab.controller.experiment_pass import Reconciler
 from cxlab.controller.kube import PodRefused, StaleStatus
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.pod_view import view_pod
 from cxlab.experiments.pods import trial_pod_name
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.status import ExperimentStatus
@@ -175,7 +178,7 @@ def test_a_crowded_pass_creates_one_pod_and_leaves_the_rest_for_later() -> None:
             continue
         assert len(kube.created) == 1 and deleted == []
         assert done.later is not None
-        assert done.later() is None  # nothing written: no refusal
+        assert done.later() is None  # no refusal: no sooner pass
         assert len(kube.created) == 3 and deleted == [ended.name]
 
 
@@ -197,8 +200,11 @@ def test_a_refusal_in_the_rest_of_a_crowded_pass_ends_the_experiment_as_before()
     done = passes.reconcile(copy.deepcopy(body), [], lambda *e: events.append(e))
     assert len(kube.created) == 1 and kube.body["status"]["phase"] == "Running"
     assert done.later is not None
-    written = done.later()
-    assert written is not None and written["status"]["phase"] == "Failed"
+    assert done.later() == 0  # refused: the next pass decides on it, at once
+    assert len(kube.writes) == 1 and kube.body["status"]["phase"] == "Running"  # not here
+    passes.reconcile(copy.deepcopy(kube.body), [], lambda *e: events.append(e))
+    written = kube.body
+    assert written["status"]["phase"] == "Failed" and len(kube.created) == 1
     failed = {c["type"]: c for c in written["status"]["conditions"]}["Failed"]
     assert failed["reason"] == "PodRejected" and "no such field" in failed["message"]
     assert ("Warning", "PodRejected") in [(kind, reason) for kind, reason, _ in events]
@@ -231,3 +237,58 @@ def test_the_next_trial_waits_for_its_predecessors_cores_only_where_nothing_else
         reconciler(kube).reconcile(copy.deepcopy(body), leaving, lambda *_: None)
         assert len(kube.created) == created, (cpus, leaving, kube.created)
         assert kube.created in ([], [trial_pod_name(body["metadata"]["name"], second, 1, 0)])
+
+
+def test_the_sweeps_end_reads_the_results_once_and_hands_its_plan_to_the_next_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What follows the sweep (a calibration, one trial at a time) is planned once, by the
+    decision that ends what runs, from the Results read back once in that pass; the next pass
+    starts from that plan (no read, no planning). A restarted operator, which remembers no
+    plan, plans it again from the same Results (one read): the same trials."""
+    import cxlab.controller.experiment_pass as experiment_pass
+    import cxlab.experiments.followups as followups
+
+    planned: list[str] = []
+    for module in (followups, experiment_pass):
+        real = module.trials_of
+
+        def counted(*args: Any, real: Any = real, module: Any = module) -> Any:
+            planned.append(module.__name__.rsplit(".", 1)[-1])
+            return real(*args)
+
+        monkeypatch.setattr(module, "trials_of", counted)
+    body = experiment(parallelism=2, calibration=True,
+                      models=[{"model": "threads", "workers": [1, 2]}])  # fmt: skip
+    kube = InMemory(body)
+    result = run_runner("threads", "--workload", "sleep", "--workers", "1", "--tasks", "2")
+    process = reconciler(kube)  # type: ignore[arg-type]
+    ended: set[str] = set()
+    passes: list[tuple[list[str], list[str]]] = []  # (reads, plans) of each pass
+    while not kube.body.get("status", {}).get("completionTime") and len(passes) < 12:
+        if len(passes) == 4:
+            process = reconciler(kube)  # type: ignore[arg-type]  # a restart
+        views = [ended_view(m, result) if n in ended else view_pod(m)
+                 for n, m in kube.pods.items()]  # fmt: skip
+        kube.calls.clear()
+        planned.clear()
+        process.reconcile(copy.deepcopy(kube.body), views, lambda *_: None)
+        passes.append(([c for c in kube.calls if c == "list ConfigMaps"], list(planned)))
+        ended = set(kube.pods)  # the Pods there now end before the next pass
+    status = kube.body["status"]
+    assert status["phase"] == "Succeeded" and len(status["trials"]) == 4, status
+    reads = [len(r) for r, _ in passes]
+    plans = [p for _, p in passes]
+    # 1 starts the sweep; 2 ends it, planning the calibration's first trial from the Results
+    # in hand (none kept elsewhere yet); 3 starts it from that plan, reading nothing; 4 ends
+    # it: one read, one plan. A restart: 5 plans again (one read) and starts the second; 6
+    # ends it: one read, one plan, finished.
+    assert reads == [0, 0, 0, 1, 1, 1], passes
+    assert plans == [[], ["followups"], [], ["followups"], ["experiment_pass"], ["followups"]]
+
+
+def ended_view(manifest: dict[str, Any], result: dict[str, Any]) -> Any:
+    """A trial Pod as the kubelet leaves it: Succeeded, its Result the termination message."""
+    return replace(view_pod(manifest), phase="Succeeded", exit_code=0,
+                   termination_reason="Completed", termination_message=json.dumps(result),
+                   node="node-1", ip="10.0.0.1", created=NOW)  # fmt: skip

@@ -20,7 +20,8 @@ from cxlab.config import OperatorConfig
 from cxlab.controller.experiment_pass import Reconciler
 from cxlab.controller.kube import PodRefused, refusal
 from cxlab.controller.metrics import OperatorMetrics
-from cxlab.experiments.decide import Decision, Observed, decide, pod_refused
+from cxlab.controller.pass_state import PassReport
+from cxlab.experiments.decide import Decision, Observed, Refusal, decide
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.pod_view import PodView, view_pod
 from cxlab.experiments.resource import parse_experiment
@@ -273,10 +274,9 @@ def test_a_refused_pod_fails_every_unrecorded_trial() -> None:
     observed = observe(s, [running], {trials[0].name: done}, {trials[1].name: 1})
     decision = decide(observed, CONFIG)
     assert decision.create == [(trials[2], 1, 0)]
-    refused = documented(pod_refused(
-        decision, observed, pod="bad-t002-a1", code=422, reason="Invalid", message=INVALID,
-        created=["bad-target"],
-    ))  # fmt: skip
+    # its act step was refused that Pod, after the delay target: the next pass decides on it
+    refusal = Refusal("bad-t002-a1", 422, "Invalid", INVALID, created=("bad-target",))
+    refused = documented(decide(replace(observed, refused=refusal), CONFIG))
     assert refused.failure_reason == "PodRejected"
     assert refused.failure == (
         f"the apiserver refused Pod bad-t002-a1 (422 Invalid): {INVALID}; check "
@@ -302,9 +302,8 @@ def test_a_refused_pod_fails_every_unrecorded_trial() -> None:
 )  # fmt: skip
 def test_a_refusal_names_the_experiments_field(message: str, field: str) -> None:
     s = spec()
-    observed = observe(s, [])
-    refused = pod_refused(decide(observed, CONFIG), observed, pod="p", code=422,
-                          reason="Invalid", message=message, created=[])  # fmt: skip
+    observed = replace(observe(s, []), refused=Refusal("p", 422, "Invalid", message))
+    refused = decide(observed, CONFIG)
     assert refused.failure and field in refused.failure
 
 
@@ -350,21 +349,35 @@ def experiment(**change: Any) -> dict[str, Any]:
     return body
 
 
-def reconcile(kube: Apiserver, body: dict[str, Any], events: list[tuple[str, str, str]]) -> None:
-    reconciler = Reconciler(kube, CONFIG, OperatorMetrics(), clock=lambda: NOW)  # type: ignore[arg-type]
-    reconciler.reconcile(body, [], lambda *event: events.append(event))
+def operator(kube: Apiserver) -> Reconciler:
+    """An operator process: its passes share what it remembers (a refused Pod among it)."""
+    return Reconciler(kube, CONFIG, OperatorMetrics(), clock=lambda: NOW)  # type: ignore[arg-type]
+
+
+def reconcile(
+    kube: Apiserver, body: dict[str, Any], events: list[tuple[str, str, str]],
+    process: Reconciler | None = None,
+) -> PassReport:  # fmt: skip
+    """One pass of `process` (of a new operator, as after a restart, when None)."""
+    done = (process or operator(kube)).reconcile(body, [], lambda *event: events.append(event))
     if kube.statuses:
         body["status"] = kube.statuses[-1]
+    return done
 
 
 def test_the_reconciler_ends_the_experiment_on_a_refused_pod() -> None:
     kube = Apiserver(api_error(422, "Invalid", INVALID))
     body, events = experiment(parallelism=2), []  # type: ignore[var-annotated]
-    reconcile(kube, body, events)
-    counted, ended = kube.statuses
+    process = operator(kube)
+    done = reconcile(kube, body, events, process)
+    [counted] = kube.statuses  # the act step writes nothing: the next pass decides
     first = plan_trials(spec())[0]
     assert counted["phase"] == "Running" and counted["attempts"][first.name] == 1
     assert kube.refused == ["bad-t000-a1"]  # the first refusal stops the creating
+    assert done.recheck_seconds == 0  # and that pass comes at once
+    reconcile(kube, body, events, process)
+    assert kube.refused == ["bad-t000-a1"]  # decided on, not created again
+    _, ended = kube.statuses
     status = ended
     assert status["phase"] == "Failed" and status["progress"]["trialsFailed"] == 3
     failed = {c["type"]: c for c in status["conditions"]}["Failed"]
@@ -376,6 +389,7 @@ def test_the_reconciler_ends_the_experiment_on_a_refused_pod() -> None:
     assert rejected == [("Warning", "PodRejected", failed["message"])]
     assert [e[1] for e in events].count("TrialFailed") == 3 and ("Failed" in [e[1] for e in events])
     # The next pass (or a restarted operator) finds it Failed: nothing is created or written.
+    reconcile(kube, body, events, process)
     reconcile(kube, body, events)
     assert kube.refused == ["bad-t000-a1"] and len(kube.statuses) == 2
 
@@ -391,16 +405,20 @@ def test_a_crash_before_the_refusal_is_written_is_refused_again_once() -> None:
         return Apiserver.create_pod(kube, manifest)
 
     kube.create_pod = dying_create  # type: ignore[method-assign]
-    with pytest.raises(RuntimeError):
-        reconciler.reconcile(body, [], lambda *event: events.append(event))
+    reconciler.reconcile(body, [], lambda *event: events.append(event))  # counted, refused
     [counted] = kube.statuses
+    with pytest.raises(RuntimeError):  # the next pass dies before it records the refusal
+        reconciler.reconcile(body | {"status": counted}, [], lambda *e: events.append(e))
+    assert kube.statuses == [counted]
     names = [t.name for t in plan_trials(spec())]
     assert counted["phase"] == "Running" and counted["attempts"] == dict(
         zip(names, [1, 0, 0], strict=True)
     )
     body["status"] = counted
     del kube.create_pod  # a restarted operator, the same apiserver
-    reconcile(kube, body, events)
+    restarted = operator(kube)
+    reconcile(kube, body, events, restarted)
+    reconcile(kube, body, events, restarted)
     assert kube.refused == ["bad-t000-a1", "bad-t000-a2"]  # its Pod was never there: retried
     status = kube.statuses[-1]
     assert status["phase"] == "Failed" and len(status["trials"]) == 3
@@ -423,7 +441,9 @@ def test_not_now_keeps_the_experiment_running(status: int, reason: str) -> None:
 def test_a_refused_delay_target_ends_the_experiment_too() -> None:
     kube = Apiserver(api_error(422, "Invalid", INVALID.replace("bad-t000-a1", "bad-target")))
     body, events = experiment(workload={"type": "http", "tasks": 5, "rtt": "10ms"}), []  # type: ignore[var-annotated]
-    reconcile(kube, body, events)
+    process = operator(kube)
+    reconcile(kube, body, events, process)
+    reconcile(kube, body, events, process)
     assert kube.refused == ["bad-target"]
     status = kube.statuses[-1]
     assert status["phase"] == "Failed"

@@ -4,9 +4,10 @@ bench-scale's experiment (100 trials, parallelism 10).
 The real Reconciler runs against an apiserver in memory (status writes round-trip through
 JSON, as the apiserver's answer does) and a kubelet that ends each trial Pod with a Result
 of the real Python runner's. Each pass records what ended, as it would when several trials
-end between two passes (`--batch`: trials ended per pass, 1 by default). Prints the CPU per
-trial and per pass; `--profile` adds cProfile's top functions. What kopf costs around the
-passes (watch events, indexes) is not in it: bench-scale has that.
+end between two passes (`--batch`: trials ended per pass, 1 by default; `--calibration`: two
+trials follow the sweep, one at a time). Prints the CPU per trial and per pass, and how often
+the Results were read back from their ConfigMaps; `--profile` adds cProfile's top functions.
+What kopf costs around the passes (watch events, indexes) is not in it: bench-scale has that.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from cxlab.times import now
 WORKERS = list(range(1, 11))
 
 
-def experiment() -> dict[str, Any]:
+def experiment(calibration: bool = False) -> dict[str, Any]:
     return {
         "apiVersion": "cxlab.dev/v1alpha1",
         "kind": "ConcurrencyExperiment",
@@ -44,7 +45,7 @@ def experiment() -> dict[str, Any]:
             "models": [{"model": "asyncio", "workers": WORKERS}],
             "repetitions": 10,
             "parallelism": 10,
-        },
+        } | ({"calibration": True} if calibration else {}),
     }  # fmt: skip
 
 
@@ -69,6 +70,7 @@ class Apiserver:
         self.body = body
         self.pods: dict[str, dict[str, Any]] = {}
         self.config_maps: dict[str, dict[str, Any]] = {}
+        self.config_map_lists = 0  # reads of the Results back: a pass should rarely need them
 
     def write_status(
         self, namespace: str, name: str, document: dict[str, Any], version: str | None = None
@@ -98,6 +100,7 @@ class Apiserver:
         kept.setdefault("binaryData", {}).update(json.loads(json.dumps(manifest["binaryData"])))
 
     def list_config_maps(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        self.config_map_lists += 1
         return list(self.config_maps.values())
 
     def list_nodes(self) -> list[dict[str, Any]]:
@@ -118,10 +121,12 @@ def ended(pod: dict[str, Any], result: dict[str, Any]) -> PodView:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--batch", type=int, default=1, help="trials ended between two passes")
+    parser.add_argument("--calibration", action="store_true",
+                        help="two calibration trials after the sweep, one at a time")  # fmt: skip
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     by_workers = results()
-    kube = Apiserver(experiment())
+    kube = Apiserver(experiment(args.calibration))
     reconciler = Reconciler(kube, OperatorConfig(), OperatorMetrics())  # type: ignore[arg-type]
     views: dict[str, PodView] = {}
     profiler = cProfile.Profile() if args.profile else None
@@ -157,6 +162,7 @@ def main() -> None:
     print(f"  passes               {passes}")
     print(f"  CPU per trial        {1000 * cpu / trials:.1f} ms")
     print(f"  CPU per pass         {1000 * cpu / passes:.1f} ms")
+    print(f"  ConfigMap lists      {kube.config_map_lists}")
     print(f"  status at the end    {len(json.dumps(status)) / 1024:.0f} KiB")
     print(f"  wall                 {time.monotonic() - wall:.1f} s")
     if profiler:

@@ -1,6 +1,7 @@
 """The act step of an experiment pass, once its status is written: the delay target and the
 trial Pods created, a trial's Pods released from their start barrier, Pods let go, Events
-posted, and when the next pass is due."""
+posted, and when the next pass is due. It writes no status: a Pod the apiserver refuses is
+remembered (Memory.refused) for the next pass to decide on, which it asks for at once."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from cxlab.controller.memory import Memory
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.pass_state import EventSink, Pass, PassReport
 from cxlab.experiments.deadline import next_deadline
-from cxlab.experiments.decide import Decision, pod_refused
+from cxlab.experiments.decide import Decision, Refusal
 from cxlab.experiments.plan import Trial
 from cxlab.experiments.pod_view import PodPhase, PodView, view_pod
 from cxlab.experiments.pods import (
@@ -33,16 +34,11 @@ from cxlab.experiments.pods import (
     trial_pod_name,
 )
 from cxlab.experiments.queue import candidate_created
-from cxlab.experiments.status import ExperimentStatus, Phase, RunningTrial, TrialEntry
+from cxlab.experiments.status import ExperimentStatus, Phase
 from cxlab_contract.durations import parse_duration
 
 # A start barrier whose release failed (a runner not answering yet) is tried again this soon.
 RELEASE_RETRY_SECONDS = 1.0
-
-# Records the status again after a refusal: (pass, decision, fresh entries, running, old).
-Record = Callable[
-    [Pass, Decision, list[TrialEntry], list[RunningTrial], ExperimentStatus], ExperimentStatus
-]
 
 
 class Actor:
@@ -67,12 +63,7 @@ class Actor:
         self.done_watches = done_watches
 
     def act(
-        self,
-        state: Pass,
-        decision: Decision,
-        recorded: ExperimentStatus,
-        event: EventSink,
-        record: Record,
+        self, state: Pass, decision: Decision, recorded: ExperimentStatus, event: EventSink
     ) -> PassReport:
         """Only now, with results and attempts safely in status, touch the Pods: the delay
         target first (this pass counted it not ready), then the trials; release, delete;
@@ -84,11 +75,8 @@ class Actor:
         later = self.crowded() and (len(decision.create) > 1 or bool(decision.delete))
         if later:
             now, rest = decision.create[:1], decision.create[1:]
-        try:
-            self._create(state, decision, now, created)
-        except PodRefused as refused:
-            decision, recorded = self._refused(state, decision, refused, created, recorded, record)
-            later = False
+        refused = self._create_or_remember(state, decision, now, created)
+        later = later and not refused
         unreleased = self._release(decision, state.memory)
         if not later:
             self._delete(state, decision)
@@ -99,38 +87,38 @@ class Actor:
         running = {t.name for t, _ in decision.running} | {t.name for t, _, _ in decision.create}
         report = PassReport(written=state.written, space=len(running) > 1)
         if later:
-            report.later = functools.partial(
-                self._later, state, decision, rest, created, recorded, event, record
-            )
+            report.later = functools.partial(self._later, state, decision, rest, created)
         report.recheck_seconds = self._recheck(state, decision)
-        if recorded.finished:  # one more pass: tidy up, and time the TTL
-            report.recheck_seconds = 0.0
+        if recorded.finished or refused:  # one more pass: tidy up (and time the TTL), or
+            report.recheck_seconds = 0.0  # decide on the refusal
         elif unreleased:  # no Pod event will say so: try the release again soon
             report.recheck_seconds = min(
                 report.recheck_seconds or RELEASE_RETRY_SECONDS, RELEASE_RETRY_SECONDS
             )
         return report
 
-    def _refused(
+    def _create_or_remember(
         self,
         state: Pass,
         decision: Decision,
-        refused: PodRefused,
+        trials: list[tuple[Trial, int, int]],
         created: list[str],
-        recorded: ExperimentStatus,
-        record: Record,
-    ) -> tuple[Decision, ExperimentStatus]:
-        """No Pod of this experiment can be created: it ends, its status saying why before
-        any of its Pods goes. (Lost in a crash before that write, the attempt counted before
-        finds no Pod on the next pass and is retried: refused again, and written.)"""
-        logging.getLogger(__name__).warning("%s/%s: %s", *state.key, refused)
-        before = {e.name for e in decision.finished}
-        decision = pod_refused(
-            decision, state.observed, pod=refused.pod, code=refused.code,
-            reason=refused.reason, message=refused.message, created=created,
-        )  # fmt: skip
-        fresh = [e for e in decision.finished if e.name not in before]
-        return decision, record(state, decision, fresh, [], recorded)
+        target: bool = True,
+    ) -> bool:
+        """Create the Pods (`_create`); returns whether the apiserver refused one, which stops
+        the creating. The refusal is remembered for the next pass to decide on (Memory.refused),
+        with the Pods created before it, which go with the experiment. (Lost in a crash before
+        that pass records it, the attempt counted finds no Pod on the next pass and is created
+        again: refused again, the same way.)"""
+        try:
+            self._create(state, decision, trials, created, target)
+        except PodRefused as refused:
+            logging.getLogger(__name__).warning("%s/%s: %s", *state.key, refused)
+            state.memory.refused = Refusal(
+                refused.pod, refused.code, refused.reason, refused.message, tuple(created)
+            )
+            return True
+        return False
 
     def _later(
         self,
@@ -138,20 +126,12 @@ class Actor:
         decision: Decision,
         rest: list[tuple[Trial, int, int]],
         created: list[str],
-        recorded: ExperimentStatus,
-        event: EventSink,
-        record: Record,
-    ) -> dict[str, Any] | None:
-        """The rest of a crowded pass: its other creates, then its deletes. Returns the
-        object as a status write here returned it (a refusal's), else None."""
-        written = state.written
-        try:
-            self._create(state, decision, rest, created, target=False)
-        except PodRefused as refused:
-            decision, new = self._refused(state, decision, refused, created, recorded, record)
-            self._announce(recorded, new, decision, event)
+    ) -> float | None:
+        """The rest of a crowded pass: its other creates, then its deletes. Returns 0 when a
+        Pod was refused (the next pass decides on it at once), else None."""
+        refused = self._create_or_remember(state, decision, rest, created, target=False)
         self._delete(state, decision)
-        return state.written if state.written is not written else None
+        return 0.0 if refused else None
 
     def _create(
         self,
@@ -161,30 +141,12 @@ class Actor:
         created: list[str],
         target: bool = True,
     ) -> None:
-        """The delay target of an http experiment (once, while trials are left; not with
-        `target` False), then the trial Pods `trials` of the decision's creates; each
-        created Pod is remembered until the index has it."""
-        spec, uid = state.spec, state.body["metadata"]["uid"]
-        unfinished = len(state.observed.recorded) < len(state.observed.trials)
-        waiting = state.admission.place is not None
-        needed = unfinished and not waiting and not decision.failure
-        if target and spec.workload.delay_target and state.target is None and needed:
-            manifest = build_target_pod(
-                experiment=state.name, namespace=state.namespace, uid=uid, spec=spec,
-                config=self.config,
-            )  # fmt: skip
-            self.kube.create_pod(manifest)
-            created.append(manifest["metadata"]["name"])
-        for index in decision.hosts_create if target else []:  # isolation: process
-            manifest = build_host_pod(
-                experiment=state.name, namespace=state.namespace, uid=uid, spec=spec,
-                config=self.config, index=index, token=secrets.token_urlsafe(24),
-            )  # fmt: skip
-            self.kube.create_pod(manifest)
-            made = replace(view_pod(manifest), created=state.observed.now)
-            state.memory.created[manifest["metadata"]["name"]] = (time.monotonic(), made)
-            created.append(manifest["metadata"]["name"])
-        delay = state.target
+        """The delay target of an http experiment and the trial hosts (not with `target`
+        False), then the trial Pods `trials` of the decision's creates; each created Pod is
+        remembered until the index has it."""
+        if target:
+            self._create_beside(state, decision, created)
+        delay, spec = state.target, state.spec
         url = f"http://{delay.ip}:{self.config.target_port}/" if delay and delay.ip else None
         if spec.workload.target is not None:  # the user's own service
             url = spec.workload.target.resolved_url(state.namespace)
@@ -195,8 +157,9 @@ class Actor:
             watches = self.done_watches if host is None and trial.pods == 1 else None
             unprobed = watches is not None and watches.reserve(pod_key)
             pod = build_trial_pod(
-                experiment=state.name, namespace=state.namespace, uid=uid, spec=spec,
-                trial=trial, attempt=attempt, config=self.config, target_url=url, pod=index,
+                experiment=state.name, namespace=state.namespace,
+                uid=state.body["metadata"]["uid"], spec=spec, trial=trial, attempt=attempt,
+                config=self.config, target_url=url, pod=index,
                 locust_address=decision.locust_masters.get(trial.name), hosted=bool(host),
                 unprobed=unprobed,
             )  # fmt: skip
@@ -213,10 +176,33 @@ class Actor:
                 if new and index == 0:
                     self.metrics.trials_started.inc()
                 view = replace(view_pod(pod), created=state.observed.now)
-            if view is None:
-                continue
-            state.memory.created[pod["metadata"]["name"]] = (time.monotonic(), view)
-            created.append(pod["metadata"]["name"])
+            if view is not None:
+                state.memory.created[pod["metadata"]["name"]] = (time.monotonic(), view)
+                created.append(pod["metadata"]["name"])
+
+    def _create_beside(self, state: Pass, decision: Decision, created: list[str]) -> None:
+        """The delay target of an http experiment (once, while trials are left), and the
+        trial hosts the decision makes (isolation: process)."""
+        spec, uid = state.spec, state.body["metadata"]["uid"]
+        unfinished = len(state.observed.recorded) < len(state.observed.trials)
+        waiting = state.admission.place is not None
+        needed = unfinished and not waiting and not decision.failure
+        if spec.workload.delay_target and state.target is None and needed:
+            manifest = build_target_pod(
+                experiment=state.name, namespace=state.namespace, uid=uid, spec=spec,
+                config=self.config,
+            )  # fmt: skip
+            self.kube.create_pod(manifest)
+            created.append(manifest["metadata"]["name"])
+        for index in decision.hosts_create:
+            manifest = build_host_pod(
+                experiment=state.name, namespace=state.namespace, uid=uid, spec=spec,
+                config=self.config, index=index, token=secrets.token_urlsafe(24),
+            )  # fmt: skip
+            self.kube.create_pod(manifest)
+            made = replace(view_pod(manifest), created=state.observed.now)
+            state.memory.created[manifest["metadata"]["name"]] = (time.monotonic(), made)
+            created.append(manifest["metadata"]["name"])
 
     def _start_on(self, host: PodView, pod: dict[str, Any], state: Pass) -> PodView | None:
         """A trial started on a trial host (its attempt is counted already): the host runs the

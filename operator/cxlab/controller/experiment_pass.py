@@ -1,9 +1,12 @@
 """One reconcile pass over one experiment, as the schedule's pass is: gather (its status, its
-Pods from the index, the queue) → decide (pure: cxlab.experiments.decide) → record (the
-status written, the Results it points at stored first) → act (Pods created, released,
-deleted; events). In that order, so a crash at any point loses nothing. A pass says when it
-wants the next one if nothing changes before (PassReport.recheck_seconds): the operator runs
-passes on changes (cxlab.controller.wakes), not on a clock."""
+Pods from the index, the queue; the full entries when a decision needs them) → decide (pure:
+cxlab.experiments.decide, which also plans the trials that follow) → record (the status
+written, the Results it points at stored first) → act (Pods created, released, deleted;
+events). Each step hands the next what it made and none calls back: what act learns (a Pod
+the apiserver refused) the next pass gathers as a fact (Memory.refused). In that order, so a
+crash at any point loses nothing. A pass says when it wants the next one if nothing changes
+before (PassReport.recheck_seconds): the operator runs passes on changes
+(cxlab.controller.wakes), not on a clock."""
 
 from __future__ import annotations
 
@@ -19,16 +22,17 @@ from cxlab.config import OperatorConfig
 from cxlab.controller.actor import Actor
 from cxlab.controller.admission import Admission, NodeReader, admit, impossible, kueue_place
 from cxlab.controller.done_watch import DoneWatches
+from cxlab.controller.full_entries import Full, FullReader
 from cxlab.controller.kube import Kube, StaleStatus
 from cxlab.controller.live import LiveReads
 from cxlab.controller.memory import Memory
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.pass_state import Body, EventSink, Pass, PassReport
 from cxlab.controller.recorder import Recorder
-from cxlab.experiments.decide import Decision, Observed, decide
+from cxlab.experiments.decide import Decision, Observed, decide, follow
 from cxlab.experiments.fields import SpecError
-from cxlab.experiments.followups import Fits, Trials, trials_of
-from cxlab.experiments.nodes import Request, fits_now, trials_fitting
+from cxlab.experiments.followups import Trials, trials_of
+from cxlab.experiments.nodes import Request, trials_fitting
 from cxlab.experiments.plan import Trial, plan_trials, pod_indexes
 from cxlab.experiments.pod_view import HOLDING, PodPhase, PodView, view_pod
 from cxlab.experiments.pods import (
@@ -73,6 +77,7 @@ class Reconciler:
         self.memory: dict[tuple[str, str], Memory] = {}
         self.nodes = NodeReader(kube.list_nodes)
         self.live = LiveReads(config, metrics)
+        self.reader = FullReader(kube, self.nodes)
         self.recorder = Recorder(kube, config, metrics, self.live)
         self.actor = Actor(kube, config, metrics, crowded, done_watches)
 
@@ -126,8 +131,12 @@ class Reconciler:
         state = self._gather(body, status, spec, pods, queue, moment)
         decision = self._decide(state)
         running = self.live.running(state.name, decision, spec.workload.tasks, state.memory, moment)
-        recorded = self.recorder.record(state, decision, decision.finished, running, status)
-        return self.actor.act(state, decision, recorded, event, self.recorder.record)
+        recorded = self.recorder.record(state, decision, running)
+        planned = decision.planned
+        if planned is not None and planned.followed:  # the next pass starts from this plan
+            names = frozenset(e.name for e in planned.entries)
+            state.memory.followed = (names, Trials(planned.trials, planned.unverified))
+        return self.actor.act(state, decision, recorded, event)
 
     # ---- gather ----
 
@@ -145,8 +154,7 @@ class Reconciler:
         where it stands in the queue while it has started nothing."""
         metadata = body["metadata"]
         memory = self.memory.setdefault((metadata["namespace"], metadata["name"]), Memory())
-        fits = self._fits(spec)
-        followed = self._trials(metadata["namespace"], metadata["name"], spec, status, fits, memory)
+        followed, full = self._trials(metadata["namespace"], metadata["name"], spec, status, memory)
         trials = followed.trials
         recorded = {e.name: e for e in status.entries}
         attempts = dict(status.attempts or {})
@@ -161,6 +169,8 @@ class Reconciler:
             spec, trials, recorded, attempts, pods, moment,
             target_ready=bool(target and target.ready and target.ip), skipped=followed.skipped,
             room=self._room(spec, trials, recorded, as_listed, pods),
+            unverified=followed.unverified, full=full.entries if full else None,
+            fits=full.fits if full else None, refused=memory.refused,
         )  # fmt: skip
         admitted = status.phase == Phase.RUNNING or bool(recorded) or any(attempts.values())
         why_impossible = impossible(spec, observed, admitted, self.nodes)
@@ -171,19 +181,19 @@ class Reconciler:
             admission = admit(body, observed, why_impossible, queue, self.nodes, held)
         current = spec_json(body.get("spec") or {})
         spec_changed = (status.started_spec or current) != current
-        return Pass(
-            body, status, spec, spec_changed, observed, memory, admission,
-            fits=fits, unverified=followed.unverified,
-        )  # fmt: skip
+        return Pass(body, status, spec, spec_changed, observed, memory, admission)
 
     def _trials(
         self, namespace: str, name: str, spec: ExperimentSpec, status: ExperimentStatus,
-        fits: Fits, memory: Memory,
-    ) -> Trials:  # fmt: skip
-        """The sweep, and once it has ended what follows it when the spec asks for it (the
-        calibration, a rate search, a verification of the plan: followups.trials_of): the plan
-        is made from the sweep's Results, read back from their ConfigMaps. With abortOnFail the
-        Results are read as trials end, to skip the trials an objective makes pointless."""
+        memory: Memory,
+    ) -> tuple[Trials, Full | None]:  # fmt: skip
+        """The trials as status records them, and the full entries if they were read for it:
+        the sweep, and once it has ended what follows it when the spec asks for it (the
+        calibration, a rate search, a verification of the plan). The pass that recorded the
+        entries planned it and handed it on (Memory.followed); else (a restart) it is planned
+        again from the same entries, their Results read back from their ConfigMaps, which
+        gives the same trials (followups.trials_of is pure). With abortOnFail the Results are
+        read as trials end, to skip the trials an objective makes pointless."""
         sweep = plan_trials(spec)
         recorded = {e.name for e in status.entries}
         verifying = spec.capacity is not None and spec.capacity.verifying is not None
@@ -192,12 +202,13 @@ class Reconciler:
         aborting = any(o.abort_on_fail for o in spec.objectives or ())
         swept = all(t.name in recorded for t in sweep)
         if not (aborting and not swept) and (not follows or not swept):
-            return Trials(sweep)
+            return Trials(sweep), None
         key = frozenset(recorded)
-        if memory.followed is None or memory.followed[0] != key:
-            entries = self.recorder.full_entries(namespace, name, list(status.entries))
-            memory.followed = (key, trials_of(spec, entries, fits))
-        return memory.followed[1]
+        if memory.followed is not None and memory.followed[0] == key:
+            return memory.followed[1], None
+        full = self.reader.read(namespace, name, spec, status.entries)
+        memory.followed = (key, trials_of(spec, list(full.entries.values()), full.fits))
+        return memory.followed[1], full
 
     def _room(
         self, spec: ExperimentSpec, trials: list[Trial], recorded: dict[str, TrialEntry],
@@ -227,21 +238,6 @@ class Reconciler:
             trials_fitting(request, nodes, staying + leaving, most),
             trials_fitting(request, nodes, staying, most),
         )
-
-    def _fits(self, spec: ExperimentSpec) -> Fits:
-        """Why the cluster's nodes, even empty, cannot hold a verification's Pods at once."""
-        request = Request.of(spec)
-
-        def fits(trial: Trial) -> str | None:
-            if fits_now(request, self.nodes(), [], trial.pods):
-                return None
-            return (
-                f"the plan's {trial.pods} Pods of {spec.resources.cpu} CPU and "
-                f"{spec.resources.memory} do not fit this cluster's nodes at once, even empty: "
-                f"too big to verify here"
-            )
-
-        return fits
 
     def _unindexed(
         self,
@@ -285,14 +281,26 @@ class Reconciler:
 
     def _decide(self, state: Pass) -> Decision:
         """The queue's ruling while it waits (or fails before any Pod), else the decision on
-        its trials; an experiment Kueue admits stands in Kueue's queue while its Pods are
-        gated."""
-        decision = state.admission.ruling or decide(state.observed, self.config)
+        its trials, each with what follows it. A decision that needs the full entries (every
+        trial has ended: the summary, and what follows the sweep) has them read, and is made
+        again from them. An experiment Kueue admits stands in Kueue's queue while its Pods
+        are gated."""
+        decision = self._decision(state)
+        if decision.needs_full:
+            full = self.reader.read(
+                state.namespace, state.name, state.spec, list(state.observed.recorded.values())
+            )
+            state.observed = replace(state.observed, full=full.entries, fits=full.fits)
+            decision = self._decision(state)
         if state.spec.queue_name and not state.observed.recorded:
             state.admission = kueue_place(
                 state.body, state.status, state.spec, decision, state.observed.now
             )
         return decision
+
+    def _decision(self, state: Pass) -> Decision:
+        ruling = state.admission.ruling
+        return follow(state.observed, ruling) if ruling else decide(state.observed, self.config)
 
     # ---- the ends of an experiment ----
 

@@ -53,9 +53,7 @@ async def run_loop(
     wrote = -math.inf  # loop.time() of the last status write
     try:
         if pods_listed is not None:
-            listed = asyncio.ensure_future(pods_listed)
-            await asyncio.wait({listed, stopping}, return_when=FIRST_COMPLETED)
-            listed.cancel()
+            await _first_of(asyncio.ensure_future(pods_listed), stopping)
         while not stopped:
             if (spacing := wrote + status_interval - loop.time()) > 0:
                 await asyncio.wait({stopping}, timeout=spacing)
@@ -72,8 +70,7 @@ async def run_loop(
             except Exception:
                 failures += 1
                 logging.getLogger(__name__).exception("%s/%s: reconcile failed", *key)
-                backoff = min(2.0**failures, MAX_BACKOFF_SECONDS)
-                await asyncio.wait({stopping}, timeout=backoff)
+                await asyncio.wait({stopping}, timeout=min(2.0**failures, MAX_BACKOFF_SECONDS))
                 continue
             if done is None:  # stopped: what it would create goes with the object
                 break
@@ -81,24 +78,33 @@ async def run_loop(
             if done.written is not None:
                 wakes.wrote(key, done.written)
                 wrote = loop.time() if done.space else -math.inf
-            recheck = math.inf if done.recheck_seconds is None else done.recheck_seconds
-            # A finished experiment sleeps until a change or its TTL: no safety timer for
-            # the thousands a busy cluster keeps.
-            timeout = recheck if done.idle else min(recheck, reconcile_interval)
+            timeout = _sleep_for(done, reconcile_interval)
             # Nothing of the pass is kept while the loop sleeps: its report holds the object
             # its status write returned (and, with `later`, the whole pass), `current` an
             # object kopf may have replaced since. Kept, they were two of the four or five
             # copies of every experiment the operator held (bench-scale, 200 experiments).
             del done, current, seen
-            woken = asyncio.ensure_future(wake.wait())
-            await asyncio.wait(
-                {woken, stopping},
-                timeout=None if timeout == math.inf else timeout,
-                return_when=FIRST_COMPLETED,
-            )
-            woken.cancel()
+            await _first_of(asyncio.ensure_future(wake.wait()), stopping, timeout)
     finally:
         stopping.cancel()
+
+
+def _sleep_for(done: PassReport, reconcile_interval: float) -> float | None:
+    """How long the loop sleeps unless woken (None: until woken). A finished experiment
+    sleeps until a change or its TTL: no safety timer for the thousands a busy cluster
+    keeps."""
+    recheck = math.inf if done.recheck_seconds is None else done.recheck_seconds
+    timeout = recheck if done.idle else min(recheck, reconcile_interval)
+    return None if timeout == math.inf else timeout
+
+
+async def _first_of(
+    awaited: asyncio.Future[Any], stopping: asyncio.Future[Any], timeout: float | None = None
+) -> None:
+    """Until `awaited` is done, the loop is stopped, or `timeout` passes; `awaited` is then
+    cancelled."""
+    await asyncio.wait({awaited, stopping}, timeout=timeout, return_when=FIRST_COMPLETED)
+    awaited.cancel()
 
 
 async def _pass(
@@ -124,8 +130,9 @@ async def _pass(
         if not rest.done():
             rest.cancel()
             return None
-        if (written := rest.result()) is not None:
-            done.written = written
+        if (due := rest.result()) is not None:  # sooner than the pass said: a refused Pod
+            recheck = done.recheck_seconds
+            done.recheck_seconds = due if recheck is None else min(recheck, due)
     return done
 
 

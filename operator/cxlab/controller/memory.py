@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cxlab.experiments.decide import Refusal
 from cxlab.experiments.followups import Trials
 from cxlab.experiments.pod_view import PodView
 
@@ -24,6 +25,10 @@ class Memory:
     created: dict[str, tuple[float, PodView]] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)  # Pods it deleted, while still indexed
     released: set[tuple[str, int]] = field(default_factory=set)  # (trial, attempt)
-    # The trials after the sweep, by the ended trials they follow from: a verification's
-    # plan is made once, not read from the Results' ConfigMaps every pass it runs.
+    # The trials after the sweep, by the ended trials they follow from: planned by the pass
+    # that recorded those (its decision), not again from the Results' ConfigMaps every pass.
     followed: tuple[frozenset[str], Trials] | None = None
+    # A Pod the apiserver refused when this process created it, until the experiment ends:
+    # the next pass's decision (gather hands it to decide). Lost in a restart, the attempt
+    # counted in status finds no Pod and is created again, refused again the same way.
+    refused: Refusal | None = None

@@ -10,7 +10,6 @@ from typing import Any
 from cxlab.controller.admission import Admission
 from cxlab.controller.memory import Memory
 from cxlab.experiments.decide import Observed
-from cxlab.experiments.followups import Fits
 from cxlab.experiments.pod_view import PodView
 from cxlab.experiments.pods import COMPONENT_TARGET
 from cxlab.experiments.spec import ExperimentSpec
@@ -32,9 +31,10 @@ class PassReport:
     # Finished and tidied: only a change (or its TTL) can call for another pass.
     idle: bool = False
     # The rest of the act step of a crowded pass (cxlab.controller.actor), to run after
-    # the passes waiting and before this experiment's next pass; returns the object as a
-    # status write there returned it, if one was made.
-    later: Callable[[], Body | None] | None = None
+    # the passes waiting and before this experiment's next pass; returns the seconds until
+    # that pass is due if sooner than recheck_seconds (0: a Pod it created was refused, and
+    # the next pass decides on it), else None. It writes nothing.
+    later: Callable[[], float | None] | None = None
     # Whether the next pass waits the status interval: only while several trials run, whose
     # ends one write may take in together; one trial alone ends one at a time.
     space: bool = True
@@ -48,12 +48,10 @@ class Pass:
     status: ExperimentStatus  # as read: the old status the new one is built on
     spec: ExperimentSpec
     spec_changed: bool
-    observed: Observed
+    observed: Observed  # what decide decides from (with the full entries, once it needs them)
     memory: Memory
     admission: Admission
     written: Body | None = None
-    fits: Fits | None = None  # why the cluster cannot run a verification of so many Pods
-    unverified: str | None = None  # why a verification asked for does not run
 
     @property
     def namespace(self) -> str:

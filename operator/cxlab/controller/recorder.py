@@ -1,6 +1,8 @@
-"""The record step of an experiment pass: the status after the pass's decision, written
-only against the version the pass read, the full entries and summary it points at stored in
-ConfigMaps first (cxlab.experiments.results_store)."""
+"""The record step of an experiment pass: the status after the pass's decision (its trials and
+entries as decide planned them: Decision.planned), written only against the version the pass
+read, the full entries and summary it points at stored in ConfigMaps first
+(cxlab.experiments.results_store). It plans nothing and reads no Result back (it asks only
+Prometheus, when one is configured, for its view of the trials it records)."""
 
 from __future__ import annotations
 
@@ -11,15 +13,12 @@ from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.pass_state import Pass
 from cxlab.controller.prometheus import FIELDS, PrometheusClient, TrialWindow, trial_usage
 from cxlab.experiments.decide import Decision
-from cxlab.experiments.followups import trials_of
 from cxlab.experiments.record import Live, build_status
 from cxlab.experiments.results_store import (
     chunk_of,
     compact,
     compact_summary,
     config_map,
-    entries_of,
-    results_selector,
     summary_config_map,
 )
 from cxlab.experiments.spec import spec_json
@@ -43,20 +42,16 @@ class Recorder:
         self.live = live
 
     def record(
-        self,
-        state: Pass,
-        decision: Decision,
-        fresh: list[TrialEntry],
-        running: list[RunningTrial],
-        old: ExperimentStatus,
+        self, state: Pass, decision: Decision, running: list[RunningTrial]
     ) -> ExperimentStatus:
-        """Write the status after `decision`, whose `fresh` entries are new in this pass (their
-        Results to ConfigMaps first); returns the status as written (or as it would be, when
-        nothing changed worth a write)."""
+        """Write the status after `decision`, whose finished entries are new in this pass
+        (their Results to ConfigMaps first); returns the status as written (or as it would
+        be, when nothing changed worth a write)."""
+        fresh, old = decision.finished, state.status
         for entry in fresh:
             entry.metrics_scraped = entry.name in state.memory.scraped
             entry.prometheus = self._prometheus_usage(entry, state)
-        new = self._status_after(state, decision, running, old)
+        new = self._status_after(state, decision, running)
         self.metrics.phases[state.key] = new.phase or Phase.PENDING
         if new.finished:  # the verdict from the pass that finishes it, not the one after
             self.metrics.observe_objectives(*state.key, new.objectives)
@@ -75,8 +70,7 @@ class Recorder:
         # Each document made once a pass (the serialisation of a hundred entries is most of
         # a pass that writes nothing): the status read is its own document as it came.
         document = new.document()
-        before = state.body.get("status") or {} if old is state.status else old.document()
-        if self.live.worth_writing(before, document, state.memory):
+        if self.live.worth_writing(state.body.get("status") or {}, document, state.memory):
             self._store(state, full, positions)
             if summary:
                 metadata = state.body["metadata"]
@@ -92,21 +86,16 @@ class Recorder:
         return new
 
     def _status_after(
-        self, state: Pass, decision: Decision, running: list[RunningTrial], old: ExperimentStatus
+        self, state: Pass, decision: Decision, running: list[RunningTrial]
     ) -> ExperimentStatus:
-        entries = [*state.observed.recorded.values(), *decision.finished]
-        trials, unverified = state.observed.trials, state.unverified
-        if len(entries) >= len(trials):  # the last pass: the summary reads all
-            entries = self._full_entries(state, entries)
-            # or the sweep's end, which may call for a verification of the plan
-            followed = trials_of(state.spec, entries, state.fits)
-            trials, unverified = followed.trials, followed.unverified
+        planned = decision.planned  # full entries once every trial has ended: the summary's
+        assert planned is not None, "decide plans what follows every decision it hands on"
         admission = state.admission
         return build_status(
-            unverified=unverified,
+            unverified=planned.unverified,
             spec=state.spec,
-            trials=trials,
-            entries=entries,
+            trials=planned.trials,
+            entries=planned.entries,
             live=Live(
                 running=running,
                 attempts=decision.attempts,
@@ -117,27 +106,12 @@ class Recorder:
                 queue=admission.place,
                 queued_seconds=admission.waited,
             ),
-            old=old,
+            old=state.status,
             started_spec=spec_json(state.body.get("spec") or {}),
             generation=state.body["metadata"].get("generation", 1),
             now=state.observed.now,
             spec_changed=state.spec_changed,
         )
-
-    def _full_entries(self, state: Pass, entries: list[TrialEntry]) -> list[TrialEntry]:
-        return self.full_entries(state.namespace, state.name, entries)
-
-    def full_entries(
-        self, namespace: str, name: str, entries: list[TrialEntry]
-    ) -> list[TrialEntry]:
-        """The trial entries, full: a compact one replaced by its full entry from the
-        experiment's ConfigMaps (one list). An entry with its Result inline (fresh in this
-        pass, or written by an operator before the ConfigMaps) is its own full entry."""
-        if not any(e.results_in for e in entries):
-            return entries
-        chunks = self.kube.list_config_maps(namespace, results_selector(name))
-        stored = entries_of(chunks)
-        return [stored.get(e.name, e) if e.results_in else e for e in entries]
 
     def _store(self, state: Pass, entries: list[TrialEntry], positions: dict[str, int]) -> None:
         """Add these full entries to their chunks: one merge patch per chunk touched, the

@@ -1,7 +1,9 @@
 """One level-based decision: from the trials already in status and the Pods that exist now,
 what to record, what to start, what to delete (pure; cxlab.controller.experiment_pass carries
 it out). Each trial is decided on its own (`_decide_trial`), then the experiment as a whole
-(an image no node can start, a trial no node can place, the slots left to start trials in).
+(a Pod the apiserver refused, an image no node can start, a trial no node can place, the
+slots left to start trials in), then what follows it (`follow`: the trials once this decision
+is recorded, planned from the outcomes once every trial has ended).
 
 Rules that make a restart safe: a trial is recorded from its Pod before the Pod is deleted;
 an attempt is counted in status before its Pod is created, and Pod names carry the attempt,
@@ -24,6 +26,7 @@ from cxlab.experiments.diagnose import (
     unschedulable_failure,
     why_failed,
 )
+from cxlab.experiments.followups import Fits, Planned, after
 from cxlab.experiments.hosts import hosts_of, plan_hosts, unlisted
 from cxlab.experiments.outcome import (
     ResultError,
@@ -39,6 +42,19 @@ from cxlab.experiments.record import trial_entry
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import TrialEntry
 from cxlab_contract.durations import parse_duration
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A Pod the apiserver refused for what it is (400, 422; a 403 from admission) when a
+    pass's act step created it: a fact the next pass decides on (Observed.refused), as it
+    would on a Pod's phase. `created`: the Pods that step created before it, which go too."""
+
+    pod: str
+    code: int
+    reason: str
+    message: str
+    created: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,6 +74,13 @@ class Observed:
     # One-Pod trials that fit on the nodes now, and once this experiment's Pods on their way
     # out (recorded, deleting) have gone; None when none of its Pods is on its way out.
     room: tuple[int, int] | None = None
+    unverified: str | None = None  # why a verification asked for does not run, as recorded
+    # The recorded entries with their Results (a cluster keeps them in ConfigMaps), when the
+    # pass read them: what follows the sweep and the summary are made from them. None: the
+    # status's compact entries only (`follow` asks for them: Decision.needs_full).
+    full: Mapping[str, TrialEntry] | None = None
+    fits: Fits | None = None  # why the Nodes read with `full` cannot hold a verification
+    refused: Refusal | None = None  # a Pod the last pass's act step could not create
 
     def image(self, config: OperatorConfig) -> str:
         return self.spec.image or config.runner_image
@@ -81,6 +104,9 @@ class Decision:
     # trial this decision starts (trial name → host Pod name).
     hosts_create: list[int] = field(default_factory=list)
     hosted: dict[str, str] = field(default_factory=dict)
+    planned: Planned | None = None  # what follows this decision (`follow`)
+    # What follows needs the full entries (Observed.full): the pass reads them, decides again
+    needs_full: bool = False
     _ended: set[str] = field(default_factory=set, repr=False)  # names in finished
 
     def record(self, outcome: TrialOutcome, pods: Sequence[PodView]) -> None:
@@ -169,7 +195,19 @@ def decide(observed: Observed, config: OperatorConfig) -> Decision:
     for trial in observed.trials:
         mine = sorted(by_trial.get(trial.name, []), key=lambda p: (p.attempt, p.pod))
         _decide_trial(trial, mine, observed, config, gathered)
-    return _decide_experiment(observed, config, gathered)
+    return follow(observed, _decide_experiment(observed, config, gathered))
+
+
+def follow(observed: Observed, decision: Decision) -> Decision:
+    """The decision with what follows it (followups.after), planned once and handed on: the
+    record step writes it, the next pass starts from it. Needing the full entries the pass
+    has not read, it asks for them (Decision.needs_full) instead of planning from less."""
+    decision.planned = after(
+        observed.spec, observed.trials, observed.recorded, decision.finished,
+        full=observed.full, fits=observed.fits, unverified=observed.unverified,
+    )  # fmt: skip
+    decision.needs_full = decision.planned is None
+    return decision
 
 
 def _decide_trial(
@@ -334,8 +372,34 @@ def _state(pod: PodView) -> str:
 
 
 def _decide_experiment(observed: Observed, config: OperatorConfig, gathered: _Pass) -> Decision:
-    """After every trial: an image or a placement no trial can ever run with ends the
-    experiment; else pending trials start in the slots parallelism leaves."""
+    """After every trial: a refused Pod, an image or a placement no trial can ever run with
+    ends the experiment; else pending trials start in the slots parallelism leaves."""
+    decision = gathered.decision
+    if observed.refused is not None:
+        return _refused(decision, observed, observed.refused)
+    if _cannot_go_on(observed, config, gathered):
+        return decision
+    if decision.finished and any(o.abort_on_fail for o in observed.spec.objectives or ()):
+        # What ended in this pass may make pending trials pointless (abortOnFail): the next
+        # pass, deciding from the status that records it, starts only those that are not.
+        return decision
+    return _start(observed, gathered)
+
+
+def _refused(decision: Decision, observed: Observed, refused: Refusal) -> Decision:
+    """No Pod of the experiment can be created: every trial not recorded fails with the
+    apiserver's own message and what to change; its Pods running, and those created with the
+    refused one, go."""
+    failure = refused_failure(refused.pod, refused.code, refused.reason, refused.message)
+    decision.fail_all(observed, failure, POD_REJECTED)
+    decision.delete = list(dict.fromkeys([*decision.delete, *refused.created]))
+    return decision
+
+
+def _cannot_go_on(observed: Observed, config: OperatorConfig, gathered: _Pass) -> bool:
+    """Whether an image or a placement ends the experiment (every trial not recorded fails):
+    a trial Pod, the delay target or a trial host that will not start, or a Pod no node
+    can place while nothing of the experiment is placed."""
     decision = gathered.decision
     stuck = gathered.stuck
     if stuck and _image_ran(observed):
@@ -344,38 +408,45 @@ def _decide_experiment(observed: Observed, config: OperatorConfig, gathered: _Pa
             assert found.trial is not None  # the delay target is looked at below
             decision.fail(found.trial, found.message, [found.pod])
         stuck = []
-    # The delay target of an http experiment runs the same image with the same placement:
-    # while it cannot start, no trial starts either.
-    target = next(
-        (p for p in observed.pods if p.component == COMPONENT_TARGET and not p.deleting), None
-    )
     unplaced = list(gathered.unplaced)
-    unfinished = len(observed.recorded) < len(observed.trials)
-    beside: list[tuple[str, PodView]] = []  # its Pods other than trials', and their names
-    if target is not None and not observed.target_ready and unfinished:
-        beside.append(("the delay target", target))
-    # a trial host (isolation: process) runs the same image and placement too
-    hosts = [h for h in hosts_of(observed.pods) if h.live and unfinished]
-    beside += [(f"trial host {h.name}", h) for h in hosts]
-    for whose, pod in beside:
+    for whose, pod in _beside(observed):
         trouble = not_starting(whose, pod, observed.image(config), observed.now, config)
         if trouble:
             stuck.append(_Stuck(None, pod, *trouble))
         elif pod.unschedulable:
             unplaced.append((whose, pod))
     if stuck:  # every trial Pod has the same image: none of them will start
-        return decision.fail_all(observed, stuck[0].message, stuck[0].reason)
+        decision.fail_all(observed, stuck[0].message, stuck[0].reason)
+        return True
     if observed.capacity_exists:  # busy, not impossible: a full node frees up, a wrong one never
         unplaced = [(w, p) for w, p in unplaced if not busy(p)]
     placed = any(not p.unschedulable for _, p in decision.running)
     placed = placed or any(h.node for h in hosts_of(observed.pods) if h.live)
     failure = unschedulable_failure(unplaced, placed, observed.now, config)
     if failure:
-        return decision.fail_all(observed, failure, UNSCHEDULABLE)
-    if decision.finished and any(o.abort_on_fail for o in observed.spec.objectives or ()):
-        # What ended in this pass may make pending trials pointless (abortOnFail): the next
-        # pass, deciding from the status that records it, starts only those that are not.
-        return decision
+        decision.fail_all(observed, failure, UNSCHEDULABLE)
+    return failure is not None
+
+
+def _beside(observed: Observed) -> list[tuple[str, PodView]]:
+    """The experiment's Pods other than trials' that run its image with its placement, and
+    their names: the delay target of an http experiment (while it cannot start, no trial
+    starts either) and the trial hosts (isolation: process), while trials are left."""
+    unfinished = len(observed.recorded) < len(observed.trials)
+    target = next(
+        (p for p in observed.pods if p.component == COMPONENT_TARGET and not p.deleting), None
+    )
+    beside: list[tuple[str, PodView]] = []
+    if target is not None and not observed.target_ready and unfinished:
+        beside.append(("the delay target", target))
+    hosts = [h for h in hosts_of(observed.pods) if h.live and unfinished]
+    return beside + [(f"trial host {h.name}", h) for h in hosts]
+
+
+def _start(observed: Observed, gathered: _Pass) -> Decision:
+    """The pending trials that start now, in the slots parallelism leaves (and the room the
+    Nodes have), each with its next attempt counted."""
+    decision = gathered.decision
     running_trials = len({t.name for t, _ in decision.running})
     slots = observed.spec.parallelism - running_trials - gathered.terminating
     delay = observed.spec.workload.delay_target
@@ -425,26 +496,3 @@ def fail_experiment(observed: Observed, failure: str, reason: str) -> Decision:
     """The experiment cannot go on (before any Pod: it can never fit, or waited too long):
     every trial not yet recorded fails with the reason."""
     return Decision().fail_all(observed, failure, reason)
-
-
-def pod_refused(
-    decision: Decision,
-    observed: Observed,
-    *,
-    pod: str,
-    code: int,
-    reason: str,
-    message: str,
-    created: list[str],
-) -> Decision:
-    """The apiserver refused a Pod of the experiment for what it is (400, 422) after
-    `decision` was written to status: none can be created. The experiment ends: every trial
-    not yet recorded fails with the apiserver's own message and what to change; the Pods
-    already running or created in this pass (`created`) go."""
-    refused = Decision(delete=list(decision.delete), running=list(decision.running))
-    for entry in decision.finished:  # recorded before the refusal: they stay as they are
-        refused.finished.append(entry)
-        refused._ended.add(entry.name)
-    refused.fail_all(observed, refused_failure(pod, code, reason, message), POD_REJECTED)
-    refused.delete = list(dict.fromkeys([*refused.delete, *created]))
-    return refused

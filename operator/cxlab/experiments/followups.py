@@ -15,7 +15,7 @@ falls short and attempts are left, the next attempt runs the choice with one mor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cxlab.experiments.capacity_plan import attempt_plan, plan_rtt, verification_of
@@ -48,6 +48,44 @@ class Trials:
     trials: list[Trial]
     unverified: str | None = None
     skipped: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """An experiment once a pass's ended trials are recorded: its trials (what status counts
+    and the next pass decides on), every ended trial's entry, and why a verification asked
+    for does not run. `followed`: the trials were planned from the entries' outcomes (every
+    trial had ended: trials_of), and the entries are full (their Results)."""
+
+    trials: list[Trial]
+    entries: list[TrialEntry]
+    unverified: str | None = None
+    followed: bool = False
+
+
+def after(
+    spec: ExperimentSpec,
+    trials: Sequence[Trial],
+    recorded: Mapping[str, TrialEntry],
+    ended: Sequence[TrialEntry],
+    *,
+    full: Mapping[str, TrialEntry] | None,
+    fits: Fits | None,
+    unverified: str | None,
+) -> Planned | None:
+    """The experiment once `ended` is recorded beside `recorded` (status's entries): while
+    trials are left, `trials` as they stand; once every one has ended, what their outcomes
+    call for next (trials_of), from the full entries (`full`, with their Results). None: they
+    are needed and were not read — compact entries whose Results are kept elsewhere (a
+    cluster's ConfigMaps), or a verification that must be fitted to Nodes (`fits`)."""
+    if len(recorded) + len(ended) < len(trials):
+        return Planned(list(trials), [*recorded.values(), *ended], unverified)
+    verifying = spec.capacity is not None and spec.capacity.verifying is not None
+    if full is None and (verifying or any(e.results_in for e in recorded.values())):
+        return None
+    entries = [*(recorded if full is None else full).values(), *ended]
+    followed = trials_of(spec, entries, fits)
+    return Planned(followed.trials, entries, followed.unverified, followed=True)
 
 
 def trials_of(

@@ -124,8 +124,6 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         terminated = (container.get("state") or {}).get("terminated") or {}
         waiting = (container.get("state") or {}).get("waiting") or {}
         container_started = bool(container.get("started"))
-    unschedulable = None
-    ready = False
     containers = (pod.get("spec") or {}).get("containers") or []
     # A trial host's report of its trial (host_watch) has no spec: its Ready is the host's
     # word that the tasks ended, as the probe's would be.
@@ -134,15 +132,7 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         and bool(containers)
         and not any(c.get("readinessProbe") for c in containers)
     )
-    for condition in status.get("conditions") or []:
-        if (
-            condition.get("type") == "PodScheduled"
-            and condition.get("status") == "False"
-            and condition.get("reason") == "Unschedulable"
-        ):
-            unschedulable = condition.get("message") or "Unschedulable"
-        if condition.get("type") == "Ready" and condition.get("status") == "True":
-            ready = not unprobed
+    unschedulable, ready = _conditions(status, unprobed)
     host_token = None
     if labels.get(LABEL_COMPONENT) == COMPONENT_HOST:
         env = [e for c in containers for e in c.get("env") or [] if e.get("name") == HOST_TOKEN_ENV]
@@ -174,3 +164,19 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         unprobed=unprobed,
         host_token=host_token,
     )
+
+
+def _conditions(status: Mapping[str, Any], unprobed: bool) -> tuple[str | None, bool]:
+    """(why the scheduler cannot place it, whether it is Ready) from the Pod's conditions; an
+    `unprobed` trial Pod is never Ready (nothing probes when its tasks end)."""
+    unschedulable, ready = None, False
+    for condition in status.get("conditions") or []:
+        if (
+            condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+            and condition.get("reason") == "Unschedulable"
+        ):
+            unschedulable = condition.get("message") or "Unschedulable"
+        if condition.get("type") == "Ready" and condition.get("status") == "True":
+            ready = not unprobed
+    return unschedulable, ready

@@ -183,7 +183,20 @@ def build_trial_pod(
         _call_target(spec.workload.target, runner, volumes)
     if pod == master:
         runner["ports"].append({"name": "locust", "containerPort": LOCUST_MASTER_PORT})
-    if trial.pods > 1 and (master is None or pod == master):
+    barrier = trial.pods > 1 and (master is None or pod == master)
+    _probe(runner, config, barrier=barrier, done=not (hosted or unprobed))
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _trial_metadata(experiment, namespace, uid, spec, trial, attempt, pod, config),
+        "spec": _trial_pod_spec(spec, runner, volumes),
+    }
+
+
+def _probe(runner: Manifest, config: OperatorConfig, *, barrier: bool, done: bool) -> None:
+    """The runner's probes: at a start barrier (`barrier`), its startup probe is /ready;
+    with a final read (and `done`: the kubelet probes it), its readiness probe is /done."""
+    if barrier:
         # Past the runner's own barrier timeout its runner has exited 3: the kubelet's
         # restart for a failed startup probe never comes first.
         barrier_seconds = parse_duration(runner_barrier_timeout(config.barrier_timeout))
@@ -192,17 +205,11 @@ def build_trial_pod(
             "periodSeconds": 1,
             "failureThreshold": math.ceil(barrier_seconds) + 1,
         }
-    if parse_duration(config.final_read) > 0 and not (hosted or unprobed):
+    if parse_duration(config.final_read) > 0 and done:
         runner["readinessProbe"] = {
             "httpGet": {"path": "/done", "port": config.metrics_port},
             "periodSeconds": 1,
         }
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": _trial_metadata(experiment, namespace, uid, spec, trial, attempt, pod, config),
-        "spec": _trial_pod_spec(spec, runner, volumes),
-    }
 
 
 def build_host_pod(

@@ -166,14 +166,16 @@ def test_bad_input_is_rejected_at_apply(
 
 
 def test_what_the_schema_cannot_catch_fails_with_a_condition(lab: Lab) -> None:
-    # 1s and 1000ms are the same RTT: the models see it; CEL cannot parse durations.
-    same = {"type": "sleep", "tasks": 5, "rtts": ["1s", "1000ms"]}
-    lab.apply("same-rtt", experiment_spec(ASYNCIO, same))
-    experiment = lab.wait_finished("same-rtt", timeout=30)
+    # 3 arrivals a second for a second, split among 4 Pods: each expects 0.75. The models
+    # count it; CEL cannot split a rate among the Pods of every model (a rule cxlab alone has).
+    few = {"type": "sleep", "rtt": "10ms", "arrival": {"ratePerSecond": 3, "duration": "1s"}}
+    lab.apply("few-arrivals", experiment_spec([{"model": "asyncio", "pods": [4]}], few))
+    experiment = lab.wait_finished("few-arrivals", timeout=30)
     failed = conditions(experiment)["Failed"]
     assert failed["status"] == "True" and failed["reason"] == "InvalidSpec"
-    assert "rtts lists" in failed["message"]
-    assert not lab.pods("same-rtt")
+    assert "each Pod of a trial must expect 1 to" in failed["message"]
+    assert "gives each 0.75" in failed["message"]
+    assert not lab.pods("few-arrivals")
 
 
 @pytest.mark.long

@@ -53,8 +53,8 @@ class OperatorConfig:
     status_interval_seconds: float = 0.5
     # Reconcile passes that may run at once (threads); each experiment has one at a time. A
     # pass mostly waits on the apiserver (a status write, a Pod created and deleted, a results
-    # ConfigMap): with 4, 10 busy experiments waited 4 s (p50) for a finished trial to be
-    # recorded on the local cluster; with 16, 1.1 s (make bench-scale).
+    # ConfigMap): with few threads, busy experiments wait seconds for a finished trial to be
+    # recorded (docs/benchmarks.md, the operator at scale).
     workers: int = 16
     # The operator's own /metrics (0 = not served).
     operator_metrics_port: int = 8081

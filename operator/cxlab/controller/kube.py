@@ -1,6 +1,6 @@
 """Everything the operator does to the cluster, in one place: Pods, status, the experiment
-itself (and a schedule's runs and status), and reading a trial's /metrics. Idempotent where
-Kubernetes allows it."""
+itself (and a schedule's runs and status), the ConfigMaps of Results, Nodes and namespaces.
+Idempotent where Kubernetes allows it. (A trial's /metrics is read by cxlab.controller.live.)"""
 
 from __future__ import annotations
 

@@ -81,8 +81,8 @@ async def run_loop(
             timeout = _sleep_for(done, reconcile_interval)
             # Nothing of the pass is kept while the loop sleeps: its report holds the object
             # its status write returned (and, with `later`, the whole pass), `current` an
-            # object kopf may have replaced since. Kept, they were two of the four or five
-            # copies of every experiment the operator held (bench-scale, 200 experiments).
+            # object kopf may have replaced since: kept, they are whole copies of the
+            # experiment, one more per sleeping loop (docs/benchmarks.md, where the memory went).
             del done, current, seen
             await _first_of(asyncio.ensure_future(wake.wait()), stopping, timeout)
     finally:

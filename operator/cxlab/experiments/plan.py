@@ -52,7 +52,7 @@ class Trial:
         point of the matrix."""
         return bool(self.verify or self.probe or self.calibrate)
 
-    @cached_property  # a pass looks it up for every trial and Pod: 6 % of the operator's CPU
+    @cached_property  # a pass looks it up for every trial and Pod, many times
     def name(self) -> str:
         """Stable, DNS-label-safe id, e.g. 007-threads-w100-rtt100ms-r2, with the Pods when
         there are several: 008-threads-n3-w100-rtt100ms-r2 (3 Pods of 100 workers), and an

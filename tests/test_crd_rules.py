@@ -14,7 +14,8 @@ import yaml
 from crd_rules import CASES, Case, declared_rules, field_path, plan_problems
 from test_crd import _openapi_to_jsonschema
 
-from cxlab.cli import USAGE_ERROR, main
+from cxlab.cli import main
+from cxlab.cli.exits import USAGE_ERROR
 from cxlab.crd import CRD_PATH
 
 

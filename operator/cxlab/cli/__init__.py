@@ -1,9 +1,9 @@
 """`cxlab plan FILE` and `cxlab run FILE [--history DIR]`: the local backend from the command
-line; `cxlab history DIR`: the trend, regressions and capacity plan of a history folder;
-`cxlab compare A B`: two runs point by point; `cxlab summary` and `cxlab report`; `cxlab
-operator`: the Kubernetes operator. One module per command; parser.py holds every flag; the
-commands read what lies outside their flags (environment, clock) from one Settings built here
-at start-up.
+line (plan shows an ExperimentSchedule's next firings and its runs' trials too); `cxlab history
+DIR`: the trend, regressions and capacity plan of a history folder; `cxlab compare A B`: two
+runs point by point; `cxlab summary` and `cxlab report`; `cxlab operator`: the Kubernetes
+operator. One module per command; parser.py holds every flag; the commands read what lies
+outside their flags (environment, clock) from one Settings built here at start-up.
 
 Exit status of `cxlab run` and `cxlab wait cx/NAME` (a pipeline's gate, docs/objectives.md):
 0 every trial ran and the objectives are met (or there are none), 1 a trial failed, 2 a spec

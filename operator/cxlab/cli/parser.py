@@ -44,8 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _plan(commands: Commands) -> None:
     plan = commands.add_parser(
         "plan",
-        help="print the trials and the floor-time estimate; with --capacity, a measured "
-        "experiment's capacity plan as a Deployment fragment",
+        help="print the trials and the floor-time estimate (for an ExperimentSchedule, its "
+        "next firings too); with --capacity, a measured experiment's capacity plan as a "
+        "Deployment fragment",
     )
     plan.add_argument("file", type=Path, nargs="?")
     plan.add_argument("--capacity", metavar="SOURCE", help=SOURCES)

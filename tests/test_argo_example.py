@@ -23,7 +23,8 @@ import yaml
 from helpers import EXAMPLES, ROOT
 from test_crd import _openapi_to_jsonschema
 
-from cxlab.cli import build_parser, wait_command
+from cxlab.cli.parser import build_parser
+from cxlab.cli.wait import wait_command
 from cxlab.crd import custom_resource_definition
 from cxlab.experiments.resource import load_experiments
 

@@ -15,7 +15,8 @@ import pytest
 from bad_input import CASES, CATEGORIES, BadInput, names_the_field
 from helpers import ROOT
 
-from cxlab.cli import USAGE_ERROR, main
+from cxlab.cli import main
+from cxlab.cli.exits import USAGE_ERROR
 
 
 def write(case: BadInput, folder: Path) -> Path:

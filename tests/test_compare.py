@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from test_schedule_history import START, document
 
-from cxlab.cli import USAGE_ERROR, main
+from cxlab.cli import main
+from cxlab.cli.exits import USAGE_ERROR
 from cxlab.compare import Change, ComparePolicy, Comparison, NothingToCompare, compare
 from cxlab.local.history_folder import save_run
 from cxlab.schedules.history import HistoryEntry, HistoryPoint, entry_of, history_entry

@@ -371,7 +371,7 @@ def test_a_calibrated_run_records_its_environment(tmp_path: Path) -> None:
     assert 0.005 < calibration["cpuLoopSeconds"] < 5, calibration
 
 
-# ---- objectives: the exit status a pipeline gates on (cli.py's docstring) ----
+# ---- objectives: the exit status a pipeline gates on (cxlab.cli's docstring) ----
 
 # On the edge by the seeds, not the machine: Poisson arrivals at 200/s for 2 s, whose two
 # repetitions draw 410 and 403 (seeds 1 and 66), to one worker taking 100 ms each, which drops

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cxlab.cli import GRAVITY, exit_status
+from cxlab.cli.exits import GRAVITY, exit_status
 from cxlab.conditions import condition_of
 from cxlab.experiments.objectives import (
     BROKEN,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cxlab_contract.durations import parse_duration
@@ -65,8 +66,7 @@ class OperatorConfig:
     prometheus_timeout_seconds: float = 2.0
 
     @classmethod
-    def from_environment(cls) -> OperatorConfig:
-        env = os.environ
+    def from_environment(cls, env: Mapping[str, str] = os.environ) -> OperatorConfig:
         defaults = cls()
         return cls(
             runner_image=env.get("CXLAB_RUNNER_IMAGE", defaults.runner_image),

@@ -1,6 +1,6 @@
 """Objectives on the real cluster: `kubectl wait --for=condition=ObjectivesMet` returns as a
 pipeline expects for a met and a broken experiment, abortOnFail skips on the operator as it
-does locally, and `cxlab wait cx/NAME` exits as `cxlab run` does (cli.py's docstring)."""
+does locally, and `cxlab wait cx/NAME` exits as `cxlab run` does (cxlab.cli's docstring)."""
 
 from __future__ import annotations
 

@@ -23,6 +23,7 @@ from cxlab.controller.passes import Passes
 from cxlab.controller.pod_watch import PodIndex
 from cxlab.controller.rest import Rest
 from cxlab.controller.schedule_pass import LABEL_SCHEDULE, ScheduleReconciler, view_run
+from cxlab.controller.start import MEMO_KEY, OperatorStart
 from cxlab.controller.terminating import keep_sweeping
 from cxlab.controller.wakes import Wakes
 from cxlab.crd import GROUP, PLURAL, SCHEDULE_PLURAL, VERSION
@@ -37,12 +38,6 @@ RECONCILE_ID = "reconcile"
 QUEUE = "all"
 # Schedules are few and fire on the minute: a timer is simpler than events for them.
 SCHEDULE_INTERVAL_SECONDS = 1.0
-CONFIG = OperatorConfig.from_environment()
-# Set by `cxlab operator` before kopf starts (served already, a standby's too); made here
-# when kopf runs the handlers itself (`kopf run -m cxlab.controller.handlers`).
-METRICS: OperatorMetrics | None = None
-# The --namespace patterns `cxlab operator` serves (none: every namespace).
-NAMESPACES: tuple[str, ...] = ()
 FINALIZER = f"{GROUP}/finalizer"
 
 
@@ -79,40 +74,43 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     # Events come from the reconciler (one per trial and per phase), not from kopf's log: at
     # thousands of trials a handler-level event each would double the apiserver's writes.
     settings.posting.level = logging.WARNING
-    # One pass per experiment at a time is kopf's own rule; CONFIG.workers bounds how many
+    # `cxlab operator` hands its start-up object over in the memo; `kopf run -m` does not.
+    start: OperatorStart = memo.get(MEMO_KEY) or OperatorStart(OperatorConfig.from_environment())
+    config = memo.config = start.config
+    # One pass per experiment at a time is kopf's own rule; config.workers bounds how many
     # experiments' passes run at once (threads), so a burst of Pod events queues, not forks.
-    settings.execution.max_workers = CONFIG.workers
+    settings.execution.max_workers = config.workers
     # A deleted experiment keeps its finalizer until its reconcile loop has exited; the loop
     # exits at once when told (it waits on its stop flag), so no polling is needed.
     settings.background.instant_exit_timeout = 0.1
     load_configuration()
-    metrics = METRICS
+    metrics = start.metrics
     if metrics is None:
         metrics = OperatorMetrics()
-        if CONFIG.operator_metrics_port:
-            metrics.serve(CONFIG.operator_metrics_port)
+        if config.operator_metrics_port:
+            metrics.serve(config.operator_metrics_port)
         metrics.leader.set(1)
     sent = metrics.api_requests
-    kube = Kube(lambda verb: sent.labels(verb).inc(), connections=CONFIG.workers + 4)
-    passes = memo.passes = Passes(CONFIG.workers)  # the passes with a trial to record first
+    kube = Kube(lambda verb: sent.labels(verb).inc(), connections=config.workers + 4)
+    passes = memo.passes = Passes(config.workers)  # the passes with a trial to record first
     # A crowd: a full round of passes waits for a thread (after a takeover, every experiment)
-    crowded = lambda: passes.waiting() >= CONFIG.workers  # noqa: E731
+    crowded = lambda: passes.waiting() >= config.workers  # noqa: E731
     memo.wakes = Wakes()
     # Its own watch of cxlab's Pods (kopf's machinery cost more per Pod event than a pass),
     # on connections of its own: a watch holds one for minutes.
     memo.pods = PodIndex(
-        Rest(connections=2), memo.wakes.pod_changed, clusterwide=not NAMESPACES,
-        host_port=CONFIG.host_port,
+        Rest(connections=2), memo.wakes.pod_changed, clusterwide=not start.namespaces,
+        host_port=config.host_port,
         # the end of a trial's tasks, seen at once (a long poll): only the final read needs it
-        done_port=CONFIG.metrics_port if parse_duration(CONFIG.final_read) > 0 else None,
+        done_port=config.metrics_port if parse_duration(config.final_read) > 0 else None,
     )  # fmt: skip
     memo.reconciler = Reconciler(
-        kube, CONFIG, metrics, crowded=crowded, done_watches=memo.pods.done_watches
+        kube, config, metrics, crowded=crowded, done_watches=memo.pods.done_watches
     )
     memo.schedules = ScheduleReconciler(memo.reconciler.kube, metrics, now)
     memo.pods.start()
-    if NAMESPACES:  # kopf leaves out a namespace already terminating when it starts
-        memo.sweeper = asyncio.create_task(keep_sweeping(kube, NAMESPACES, FINALIZER))
+    if start.namespaces:  # kopf leaves out a namespace already terminating when it starts
+        memo.sweeper = asyncio.create_task(keep_sweeping(kube, start.namespaces, FINALIZER))
 
 
 @kopf.on.cleanup()
@@ -185,8 +183,8 @@ async def reconcile(
         key, lambda: dict(body), memo.reconciler, memo.wakes, memo.passes, stopped,
         pods=lambda: pods.pods(key), queue=lambda: _queue(pods, kwargs),
         pods_listed=pods.ready(key[0]),
-        event=_events(body, memo), reconcile_interval=CONFIG.reconcile_interval_seconds,
-        status_interval=CONFIG.status_interval_seconds,
+        event=_events(body, memo), reconcile_interval=memo.config.reconcile_interval_seconds,
+        status_interval=memo.config.status_interval_seconds,
     )  # fmt: skip
 
 

@@ -1,0 +1,141 @@
+"""What `cxlab plan FILE` prints for an experiment: its trials and the floor-time estimate,
+what runs after them, and each trial's runner command line, ready to paste."""
+
+from __future__ import annotations
+
+import shlex
+
+from cxlab.experiments.labels import workers_label
+from cxlab.experiments.objectives import bound_of, objective_name
+from cxlab.experiments.plan import PYTHON_RUNNER, floor_seconds, plan_trials, runner_command
+from cxlab.experiments.resource import ConcurrencyExperiment
+from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES, ExperimentSpec
+from cxlab.experiments.target import HEADER_ENV_PREFIX
+from cxlab.local.cores import helper_cores, trial_cores
+from cxlab.table import render_table, rtt_cell
+from cxlab_contract.durations import format_duration
+
+
+def plan_text(experiment: ConcurrencyExperiment) -> str:
+    spec = experiment.spec
+    trials = plan_trials(spec)
+    arrivals = spec.workload.arrival is not None
+    rows, total, unknown = [], 0.0, 0
+    for trial in trials:
+        floor = floor_seconds(spec, trial)
+        if floor is None:
+            unknown += 1
+        else:
+            total += floor
+        row = [
+            trial.name,
+            trial.variant,
+            workers_label(trial.model, trial.workers, trial.pods),
+            rtt_cell(trial.rtt_seconds),
+        ]
+        if arrivals:
+            row.append(f"{trial.rate:g}/s")
+        rows.append([*row, str(trial.repetition), "?" if floor is None else format_duration(floor)])
+    headers = ["trial", "model", "workers", "rtt", *(["rate"] if arrivals else []), "rep", "floor"]
+    estimate = _estimate(experiment, total, unknown) + _followups_text(spec)
+    if spec.workload.target is not None:
+        called = "\n".join(spec.workload.target.describe(experiment.metadata.namespace))
+        estimate += f"\ntarget (its latency measured, not simulated): {called}"
+    return f"{render_table(headers, rows)}\n{estimate}\n\n{commands_text(experiment)}"
+
+
+def _followups_text(spec: ExperimentSpec) -> str:
+    """What runs after these trials, from their outcomes (not known before they run)."""
+    lines = []
+    search = spec.search.rate if spec.search else None
+    if search is not None:
+        lines.append(
+            f"then per model a rate search: up to {search.max_probes} probes of one Pod, "
+            f"{search.duration} each, from {search.start:g}/s"
+        )
+    for objective in spec.objectives or ():
+        abort = ", skipping what can only do worse once broken" if objective.abort_on_fail else ""
+        bound = bound_of(objective)
+        named = (
+            f"{objective.name} ({bound.metric} {bound.text})"
+            if objective.name
+            else (objective_name(objective))
+        )
+        lines.append(f"objective {named} at {objective.scope} point{abort}")
+    capacity = spec.capacity
+    if capacity is not None and (verify := capacity.verifying) is not None:
+        lines.append(
+            f"then the capacity plan verified: up to {verify.max_attempts} trials of "
+            f"{verify.duration} at {capacity.target.rate_per_second:g} tasks/s"
+        )
+    return "".join(f"\n{line}" for line in lines)
+
+
+def _estimate(experiment: ConcurrencyExperiment, floor: float, unknown: int) -> str:
+    """How long the trials take at least: their floors, or a duration run's own time."""
+    spec, count = experiment.spec, len(plan_trials(experiment.spec))
+    run = spec.workload.run_seconds()
+    if run is not None:
+        arrival = spec.workload.arrival
+        shape = "tasks arriving at a rate" if arrival else "a closed loop"
+        return (
+            f"{experiment.name}: {count} trials, each {shape} for {format_duration(run)}; "
+            f"at least {format_duration(count * run)} in all"
+        )
+    estimate = (
+        f"{experiment.name}: {count} trials, {spec.workload.tasks} tasks each; "
+        f"floor time at least {format_duration(floor)}"
+    )
+    if unknown:
+        depends = "your service" if experiment.spec.workload.target else "the machine"
+        kind = "" if experiment.spec.workload.target else "cpu "
+        estimate += f" plus {unknown} {kind}trials whose time depends on {depends}"
+    return estimate
+
+
+# Where a pasted http trial finds its delay target (cxlab run picks a free port itself).
+PASTE_TARGET_PORT = 18080
+# Where a pasted trial of several Pods serves /ready and /start (its Pods take the next ports).
+PASTE_METRICS_PORT, PASTE_BARRIER = 19100, "60s"
+
+
+def commands_text(experiment: ConcurrencyExperiment) -> str:
+    """Each trial's runner command line, ready to paste (with .venv/bin and build/bin on PATH):
+    pinned with taskset to the cores `cxlab run` would give it, the Result on stdout."""
+    spec = experiment.spec
+    trials = plan_trials(spec)
+    taken = trial_cores(spec.resources, max(t.pods for t in trials)).all
+    lines = ["# runner command lines (cxlab-runner and cxlab-runner-go):"]
+    target = None
+    if spec.workload.target is not None:
+        target = spec.workload.target.resolved_url(experiment.metadata.namespace or "default")
+        for index, header in spec.workload.target.secret_headers():
+            lines.append(
+                f"export {HEADER_ENV_PREFIX}{index}=...  # {header.name}: {header.shown()}"
+            )
+    elif spec.workload.type == "http":
+        target = f"http://127.0.0.1:{PASTE_TARGET_PORT}/"
+        size = spec.workload.response_bytes
+        size = DEFAULT_RESPONSE_BYTES if size is None else size
+        helpers = ",".join(str(c) for c in sorted(helper_cores(taken)))
+        lines.append(
+            f"taskset -c {helpers} cxlab-delay --listen 127.0.0.1:{PASTE_TARGET_PORT} "
+            f"--response-bytes {size} &  # the delay target, first"
+        )
+    for trial in trials:
+        cores = trial_cores(spec.resources, trial.pods).pods
+        ports = [PASTE_METRICS_PORT + pod for pod in range(trial.pods)] if trial.pods > 1 else [0]
+        for pod, port in enumerate(ports):
+            argv = runner_command(
+                spec, trial, experiment=experiment.name, target_url=target, pod=pod,
+                metrics_port=port, barrier_timeout=PASTE_BARRIER,
+            )  # fmt: skip
+            python = tuple(argv[: len(PYTHON_RUNNER)]) == PYTHON_RUNNER
+            program = "cxlab-runner" if python else argv[0]
+            runner_args = argv[len(PYTHON_RUNNER) :] if python else argv[1:]
+            taskset = ["taskset", "-c", ",".join(str(c) for c in sorted(cores[pod]))]
+            lines.append(shlex.join([*taskset, program, *runner_args]) + (" &" if port else ""))
+        if trial.pods > 1:  # the start barrier: release them together once all are up
+            starts = " & ".join(f"curl -s -XPOST 127.0.0.1:{port}/start" for port in ports)
+            lines.append(f"sleep 2; {starts}; wait")
+    return "\n".join(lines) + "\n"

@@ -73,17 +73,37 @@ class OperatorConfig:
             image_pull_policy=env.get("CXLAB_IMAGE_PULL_POLICY", defaults.image_pull_policy),
             linger=env.get("CXLAB_RUNNER_LINGER", defaults.linger),
             final_read=env.get("CXLAB_RUNNER_FINAL_READ", defaults.final_read),
-            host_port=int(env.get("CXLAB_HOST_PORT", defaults.host_port)),
-            max_attempts=int(env.get("CXLAB_MAX_ATTEMPTS", defaults.max_attempts)),
-            unschedulable_grace_seconds=parse_duration(env.get("CXLAB_UNSCHEDULABLE_GRACE", "15s")),
-            image_pull_grace_seconds=parse_duration(env.get("CXLAB_IMAGE_PULL_GRACE", "90s")),
+            host_port=_int(env, "CXLAB_HOST_PORT", defaults.host_port),
+            max_attempts=_int(env, "CXLAB_MAX_ATTEMPTS", defaults.max_attempts),
+            unschedulable_grace_seconds=_seconds(env, "CXLAB_UNSCHEDULABLE_GRACE", "15s"),
+            image_pull_grace_seconds=_seconds(env, "CXLAB_IMAGE_PULL_GRACE", "90s"),
             barrier_timeout=env.get("CXLAB_BARRIER_TIMEOUT", defaults.barrier_timeout),
-            reconcile_interval_seconds=parse_duration(env.get("CXLAB_RECONCILE_INTERVAL", "30s")),
-            progress_interval_seconds=parse_duration(env.get("CXLAB_PROGRESS_INTERVAL", "10s")),
-            status_interval_seconds=parse_duration(env.get("CXLAB_STATUS_INTERVAL", "500ms")),
-            workers=int(env.get("CXLAB_WORKERS", defaults.workers)),
-            operator_metrics_port=int(
-                env.get("CXLAB_OPERATOR_METRICS_PORT", defaults.operator_metrics_port)
+            reconcile_interval_seconds=_seconds(env, "CXLAB_RECONCILE_INTERVAL", "30s"),
+            progress_interval_seconds=_seconds(env, "CXLAB_PROGRESS_INTERVAL", "10s"),
+            status_interval_seconds=_seconds(env, "CXLAB_STATUS_INTERVAL", "500ms"),
+            workers=_int(env, "CXLAB_WORKERS", defaults.workers),
+            operator_metrics_port=_int(
+                env, "CXLAB_OPERATOR_METRICS_PORT", defaults.operator_metrics_port
             ),
             prometheus_url=env.get("CXLAB_PROMETHEUS_URL") or None,
         )
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number from the environment; a value that is none says which variable."""
+    text = env.get(name)
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{name}={text!r} is not a whole number") from None
+
+
+def _seconds(env: Mapping[str, str], name: str, default: str) -> float:
+    """A Go-style duration from the environment, in seconds; a bad one says which variable."""
+    text = env.get(name, default)
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise ValueError(f"{name}: {error}") from None

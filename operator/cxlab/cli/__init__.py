@@ -17,6 +17,7 @@ that reads a cluster and finds no configuration for one says so in one line: exi
 
 from __future__ import annotations
 
+import os
 import sys
 
 from cxlab.cli.exits import INTERRUPTED, USAGE_ERROR
@@ -35,6 +36,9 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
             return USAGE_ERROR
     try:
         return int(args.handler(args, settings))
+    except BrokenPipeError:  # `cxlab plan ... | head`: the reader has what it wanted
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so Python's exit flush is quiet
+        return 0
     except KeyboardInterrupt:
         print("cxlab: interrupted; the results so far are in the results folder", file=sys.stderr)
         return INTERRUPTED

@@ -44,7 +44,8 @@ FINALIZER = f"{GROUP}/finalizer"
 class SpecDiffBase(kopf.AnnotationsDiffBaseStorage):
     """kopf's diff base, built without copying what it throws away: kopf deep-copies the
     whole object on every event (an experiment's status of tens of KiB, every Pod's status)
-    only to drop its status and metadata; 6 % of the operator's CPU at 5,000 trials."""
+    only to drop its status and metadata, a share of the operator's CPU that grows with the
+    trials (docs/benchmarks.md)."""
 
     def build(
         self, *, body: kopf.Body, extra_fields: Iterable[Any] | None = None

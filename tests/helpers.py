@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from cxlab.analysis.outcome import parse_result
 from cxlab.barrier import is_ready
-from cxlab.experiments.outcome import parse_result
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / "build" / "bin"

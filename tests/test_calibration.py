@@ -14,10 +14,10 @@ from helpers import ROOT
 from test_capacity_plan import result
 from test_followups import entries, experiment, sweep_outcomes
 
+from cxlab.analysis.outcome import TrialOutcome
 from cxlab.controller.schedule_pass import run_spec
 from cxlab.experiments.environment import environment_of
 from cxlab.experiments.followups import trials_of
-from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import calibration_trials, plan_trials, runner_command
 from cxlab.experiments.record import trial_entry
 from cxlab.schedules.regression import (

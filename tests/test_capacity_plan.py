@@ -1,4 +1,4 @@
-"""The capacity plan (cxlab.experiments.capacity_plan): measured points → Pods and cores for a
+"""The capacity plan (cxlab.analysis.capacity_plan): measured points → Pods and cores for a
 target load, per model, and the cheapest model that meets the latency objective."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 import yaml
 
-from cxlab.experiments.capacity_plan import CapacityPlan, ModelPlan, capacity_plan
-from cxlab.experiments.outcome import TrialOutcome
+from cxlab.analysis.capacity_plan import CapacityPlan, ModelPlan, capacity_plan
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.queueing import Service, queue
 from cxlab.experiments.plan import Trial
-from cxlab.experiments.queueing import Service, queue
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab_contract.histogram import build

@@ -17,7 +17,7 @@ import random
 
 import pytest
 
-from cxlab.stats import stats
+from cxlab.analysis.stats import stats
 from cxlab_contract import histogram
 from cxlab_contract.result import latency_seconds
 from cxlab_runner.duration import OK, TaskTimes, generator_verdict, timeline

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from cxlab.experiments.outcome import TrialOutcome
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.recommend import LatencyObjective, best_line
+from cxlab.analysis.summary import summarize
 from cxlab.experiments.plan import Trial
-from cxlab.experiments.recommend import LatencyObjective, best_line
-from cxlab.experiments.summary import summarize
 from cxlab_contract import histogram
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from cxlab.analysis.stats import student_t_sf, welch_t_test
 from cxlab.schedules.regression import (
     BAD_DIRECTION,
     EVERY_POINT,
@@ -26,7 +27,6 @@ from cxlab.schedules.regression import (
     regressions,
     summary_line,
 )
-from cxlab.stats import student_t_sf, welch_t_test
 
 POINT = "asyncio w=1000 rtt=100ms"
 MIB = 2**20

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from cxlab.experiments.objectives import skipped_trials
-from cxlab.experiments.outcome import TrialOutcome, parse_result
+from cxlab.analysis.objectives import skipped_trials
+from cxlab.analysis.outcome import TrialOutcome, parse_result
 from cxlab.experiments.plan import Trial, floor_seconds, plan_trials
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.spec import ExperimentSpec

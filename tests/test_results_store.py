@@ -12,7 +12,7 @@ from typing import Any
 from test_spec import document
 from test_status_golden import result
 
-from cxlab.experiments.outcome import TrialOutcome
+from cxlab.analysis.outcome import TrialOutcome
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.record import Live, build_status, trial_entry
 from cxlab.experiments.resource import parse_experiment

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from cxlab.experiments.labels import concurrency, workers_text
-from cxlab.experiments.outcome import TrialOutcome, classify
+from cxlab.analysis.labels import concurrency, workers_text
+from cxlab.analysis.outcome import TrialOutcome, classify
+from cxlab.analysis.recommend import find_knees
+from cxlab.analysis.stats import stats
+from cxlab.analysis.summary import summarize
 from cxlab.experiments.plan import Trial
-from cxlab.experiments.recommend import find_knees
 from cxlab.experiments.resource import parse_experiment
-from cxlab.experiments.summary import summarize
 from cxlab.local.backend import local_status
-from cxlab.stats import stats
 
 
 def result(

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from cxlab.experiments.outcome import TrialOutcome
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.stats import separable, stats, t975
+from cxlab.analysis.summary import summarize
 from cxlab.experiments.plan import Trial
 from cxlab.experiments.resource import parse_experiment
-from cxlab.experiments.summary import summarize
 from cxlab.local.backend import local_status
 from cxlab.report.tables import knees_table as html_knees
 from cxlab.report.tables import points_table as html_points
-from cxlab.stats import separable, stats, t975
 from cxlab.table import points_table
 
 MIB = 2**20

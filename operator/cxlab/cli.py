@@ -26,11 +26,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from cxlab.analysis.labels import workers_label
+from cxlab.analysis.objectives import bound_of, objective_name
 from cxlab.compare import ComparePolicy, NothingToCompare, compare
 from cxlab.conditions import condition_of
 from cxlab.experiments.fields import MAX_TRIAL_TIMEOUT, MIN_TRIAL_TIMEOUT, SpecError
-from cxlab.experiments.labels import workers_label
-from cxlab.experiments.objectives import bound_of, objective_name
 from cxlab.experiments.plan import PYTHON_RUNNER, floor_seconds, plan_trials, runner_command
 from cxlab.experiments.resource import ConcurrencyExperiment, load_experiments, parse_experiment
 from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES, ExperimentSpec

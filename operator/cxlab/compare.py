@@ -33,9 +33,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from cxlab.analysis.stats import t975, welch_t_test
 from cxlab.schedules.history import METRICS, HistoryEntry, HistoryPoint
 from cxlab.schedules.regression import BAD_DIRECTION, Policy, benjamini_yekutieli
-from cxlab.stats import t975, welch_t_test
 
 Verdict = Literal["worse", "better", "same", "n/a"]
 VERDICTS: tuple[Verdict, ...] = ("worse", "better", "same", "n/a")

@@ -6,15 +6,15 @@ import textwrap
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from cxlab.analysis.capacity_plan import CapacityPlan
+from cxlab.analysis.labels import NOISE_CHECKED, share_text, spread_cells, workers_label
+from cxlab.analysis.objectives import row_figure, row_needed
+from cxlab.analysis.outcome import failure_kinds_text
+from cxlab.analysis.stats import MIN_FOR_INTERVAL, center
+from cxlab.analysis.summary import Summary, syscalls_requested
 from cxlab.compare import VERDICTS, Comparison
 from cxlab.conditions import condition_of
-from cxlab.experiments.capacity_plan import CapacityPlan
-from cxlab.experiments.labels import NOISE_CHECKED, share_text, spread_cells, workers_label
-from cxlab.experiments.objectives import row_figure, row_needed
-from cxlab.experiments.outcome import failure_kinds_text
 from cxlab.experiments.status import ExperimentStatus, ObjectivePoint, ObjectiveStatus, Progress
-from cxlab.experiments.summary import Summary, syscalls_requested
-from cxlab.stats import MIN_FOR_INTERVAL, center
 from cxlab_contract.durations import format_duration
 
 

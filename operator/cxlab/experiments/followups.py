@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from cxlab.experiments.capacity_plan import attempt_plan, plan_rtt, verification_of
-from cxlab.experiments.objectives import skipped_trials
+from cxlab.analysis.capacity_plan import attempt_plan, plan_rtt, verification_of
+from cxlab.analysis.objectives import skipped_trials
 from cxlab.experiments.plan import Trial, calibration_trials, plan_trials, trial_spec
 from cxlab.experiments.record import outcomes_of
 from cxlab.experiments.spec import (
@@ -43,7 +43,7 @@ Fits = Callable[[Trial], "str | None"]
 class Trials:
     """The experiment's trials as its entries stand, why a verification asked for will not
     run (None when it runs, or was not asked for), and the sweep's trials not yet run that
-    abortOnFail skips, with why (cxlab.experiments.objectives)."""
+    abortOnFail skips, with why (cxlab.analysis.objectives)."""
 
     trials: list[Trial]
     unverified: str | None = None

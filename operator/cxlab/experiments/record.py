@@ -8,13 +8,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from cxlab.analysis.capacity_plan import capacity_plan
+from cxlab.analysis.objectives import judge_objectives, summed_up
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.recommend import LatencyObjective, best_line
+from cxlab.analysis.summary import summarize
 from cxlab.conditions import Condition, condition_of, is_true, set_condition
-from cxlab.experiments.capacity_plan import capacity_plan
 from cxlab.experiments.environment import environment_of
-from cxlab.experiments.objectives import judge_objectives, summed_up
-from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
-from cxlab.experiments.recommend import LatencyObjective, best_line
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import (
     SKIPPED,
@@ -26,7 +27,6 @@ from cxlab.experiments.status import (
     TrialEntry,
     TrialPhase,
 )
-from cxlab.experiments.summary import summarize
 from cxlab.times import whole_seconds
 from cxlab_contract.durations import parse_duration
 

@@ -35,9 +35,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from cxlab.analysis.summary import Summary
 from cxlab.experiments.pods import LABEL_COMPONENT, LABEL_EXPERIMENT, owner_reference
 from cxlab.experiments.status import ExperimentStatus, TrialEntry
-from cxlab.experiments.summary import Summary
 
 CHUNK_TRIALS = 100
 COMPONENT_RESULTS = "results"

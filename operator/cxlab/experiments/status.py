@@ -10,12 +10,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Self
 
+from cxlab.analysis.capacity_plan import CapacityPlan
 from cxlab.conditions import Condition
-from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.shape import Maybe, Shape, nullable, optional
 
 if TYPE_CHECKING:  # a TypedDict for the type checker; to pydantic the JSON it is (see below)
-    from cxlab.experiments.summary import Summary
+    from cxlab.analysis.summary import Summary
     from cxlab_contract.result import Result
 else:
     # The Result was validated against its JSON Schema when it was read (a runner's output),
@@ -122,7 +122,7 @@ class TrialEntry(Shape):
     experiment (cxlab.experiments.results_store); the local backend keeps it inline."""
     result: Maybe[Result] = None
     """The runner's Result (cxlab_contract/result-v1.schema.json); a trial of several Pods:
-    their merged Result (cxlab.experiments.merge)."""
+    their merged Result (cxlab.analysis.merge)."""
     pod_results: Maybe[list[Result]] = None
     """Each Pod's own Result, in Pod order, for a trial of several Pods."""
 
@@ -187,7 +187,7 @@ class Environment(Shape):
     calibration: Maybe[Calibration] = None
 
 
-# A verdict, of one point or of an objective (cxlab.experiments.objectives).
+# A verdict, of one point or of an objective (cxlab.analysis.objectives).
 Verdict = Literal["Met", "Broken", "Inconclusive"]
 
 

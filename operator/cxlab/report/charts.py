@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 
-from cxlab.experiments.labels import concurrency, rtt_label
+from cxlab.analysis.labels import concurrency, rtt_label
+from cxlab.analysis.stats import center
 from cxlab.experiments.status import TrialEntry
 from cxlab.report import svg
 from cxlab.report.data import MIB, Context, Json, Style, by_variant, first_success, floor_unit
-from cxlab.stats import center
 from cxlab_contract.result import floor_seconds as runner_floor_seconds
 
 # More lines than this and a memory-over-time chart stops being readable.

@@ -7,11 +7,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cxlab.analysis.summary import summarize
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.record import latency_objective, outcomes_of
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import TrialEntry
-from cxlab.experiments.summary import summarize
 from cxlab.report import svg
 from cxlab_contract.durations import parse_duration
 

@@ -145,7 +145,7 @@ def answer_section(summary: Json | None, status: ExperimentStatus) -> str:
     )
 
 
-# How a recommendation is chosen, and what "tied" means (cxlab.experiments.summary.recommend).
+# How a recommendation is chosen, and what "tied" means (cxlab.analysis.summary.recommend).
 _RANKING = (
     "Of the configurations whose median wall time is within the tolerance of the fastest: "
     "the least CPU time, then the least peak RSS, then the fewest workers. Two that the "
@@ -154,7 +154,7 @@ _RANKING = (
     "are within the tolerance of each other."
 )
 
-# An arrival run's (cxlab.experiments.recommend.recommend_rates).
+# An arrival run's (cxlab.analysis.recommend.recommend_rates).
 _RATE_RANKING = (
     "Of the configurations holding the largest offered rate (within the tolerance): the one "
     "using the least CPU at its knee, then the fewest workers. A rate holds when no task failed "

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from html import escape
 
-from cxlab.experiments.labels import rtt_label, workers_label
+from cxlab.analysis.labels import rtt_label, workers_label
+from cxlab.analysis.stats import center
 from cxlab.experiments.status import TrialEntry
 from cxlab.report import svg
 from cxlab.report.data import MIB, Context, Json, Style, by_rtt
@@ -21,7 +22,6 @@ from cxlab.report.tables import (
     skipped_table,
     skipped_text,
 )
-from cxlab.stats import center
 
 _RATE_AXIS = svg.Axis("offered rate (tasks/s)", "linear", svg.format_count, include_zero=True)
 

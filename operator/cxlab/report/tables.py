@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
-from cxlab.experiments.labels import NOISE_CHECKED, spread_cells, variant_text, workers_label
+from cxlab.analysis.labels import NOISE_CHECKED, spread_cells, variant_text, workers_label
+from cxlab.analysis.stats import center
+from cxlab.analysis.summary import syscalls_requested
 from cxlab.experiments.status import TrialEntry
-from cxlab.experiments.summary import syscalls_requested
 from cxlab.report import svg
 from cxlab.report.data import MIB, Json, measured
-from cxlab.stats import center
 from cxlab_contract.durations import format_duration
 
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from cxlab.analysis.capacity_plan import CapacityPlan
 from cxlab.conditions import Condition, condition_of, set_condition
-from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.status import Phase
 from cxlab.schedules.cron import Schedule
 from cxlab.schedules.history import HistoryEntry, appended, newest_succeeded

@@ -11,13 +11,13 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from cxlab.analysis.capacity_plan import CapacityPlan
+from cxlab.analysis.summary import group_points
 from cxlab.conditions import condition_of
-from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.record import outcomes_of
 from cxlab.experiments.resource import ConcurrencyExperiment, parse_experiment
 from cxlab.experiments.status import Environment, ExperimentStatus, Phase, Verdict
-from cxlab.experiments.summary import group_points
 from cxlab.shape import Maybe, Shape
 from cxlab.times import parse_time, timestamp
 from cxlab_contract.durations import format_duration

@@ -62,7 +62,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cxlab.stats import student_t_sf
+from cxlab.analysis.stats import student_t_sf
 
 # Which way each metric of a history entry's points gets worse.
 BAD_DIRECTION: dict[str, Literal["up", "down"]] = {

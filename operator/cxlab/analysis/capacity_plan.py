@@ -27,7 +27,7 @@ target utilisation U, and the Pod no faster than it was measured (so S holds):
 
 Per model (variant): of its points that meet the objective, the one with the largest r (tie:
 fewer workers). For the target rate R, Pods and workers are sized for queueing
-(cxlab.experiments.queueing: tasks arrive at random at λ = R / pods per Pod):
+(cxlab.analysis.queueing: tasks arrive at random at λ = R / pods per Pod):
 
     pods          = the fewest, from ceil(R / r) up, for which some worker count per Pod keeps
                     P(wait) <= maxWaitProbability and the percentile of wait + service
@@ -57,12 +57,12 @@ from typing import Literal
 
 import yaml
 
-from cxlab.experiments.labels import workers_label
-from cxlab.experiments.outcome import TrialOutcome
+from cxlab.analysis.labels import workers_label
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.queueing import Queue, Service, smallest_workers
+from cxlab.analysis.summary import PointRuns, group_points
 from cxlab.experiments.plan import Trial
-from cxlab.experiments.queueing import Queue, Service, smallest_workers
 from cxlab.experiments.spec import CapacityTarget, ExperimentSpec
-from cxlab.experiments.summary import PointRuns, group_points
 from cxlab.shape import Maybe, Shape, nullable
 from cxlab_contract import runner_contract
 from cxlab_contract.durations import format_duration, parse_duration

@@ -16,14 +16,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from cxlab.analysis.labels import workers_label
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.stats import t975
+from cxlab.analysis.summary import PointRuns, group_points
 from cxlab.experiments.fields import memory_bytes
-from cxlab.experiments.labels import workers_label
-from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
 from cxlab.experiments.spec import GROWS_WITH_LOAD, ExperimentSpec, Objective
 from cxlab.experiments.status import ObjectivePoint, ObjectiveStatus, Verdict
-from cxlab.experiments.summary import PointRuns, group_points
-from cxlab.stats import t975
 from cxlab_contract.durations import format_duration, parse_duration
 from cxlab_contract.figures import significant
 from cxlab_contract.result import Result

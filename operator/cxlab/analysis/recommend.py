@@ -1,7 +1,7 @@
 """The answer of a summary's points: the knee of each model per RTT (where adding workers stops
 paying) and one recommendation per RTT (the cheapest of the fastest), naming the points the
-measurements cannot tell from it. Pure; by each point's median (cxlab.stats), so one outlier
-does not move them."""
+measurements cannot tell from it. Pure; by each point's median (cxlab.analysis.stats), so one
+outlier does not move them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cxlab.experiments.labels import (
+from cxlab.analysis.labels import (
     NOISE_CHECKED,
     concurrency,
     rtt_label,
@@ -17,7 +17,7 @@ from cxlab.experiments.labels import (
     workers_label,
     workers_text,
 )
-from cxlab.stats import Spread, center, separable
+from cxlab.analysis.stats import Spread, center, separable
 from cxlab_contract.durations import format_duration
 
 Point = dict[str, Any]

@@ -1,6 +1,6 @@
 """Trial Results → the experiment's answer (status.summary): repetitions aggregated per point,
-with their median, spread and confidence interval (cxlab.stats), then the knees and the
-recommendations (cxlab.experiments.recommend). Pure, shared by the local backend and the
+with their median, spread and confidence interval (cxlab.analysis.stats), then the knees and the
+recommendations (cxlab.analysis.recommend). Pure, shared by the local backend and the
 operator, so both write the same summary into the same status shape. A point whose CV
 exceeds the tolerance is flagged noisy."""
 
@@ -11,17 +11,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from cxlab.experiments.labels import NOISE_CHECKED
-from cxlab.experiments.outcome import TrialOutcome
-from cxlab.experiments.plan import Trial
-from cxlab.experiments.recommend import (
+from cxlab.analysis.labels import NOISE_CHECKED
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.recommend import (
     LatencyObjective,
     find_knees,
     find_rate_knees,
     recommend,
     recommend_rates,
 )
-from cxlab.stats import present_stats, stats
+from cxlab.analysis.stats import present_stats, stats
+from cxlab.experiments.plan import Trial
 from cxlab_contract import histogram
 from cxlab_contract.figures import significant
 from cxlab_contract.result import Result

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cxlab.stats import center
+from cxlab.analysis.stats import center
 from cxlab_contract.durations import format_duration
 
 # The quantities an answer depends on, checked for noise: wall time (knees, the tolerance),

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from cxlab.analysis.capacity_plan import CapacityPlan, ModelPlan, capacity_plan
+from cxlab.analysis.capacity_plan import CapacityPlan, ModelPlan
 from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.planning import capacity_plan
 from cxlab.analysis.queueing import Service, queue
 from cxlab.experiments.plan import Trial
 from cxlab.experiments.resource import parse_experiment

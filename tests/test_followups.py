@@ -9,8 +9,8 @@ from typing import Any
 
 from test_capacity_plan import CONSTANT, arrival_result, result
 
-from cxlab.analysis.capacity_plan import capacity_plan
 from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.planning import capacity_plan
 from cxlab.experiments.followups import next_rate, trials_of
 from cxlab.experiments.plan import Trial, plan_trials, runner_command
 from cxlab.experiments.record import trial_entry

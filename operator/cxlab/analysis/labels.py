@@ -19,6 +19,11 @@ def share_text(value: float | None) -> str:
     return "—" if value is None else f"{value:.0%}"
 
 
+def rate_text(rate: float) -> str:
+    """A rate of tasks per second, to three decimals at most (the capacity plan's)."""
+    return f"{rate:,.3f}".rstrip("0").rstrip(".")
+
+
 def rtt_label(rtt_seconds: float) -> str:
     return f"RTT {format_duration(rtt_seconds)}"
 

@@ -18,8 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from cxlab.analysis.capacity_plan import attempt_plan, plan_rtt, verification_of
 from cxlab.analysis.objectives import skipped_trials
+from cxlab.analysis.planning import attempt_plan
+from cxlab.analysis.sizing import plan_rtt
+from cxlab.analysis.verification import verification_of
 from cxlab.experiments.plan import Trial, calibration_trials, plan_trials, trial_spec
 from cxlab.experiments.record import outcomes_of
 from cxlab.experiments.spec import (

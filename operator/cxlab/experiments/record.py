@@ -8,9 +8,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from cxlab.analysis.capacity_plan import capacity_plan
 from cxlab.analysis.objectives import judge_objectives, summed_up
 from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.planning import capacity_plan
 from cxlab.analysis.recommend import LatencyObjective, best_line
 from cxlab.analysis.summary import summarize
 from cxlab.conditions import Condition, condition_of, is_true, set_condition

@@ -343,8 +343,8 @@ def test_skipped_trials_are_neither_failed_nor_points_of_the_verdict() -> None:
     assert (judged.verdict, judged.met + judged.broken, judged.skipped_trials) == (BROKEN, 3, 1)
     assert judged.inconclusive == 0  # a point not run is not one that could not be told
     summary = summarize(outcomes, experiment.tolerance)
-    eight = next(p for p in summary["points"] if p["workers"] == 8)
-    assert (eight["skippedTrials"], eight["failedTrials"]) == (1, 0)
+    eight = next(p for p in summary.points if p.workers == 8)
+    assert (eight.skipped_trials, eight.failed_trials) == (1, 0)
 
 
 def test_a_schedules_history_entry_keeps_the_runs_verdict() -> None:

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from cxlab.analysis.labels import workers_label
 from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.recommend import AnyRecommendation, NoRateHeld, RateRecommendation
 from cxlab.analysis.stats import t975
-from cxlab.analysis.summary import PointRuns, group_points
+from cxlab.analysis.summary import PointRuns, Summary, group_points
 from cxlab.experiments.fields import memory_bytes
 from cxlab.experiments.plan import Trial
 from cxlab.experiments.spec import GROWS_WITH_LOAD, ExperimentSpec, Objective
@@ -170,16 +171,16 @@ def in_scope(objective: Objective, trial: Trial) -> bool:
     return objective.workers is None or trial.workers in objective.workers
 
 
-def _recommended(group: PointRuns, recommendations: Iterable[Mapping[str, Any]]) -> bool:
+def _recommended(group: PointRuns, recommendations: Iterable[AnyRecommendation]) -> bool:
     trial = group.trial
-    return any(
-        r.get("variant") == trial.variant
-        and r.get("workers") == trial.workers
-        and r.get("pods", 1) == trial.pods
-        and r.get("rttSeconds") == trial.rtt_seconds
-        and r.get("ratePerSecond", trial.rate) == trial.rate
-        for r in recommendations
-    )
+    for r in recommendations:
+        if isinstance(r, NoRateHeld):  # names no configuration
+            continue
+        rate = r.rate_per_second if isinstance(r, RateRecommendation) else trial.rate
+        named = (r.variant, r.workers, r.pods, r.rtt_seconds, rate)
+        if named == (trial.variant, trial.workers, trial.pods, trial.rtt_seconds, trial.rate):
+            return True
+    return False
 
 
 def configuration_text(
@@ -239,7 +240,7 @@ class _Row:
 def _rows(
     objective: Objective,
     groups: Sequence[PointRuns],
-    recommendations: Sequence[Mapping[str, Any]],
+    recommendations: Sequence[AnyRecommendation],
     one_decides: bool,
 ) -> list[_Row]:
     bound, rows = bound_of(objective), []
@@ -342,13 +343,13 @@ def _message(objective: Objective, rows: list[_Row], verdict: Verdict, skipped: 
 
 
 def judge_objectives(
-    spec: ExperimentSpec, outcomes: Sequence[TrialOutcome], summary: Mapping[str, Any]
+    spec: ExperimentSpec, outcomes: Sequence[TrialOutcome], summary: Summary
 ) -> list[ObjectiveStatus]:
     """Each objective's verdict and table over the sweep's outcomes (the matrix's trials, not
     probes, verifications or calibrations)."""
     sweep = [o for o in outcomes if not o.trial.follows]
     groups = group_points(sweep, spec.pinning)
-    recommendations = summary.get("recommendations") or []
+    recommendations = summary.recommendations
     judged = []
     for objective in spec.objectives or ():
         # One repetition decides only where one was asked for: of three, the one counted

@@ -8,10 +8,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from cxlab.analysis.knees import LatencyObjective
 from cxlab.analysis.objectives import judge_objectives, summed_up
 from cxlab.analysis.outcome import TrialOutcome
 from cxlab.analysis.planning import capacity_plan
-from cxlab.analysis.recommend import LatencyObjective, best_line
+from cxlab.analysis.recommend import best_line
 from cxlab.analysis.summary import summarize
 from cxlab.conditions import Condition, condition_of, is_true, set_condition
 from cxlab.experiments.environment import environment_of
@@ -222,8 +223,8 @@ def _finish(
     met, why, verdict = summed_up(status.objectives or [])
     conditions = made.set(conditions, "ObjectivesMet", met, why, verdict[:MAX_MESSAGE])
     status.completion_time = old.completion_time or whole_seconds(made.now)
-    if summary["recommendations"]:  # saying so when it is noisy or tied
-        status.best = best_line(summary["recommendations"][0])
+    if summary.recommendations:  # saying so when it is noisy or tied
+        status.best = best_line(summary.recommendations[0])
     total, failed = len(made.trials), made.failed
     conditions = made.set(conditions, "Progressing", False, "Finished", f"all {total} trials ended")
     succeeded = f"{total - failed - made.skipped} of {total} trials succeeded"

@@ -332,7 +332,7 @@ def history_command(args: argparse.Namespace) -> int:
     except InputError as error:
         print(f"cxlab: {error}", file=sys.stderr)
         return USAGE_ERROR
-    names = [e["run"] for e in entries]
+    names = [e.run for e in entries]
     if args.acknowledged and args.acknowledged not in names:
         print(
             f"cxlab: --acknowledged: {args.acknowledged!r} is not a run in {args.folder}; "
@@ -478,9 +478,9 @@ def _history_run(folder: Path, run: str | None, label: str) -> HistoryEntry:
     except InputError as error:
         raise _usage(label, str(error)) from None
     if run is None:
-        names = ", ".join(str(e["run"]) for e in entries[-3:])
+        names = ", ".join(e.run for e in entries[-3:])
         raise _usage(label, f"is a history folder: name one of its runs, {folder}#RUN ({names})")
-    return _named_run(entries, run, label)
+    return _named_run([e.document() for e in entries], run, label)
 
 
 def _named_run(entries: list[Any], run: str, label: str) -> HistoryEntry:

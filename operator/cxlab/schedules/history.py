@@ -65,6 +65,17 @@ class HistoryPoint(Shape):
     """Every repetition's value per metric (only when n > 1): the spread `cxlab compare`
     shows (the regression test compares runs by their medians)."""
 
+    def value(self, metric: str) -> float | None:
+        """The median of a metric, by its name (a key of METRICS, as the point writes it)."""
+        value: float | None = getattr(self, _METRIC_FIELDS[metric])
+        return value
+
+
+# A metric's field in a point (wallSeconds → wall_seconds): a metric is named as written.
+_METRIC_FIELDS = {
+    field.alias: name for name, field in HistoryPoint.model_fields.items() if field.alias in METRICS
+}
+
 
 class PlanBrief(Shape):
     """The run's capacity plan in short: Pods needed over time, and how its run went."""
@@ -146,8 +157,7 @@ def _points(experiment: ConcurrencyExperiment, status: ExperimentStatus) -> list
 
 def _by_name(by_alias: Mapping[str, float]) -> dict[str, float]:
     """HistoryPoint's field names of metrics named as written (wallSeconds → wall_seconds)."""
-    names = {field.alias: name for name, field in HistoryPoint.model_fields.items()}
-    return {names[key]: value for key, value in by_alias.items()}
+    return {_METRIC_FIELDS[key]: value for key, value in by_alias.items()}
 
 
 def entry_of(document: Mapping[str, Any], scheduled_time: str | None = None) -> dict[str, Any]:

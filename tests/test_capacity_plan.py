@@ -254,7 +254,7 @@ def test_an_arrival_runs_holding_time_is_its_service_without_the_wait() -> None:
     target = {"ratePerSecond": 30, "latency": {"max": "250ms"}}
     spec = experiment([{"model": "asyncio", "workers": [0]}], target)
     waits = [0.0] * 50 + [0.05] * 50
-    trial = Trial(0, "asyncio", 0, None, 0.1, 1, rate=40.0)
+    trial = Trial(0, "asyncio", 0, None, 0.1, 1, rate_per_second=40.0)
     [asyncio] = plan_of(spec, [TrialOutcome(trial, arrival_result(40, CONSTANT, waits))])["models"]
     assert asyncio["holdingTimeSeconds"] == 0.1 and asyncio["ratePerPod"] == 40.0
     # A run that dropped arrivals did not carry its rate: nothing to plan from.

@@ -116,7 +116,7 @@ def plan_text(experiment: ConcurrencyExperiment) -> str:
             rtt_cell(trial.rtt_seconds),
         ]
         if arrivals:
-            row.append(f"{trial.rate:g}/s")
+            row.append(f"{trial.rate_per_second:g}/s")
         rows.append([*row, str(trial.repetition), "?" if floor is None else format_duration(floor)])
     headers = ["trial", "model", "workers", "rtt", *(["rate"] if arrivals else []), "rep", "floor"]
     estimate = _estimate(experiment, total, unknown) + _followups_text(spec)

@@ -173,12 +173,12 @@ def in_scope(objective: Objective, trial: Trial) -> bool:
 
 def _recommended(group: PointRuns, recommendations: Iterable[AnyRecommendation]) -> bool:
     trial = group.trial
+    ours = (trial.variant, trial.workers, trial.pods, trial.rtt_seconds, trial.rate_per_second)
     for r in recommendations:
         if isinstance(r, NoRateHeld):  # names no configuration
             continue
-        rate = r.rate_per_second if isinstance(r, RateRecommendation) else trial.rate
-        named = (r.variant, r.workers, r.pods, r.rtt_seconds, rate)
-        if named == (trial.variant, trial.workers, trial.pods, trial.rtt_seconds, trial.rate):
+        rate = r.rate_per_second if isinstance(r, RateRecommendation) else trial.rate_per_second
+        if (r.variant, r.workers, r.pods, r.rtt_seconds, rate) == ours:
             return True
     return False
 
@@ -197,7 +197,12 @@ def configuration_text(
 
 def point_label(trial: Trial) -> str:
     return configuration_text(
-        trial.variant, trial.model, trial.workers, trial.pods, trial.rtt_seconds, trial.rate
+        trial.variant,
+        trial.model,
+        trial.workers,
+        trial.pods,
+        trial.rtt_seconds,
+        trial.rate_per_second,
     )
 
 
@@ -266,7 +271,7 @@ def _point(row: _Row) -> ObjectivePoint:
     ]
     return ObjectivePoint(
         variant=trial.variant, model=trial.model, pods=trial.pods if trial.pods > 1 else None,
-        workers=trial.workers, rtt_seconds=trial.rtt_seconds, rate_per_second=trial.rate,
+        workers=trial.workers, rtt_seconds=trial.rtt_seconds, rate_per_second=trial.rate_per_second,
         repetitions=len(row.values), value=rounded[0], low=rounded[1], high=rounded[2],
         verdict=judged.verdict, repetitions_needed=judged.needed,
     )  # fmt: skip
@@ -414,8 +419,9 @@ def _worse(broken: Trial, trial: Trial, arrivals: bool) -> bool:
     ):  # fmt: skip
         return False
     if arrivals:
-        return trial.workers == broken.workers and (trial.rate or 0) > (broken.rate or 0)
-    if trial.rate != broken.rate or broken.workers == 0:
+        faster = (trial.rate_per_second or 0) > (broken.rate_per_second or 0)
+        return trial.workers == broken.workers and faster
+    if trial.rate_per_second != broken.rate_per_second or broken.workers == 0:
         return False
     return trial.workers == 0 or trial.workers > broken.workers
 

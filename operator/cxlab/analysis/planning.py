@@ -128,9 +128,8 @@ def _plan(
     if not meeting:
         plan.display = f"no model meets {planner.objective_text}"
         reasons = "; ".join(f"{m.variant}: {m.reason}" for m in models)
-        plan.message = (
-            f"{plan.display} for {rate_text(planner.rate)} tasks/s{_where(rtt)}: {reasons}"
-        )
+        rate = rate_text(planner.rate_per_second)
+        plan.message = f"{plan.display} for {rate} tasks/s{_where(rtt)}: {reasons}"
         return plan
     _, choice = min(meeting, key=lambda im: (im[1].cores or 0, im[1].memory_bytes or 0, im[0]))
     return _chosen(spec, plan, planner, choice)
@@ -175,7 +174,7 @@ def _chosen(
     rtt_text = f" (RTT {format_duration(rtt)})" if rtt is not None else ""
     message = (
         f"{variant}: {shown} ({workers} worker{'s' if workers != 1 else ''} per Pod) for "
-        f"{rate_text(planner.rate)} tasks/s at {planner.objective_text}{rtt_text}, "
+        f"{rate_text(planner.rate_per_second)} tasks/s at {planner.objective_text}{rtt_text}, "
         f"expected {planner.percentile} "
         f"{format_duration(choice.expected_latency_seconds or 0.0)} with "
         f"{choice.expected_wait_probability or 0:.0%} of tasks waiting "
@@ -183,7 +182,7 @@ def _chosen(
         f"{choice.expected_occupancy or 0:.0%} occupancy; "
         f"{choice.basis}: {choice.note}"
     )
-    target = f"{rate_text(planner.rate)} tasks/s at {planner.objective_text}"
+    target = f"{rate_text(planner.rate_per_second)} tasks/s at {planner.objective_text}"
     return plan.model_copy(
         update={
             "choice": variant, "pods": pods, "cores": choice.cores,

@@ -151,7 +151,7 @@ class Planner:
         cores = spec.resources.whole_cpus
         assert cores is not None, "the spec refuses a capacity plan for a fraction of a CPU"
         self.cores_per_pod = cores
-        self.rate = target.rate_per_second
+        self.rate_per_second = target.rate_per_second
         self.utilization = target.cpu_utilization
         self.percentile = target.latency.percentile
         self.fraction = FRACTION[self.percentile]
@@ -186,7 +186,7 @@ class Planner:
             # A probe's workers as the spec gives them: 0 is one per arrival, not those it ran.
             replace(
                 _measured(g.results, self.percentile),
-                searched=g.trial.rate,
+                searched=g.trial.rate_per_second,
                 workers=g.trial.workers,
             )
             if g.trial.probe
@@ -230,7 +230,7 @@ class Planner:
             expected_wait_probability=round(queue.wait_probability, 4),
             expected_mean_wait_seconds=significant(queue.mean_wait),
             expected_cpu_utilization=round(
-                self.rate / pods * point.cpu_per_task / self.cores_per_pod, 3
+                self.rate_per_second / pods * point.cpu_per_task / self.cores_per_pod, 3
             ),
             basis=basis, note=note,
         )  # fmt: skip
@@ -246,11 +246,11 @@ class Planner:
 
         def sized(pods: int) -> Queue | None:
             return smallest_workers(
-                self.rate / pods, point.service, self.fraction, self.objective,
+                self.rate_per_second / pods, point.service, self.fraction, self.objective,
                 self.max_wait_probability, most,
             )  # fmt: skip
 
-        low = max(_ceil(self.rate / rate_per_pod), min_pods)
+        low = max(_ceil(self.rate_per_second / rate_per_pod), min_pods)
         if low > MAX_PODS:
             return None
         if (queue := sized(low)) is not None:
@@ -270,7 +270,7 @@ class Planner:
     def unsized(self, model: str, point: _Point) -> str:
         """Why no Pod count carries the target with the point's service times."""
         rate_per_pod = self.usable_rate(point)
-        if rate_per_pod <= 0 or _ceil(self.rate / rate_per_pod) > MAX_PODS:
+        if rate_per_pod <= 0 or _ceil(self.rate_per_second / rate_per_pod) > MAX_PODS:
             return (
                 f"needs more than {MAX_PODS:,} Pods ({rate_text(rate_per_pod)} tasks/s each), "
                 f"the most Kubernetes supports in one cluster"

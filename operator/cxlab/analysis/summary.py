@@ -112,7 +112,7 @@ def group_points(outcomes: Iterable[TrialOutcome], pinning: str) -> list[PointRu
     groups: dict[tuple[str, int, int, float | None, float | None], list[TrialOutcome]] = {}
     for outcome in outcomes:
         trial = outcome.trial
-        key = (trial.variant, trial.pods, trial.workers, trial.rtt_seconds, trial.rate)
+        key = (trial.variant, trial.pods, trial.workers, trial.rtt_seconds, trial.rate_per_second)
         groups.setdefault(key, []).append(outcome)
     return [
         PointRuns(
@@ -135,7 +135,7 @@ def _identity(group: PointRuns) -> Point:
     return Point(
         variant=trial.variant, model=trial.model, gomaxprocs=trial.gomaxprocs, pods=trial.pods,
         workers=trial.workers, rtt_seconds=trial.rtt_seconds, repetitions=len(group.results),
-        failed_trials=group.failed, rate_per_second=trial.rate,
+        failed_trials=group.failed, rate_per_second=trial.rate_per_second,
         unpinned_trials=group.unpinned or None,  # measured, but not on its own cores
         skipped_trials=group.skipped or None,  # not run (abortOnFail)
         # the generator could not keep the rate: the runner was measured

@@ -22,7 +22,7 @@ def verification_of(spec: ExperimentSpec, outcome: TrialOutcome) -> Verification
     percentile, objective = target.latency.percentile, parse_duration(target.latency.max)
     figures = Verification(
         attempt=trial.verify, trial=trial.name, pods=trial.pods,
-        workers_per_pod=trial.workers, rate_per_second=round(trial.rate or 0.0, 3),
+        workers_per_pod=trial.workers, rate_per_second=round(trial.rate_per_second or 0.0, 3),
         percentile=percentile, objective_seconds=significant(objective), holds=False,
     )  # fmt: skip
     result = outcome.result
@@ -61,11 +61,13 @@ def verification_of(spec: ExperimentSpec, outcome: TrialOutcome) -> Verification
     figures.holds = not short
     pods = f"{trial.pods} Pod{'s' if trial.pods != 1 else ''} x {trial.workers} workers"
     figures.summary = (
-        f"{pods} at {rate_text(trial.rate or 0.0)} tasks/s measured {percentile} "
+        f"{pods} at {rate_text(trial.rate_per_second or 0.0)} tasks/s measured {percentile} "
         f"{format_duration(latency)} ≤ {format_duration(objective)}"
     )
     if short:
-        figures.shortfall = f"{pods} at {rate_text(trial.rate or 0.0)} tasks/s: " + "; ".join(short)
+        figures.shortfall = (
+            f"{pods} at {rate_text(trial.rate_per_second or 0.0)} tasks/s: " + "; ".join(short)
+        )
     return figures
 
 

@@ -120,7 +120,7 @@ def cannot_verify(spec: ExperimentSpec, trial: Trial) -> str | None:
         return f"the plan's {trial.pods} Pods are more than one trial runs ({_LIMITS['pods'].max})"
     workload = trial_spec(spec, trial).workload
     assert workload.arrival is not None
-    per_pod = (trial.rate or 0.0) / trial.pods
+    per_pod = (trial.rate_per_second or 0.0) / trial.pods
     arrivals = per_pod * parse_duration(workload.arrival.duration or "0s")
     if per_pod > _LIMITS["rate"].max or arrivals > _LIMITS["tasks"].max:
         return (
@@ -213,9 +213,9 @@ def cannot_probe(spec: ExperimentSpec, trial: Trial) -> str | None:
     """Why no runner runs this probe (past a runner's rate or tasks): the search ends."""
     workload = trial_spec(spec, trial).workload
     assert workload.arrival is not None
-    arrivals = (trial.rate or 0.0) * parse_duration(workload.arrival.duration or "0s")
-    if (trial.rate or 0.0) > _LIMITS["rate"].max or arrivals > _LIMITS["tasks"].max:
+    arrivals = (trial.rate_per_second or 0.0) * parse_duration(workload.arrival.duration or "0s")
+    if (trial.rate_per_second or 0.0) > _LIMITS["rate"].max or arrivals > _LIMITS["tasks"].max:
         return "past what a runner issues"
-    if (trial.rate or 0.0) < 1 / parse_duration(workload.arrival.duration or "1s"):
+    if (trial.rate_per_second or 0.0) < 1 / parse_duration(workload.arrival.duration or "1s"):
         return "under one arrival in the probe's duration"
     return None

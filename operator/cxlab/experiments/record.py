@@ -45,7 +45,7 @@ def trial_entry(outcome: TrialOutcome) -> TrialEntry:
     return TrialEntry(
         name=trial.name, model=trial.model, variant=trial.variant, workers=trial.workers,
         gomaxprocs=trial.gomaxprocs, rtt_seconds=trial.rtt_seconds,
-        rate_per_second=trial.rate, repetition=trial.repetition,
+        rate_per_second=trial.rate_per_second, repetition=trial.repetition,
         phase=_phase(outcome),
         pods=trial.pods if trial.pods > 1 else None, message=message,
         pinned=None if result is None else outcome.unpinned is None,

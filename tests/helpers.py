@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from cxlab.analysis.outcome import parse_result
 from cxlab.barrier import is_ready
 from cxlab.controller.kube import StaleStatus
-from cxlab.experiments.outcome import parse_result
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / "build" / "bin"

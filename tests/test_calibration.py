@@ -14,12 +14,13 @@ from helpers import ROOT
 from test_capacity_plan import result
 from test_followups import entries, experiment, sweep_outcomes
 
+from cxlab.analysis.outcome import TrialOutcome
 from cxlab.controller.schedule_pass import run_spec
 from cxlab.experiments.environment import environment_of
 from cxlab.experiments.followups import trials_of
-from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import calibration_trials, plan_trials, runner_command
 from cxlab.experiments.record import trial_entry
+from cxlab.schedules.history import HistoryEntry
 from cxlab.schedules.regression import (
     EnvironmentChange,
     Policy,
@@ -107,7 +108,7 @@ def test_the_environment_comes_from_the_calibration_entries() -> None:
     assert environment_of(plan_trials(experiment()), []) is None
 
 
-def _history(cpu_loop_newest: float, slower: float, node_newest: str = "node-a") -> list[Any]:
+def _documents(cpu_loop_newest: float, slower: float, node_newest: str = "node-a") -> list[Any]:
     """Five steady runs of one point, then one `slower` by that factor; calibration CPU loop
     of 100 ms (1 % apart) in the baseline, `cpu_loop_newest` in the newest."""
     history = []
@@ -123,6 +124,12 @@ def _history(cpu_loop_newest: float, slower: float, node_newest: str = "node-a")
                         "points": [{"point": "asyncio w=10", "model": "asyncio", "n": 1,
                                     "wallSeconds": wall}]})  # fmt: skip
     return history
+
+
+def _history(
+    cpu_loop_newest: float, slower: float, node_newest: str = "node-a"
+) -> list[HistoryEntry]:
+    return [HistoryEntry.read(e) for e in _documents(cpu_loop_newest, slower, node_newest)]
 
 
 def test_a_regression_whose_calibration_moved_with_it_is_the_environments() -> None:
@@ -155,9 +162,10 @@ def test_a_changed_fingerprint_alone_is_said_but_does_not_blame_the_environment(
 
 
 def test_runs_without_calibration_compare_as_before() -> None:
-    history = copy.deepcopy(_history(0.130, 1.3))
-    for entry in history:
+    documents = copy.deepcopy(_documents(0.130, 1.3))
+    for entry in documents:
         del entry["environment"]
+    history = [HistoryEntry.read(e) for e in documents]
     [found] = regressions(history)
     assert found.cause == "code" and newest_environment_change(history).text() == ""
     assert regressions(history, Policy(min_relative_change=0.5)) == []

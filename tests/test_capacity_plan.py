@@ -1,4 +1,4 @@
-"""The capacity plan (cxlab.experiments.capacity_plan): measured points → Pods and cores for a
+"""The capacity plan (cxlab.analysis.capacity_plan): measured points → Pods and cores for a
 target load, per model, and the cheapest model that meets the latency objective."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 import yaml
 
-from cxlab.experiments.capacity_plan import CapacityPlan, ModelPlan, capacity_plan
-from cxlab.experiments.outcome import TrialOutcome
+from cxlab.analysis.capacity_plan import CapacityPlan, ModelPlan
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.planning import capacity_plan
+from cxlab.analysis.queueing import Service, queue
 from cxlab.experiments.plan import Trial
-from cxlab.experiments.queueing import Service, queue
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab_contract.histogram import build
@@ -253,7 +254,7 @@ def test_an_arrival_runs_holding_time_is_its_service_without_the_wait() -> None:
     target = {"ratePerSecond": 30, "latency": {"max": "250ms"}}
     spec = experiment([{"model": "asyncio", "workers": [0]}], target)
     waits = [0.0] * 50 + [0.05] * 50
-    trial = Trial(0, "asyncio", 0, None, 0.1, 1, rate=40.0)
+    trial = Trial(0, "asyncio", 0, None, 0.1, 1, rate_per_second=40.0)
     [asyncio] = plan_of(spec, [TrialOutcome(trial, arrival_result(40, CONSTANT, waits))])["models"]
     assert asyncio["holdingTimeSeconds"] == 0.1 and asyncio["ratePerPod"] == 40.0
     # A run that dropped arrivals did not carry its rate: nothing to plan from.

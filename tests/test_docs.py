@@ -318,7 +318,7 @@ def test_the_checks_see_what_they_check() -> None:
         repository_path("operator/cxlab/experiments/spec.py:44,")
         == "operator/cxlab/experiments/spec.py"
     )
-    assert repository_path("cxlab/experiments/merge.py") == "operator/cxlab/experiments/merge.py"
+    assert repository_path("cxlab/analysis/merge.py") == "operator/cxlab/analysis/merge.py"
     assert repository_path("build/bin/helm") is None
     assert slug("make bench-scale: 5,000 trials on 100 fake nodes") == (
         "make-bench-scale-5000-trials-on-100-fake-nodes"

@@ -9,9 +9,9 @@ from typing import Any
 
 from test_capacity_plan import CONSTANT, arrival_result, result
 
-from cxlab.experiments.capacity_plan import capacity_plan
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.planning import capacity_plan
 from cxlab.experiments.followups import after, next_rate, trials_of
-from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial, plan_trials, runner_command
 from cxlab.experiments.record import trial_entry
 from cxlab.experiments.resource import parse_experiment
@@ -46,7 +46,7 @@ def sweep_outcomes(spec: ExperimentSpec) -> list[TrialOutcome]:
 
 def checked(trial: Trial, p99: float, waits: float = 0.0, dropped: int = 0) -> TrialOutcome:
     """A probe's or verification's merged Result: its rate, 100 ms each, p99 as given."""
-    rate = trial.rate or 0.0
+    rate = trial.rate_per_second or 0.0
     measured = arrival_result(rate, CONSTANT, [waits] * 100, dropped)
     measured["latencySeconds"]["p99"] = p99
     measured["arrival"] |= {"achievedRatePerSecond": rate, "waitHistogram": result(
@@ -65,7 +65,13 @@ def test_the_verification_runs_once_the_sweep_has_ended_as_the_plan_says() -> No
     followed = trials_of(spec, entries(outcomes))
     [check] = [t for t in followed.trials if t.verify]
     # The plan: 2 Pods x 6 workers for 60 tasks/s; the trial after the sweep's one
-    assert (check.index, check.pods, check.workers, check.rate, check.verify) == (1, 2, 6, 60.0, 1)
+    assert (check.index, check.pods, check.workers, check.rate_per_second, check.verify) == (
+        1,
+        2,
+        6,
+        60.0,
+        1,
+    )
     assert check.name == "001-v1-asyncio-n2-w6-rtt100ms-a60-r1"
     argv = runner_command(spec, check, experiment="verify", pod=1)
     flags = dict(zip(argv[3::2], argv[4::2], strict=False))
@@ -176,7 +182,7 @@ def searching(max_probes: int = 4, **verify: Any) -> ExperimentSpec:
 
 def probe_result(trial: Trial) -> TrialOutcome:
     """A probe of 100 ms tasks: the objective (250 ms) holds up to 45 tasks/s, not above."""
-    rate = trial.rate or 0.0
+    rate = trial.rate_per_second or 0.0
     return checked(trial, p99=0.12 if rate <= 45 else 0.9, waits=0.0 if rate <= 45 else 0.5)
 
 
@@ -195,7 +201,7 @@ def test_a_rate_search_runs_probe_by_probe_then_the_plan_uses_the_rate_it_found(
         ran.append(probe_result(next_trial))
     probes = [o.trial for o in ran]
     # 20 held, 40 held, 80 failed, 60 failed: 4 probes, the most allowed; 40 is the rate
-    assert [(t.probe, t.rate, t.pods, t.workers) for t in probes] == [
+    assert [(t.probe, t.rate_per_second, t.pods, t.workers) for t in probes] == [
         (1, 20.0, 1, 4), (2, 40.0, 1, 4), (3, 80.0, 1, 4), (4, 60.0, 1, 4),
     ]  # fmt: skip
     assert probes[0].name == "001-s1-asyncio-w4-rtt100ms-a20-r1"
@@ -221,7 +227,7 @@ def searched_once(spec: ExperimentSpec) -> tuple[list[TrialOutcome], Trial, Tria
 
 def test_the_verification_follows_the_search() -> None:
     _, _, check = searched_once(searching(1, maxAttempts=1))
-    assert check.index == 2 and check.rate == 60.0
+    assert check.index == 2 and check.rate_per_second == 60.0
 
 
 def test_the_report_shows_the_probes_the_verification_and_the_fragment() -> None:

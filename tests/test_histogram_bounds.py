@@ -17,7 +17,7 @@ import random
 
 import pytest
 
-from cxlab.stats import stats
+from cxlab.analysis.stats import stats
 from cxlab_contract import histogram
 from cxlab_contract.result import latency_seconds
 from cxlab_runner.duration import OK, TaskTimes, generator_verdict, timeline
@@ -150,6 +150,6 @@ def test_a_duration_runs_microsecond_figures_keep_their_digits() -> None:
 
 def test_a_summarys_spread_of_microseconds_keeps_their_digits() -> None:
     spread = stats([1.4e-6, 1.5e-6, 1.4e-6])
-    assert spread["median"] == 1.4e-6
-    assert spread["mean"] == pytest.approx(1.4333333e-6, rel=1e-7)
-    assert spread["ci95"][1] > 1.5e-6
+    assert spread.median == 1.4e-6
+    assert spread.mean == pytest.approx(1.4333333e-6, rel=1e-7)
+    assert spread.ci95 is not None and spread.ci95[1] > 1.5e-6

@@ -22,11 +22,11 @@ import pytest
 from helpers import until
 from test_spec import document
 
+from cxlab.analysis.outcome import parse_result
 from cxlab.config import OperatorConfig
 from cxlab.controller import host_watch
 from cxlab.controller.host_watch import forget_trial, start_trial
 from cxlab.controller.pod_watch import PodIndex
-from cxlab.experiments.outcome import parse_result
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.pod_view import PodView
 from cxlab.experiments.pods import LABEL_EXPERIMENT, build_trial_pod

@@ -29,8 +29,8 @@ import pytest
 from helpers import runner_argv, scrape, wait_at_barrier
 from prometheus_client.parser import text_string_to_metric_families
 
+from cxlab.analysis.outcome import parse_result
 from cxlab.barrier import release
-from cxlab.experiments.outcome import parse_result
 from cxlab.local.delay_target import free_port
 from cxlab_contract import runner_contract
 from cxlab_runner.config import UsageError, parse_config

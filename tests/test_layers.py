@@ -1,7 +1,8 @@
 """Who may import whom. The runner contract (cxlab_contract) is the shared kernel: the runner
 and the operator both depend on it, it depends on neither, and neither depends on the other
 (the operator image carries no runner). Inside the operator, the experiment and schedule
-kinds are pure: Kubernetes I/O, kopf and the operator's shell (cxlab.controller) stay out."""
+kinds and the analysis are pure: Kubernetes I/O, kopf and the operator's shell
+(cxlab.controller) stay out."""
 
 from __future__ import annotations
 
@@ -54,14 +55,15 @@ def test_the_contract_is_the_only_shared_code(package: str, forbidden: tuple[str
     assert offenders(PACKAGES[package], forbidden) == []
 
 
-# The kinds decide and build; talking to Kubernetes, Prometheus or a runner is the shell's.
+# The kinds decide and build, the analysis reckons; talking to Kubernetes, Prometheus or a
+# runner is the shell's.
 # urllib.parse only parses text (a target's URL): the rest of urllib does I/O.
 SHELL = ("cxlab.controller", "cxlab.local", "kopf", "kubernetes", "prometheus_client",
          "urllib.request", "urllib.error", "urllib.response", "http", "socket",
          "subprocess")  # fmt: skip
 
 
-@pytest.mark.parametrize("kind", ["experiments", "schedules"])
+@pytest.mark.parametrize("kind", ["experiments", "analysis", "schedules"])
 def test_the_kinds_are_pure(kind: str) -> None:
     assert offenders(PACKAGES["cxlab"] / kind, SHELL) == []
 

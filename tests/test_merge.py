@@ -1,4 +1,4 @@
-"""A trial's merged Result (cxlab.experiments.merge): sums, the wall from first start to last
+"""A trial's merged Result (cxlab.analysis.merge): sums, the wall from first start to last
 end, and percentiles from the merged latency histogram, which equals the histogram of all the Pods'
 latencies together."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from cxlab.experiments.merge import merge_results, skew_seconds
+from cxlab.analysis.merge import merge_results, skew_seconds
 from cxlab_contract import histogram, result_schema
 from cxlab_contract.figures import significant
 from cxlab_contract.result import latency_seconds, percentile

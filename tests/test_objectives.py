@@ -1,4 +1,4 @@
-"""spec.objectives judged (cxlab.experiments.objectives): each metric read from a Result, the
+"""spec.objectives judged (cxlab.analysis.objectives): each metric read from a Result, the
 three verdicts from the 95 % interval against published t quantiles, the repetitions that would
 decide, the scopes, the condition, and the trials abortOnFail skips."""
 
@@ -12,9 +12,7 @@ from typing import Any
 
 import pytest
 
-from cxlab.cli.exits import GRAVITY, exit_status
-from cxlab.conditions import condition_of
-from cxlab.experiments.objectives import (
+from cxlab.analysis.objectives import (
     BROKEN,
     INCONCLUSIVE,
     MET,
@@ -26,12 +24,14 @@ from cxlab.experiments.objectives import (
     summed_up,
     value_of,
 )
-from cxlab.experiments.outcome import TrialOutcome
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.summary import summarize
+from cxlab.cli.exits import GRAVITY, exit_status
+from cxlab.conditions import condition_of
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.spec import ExperimentSpec, Objective
 from cxlab.experiments.status import ExperimentStatus
-from cxlab.experiments.summary import summarize
 from cxlab.local.backend import local_status
 from cxlab.schedules.history import history_entry
 
@@ -343,8 +343,8 @@ def test_skipped_trials_are_neither_failed_nor_points_of_the_verdict() -> None:
     assert (judged.verdict, judged.met + judged.broken, judged.skipped_trials) == (BROKEN, 3, 1)
     assert judged.inconclusive == 0  # a point not run is not one that could not be told
     summary = summarize(outcomes, experiment.tolerance)
-    eight = next(p for p in summary["points"] if p["workers"] == 8)
-    assert (eight["skippedTrials"], eight["failedTrials"]) == (1, 0)
+    eight = next(p for p in summary.points if p.workers == 8)
+    assert (eight.skipped_trials, eight.failed_trials) == (1, 0)
 
 
 def test_a_schedules_history_entry_keeps_the_runs_verdict() -> None:

@@ -35,7 +35,7 @@ def test_an_installed_package_validates_results_without_the_repository(tmp_path:
     # package would otherwise be found in the checkout (the editable install's finder).
     probe = (
         "import cxlab.crd, cxlab.cli, cxlab.controller.experiment_pass; "
-        "from cxlab.experiments import outcome; "
+        "from cxlab.analysis import outcome; "
         "mine = [m.__file__ for n, m in sys.modules.items() if n.split('.')[0] in "
         "('cxlab', 'cxlab_runner', 'cxlab_contract')]; "
         "assert all(f.startswith(sys.argv[1]) for f in mine), mine; "

@@ -1,4 +1,4 @@
-"""The queueing model under the capacity plan (cxlab.experiments.queueing), against references
+"""The queueing model under the capacity plan (cxlab.analysis.queueing), against references
 it does not share code or formulas with: Wolfram's published ErlangC values, the M/M/c chain's
 balance equations solved exactly, and the M/M/1 and M/D/1 closed forms."""
 
@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import pytest
 
-from cxlab.experiments.queueing import Service, erlang_c, queue, smallest_workers
+from cxlab.analysis.queueing import Service, erlang_c, queue, smallest_workers
 from cxlab_contract.histogram import build
 
 

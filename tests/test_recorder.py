@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from helpers import Apiserver, run_runner
 
+from cxlab.analysis.outcome import TrialOutcome
 from cxlab.config import OperatorConfig
 from cxlab.controller.admission import Admission
 from cxlab.controller.kube import StaleStatus
@@ -21,7 +22,6 @@ from cxlab.controller.pass_state import Pass
 from cxlab.controller.recorder import Recorder
 from cxlab.experiments.decide import Decision, Observed
 from cxlab.experiments.followups import Planned
-from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import calibration_trials, plan_trials
 from cxlab.experiments.record import trial_entry
 from cxlab.experiments.resource import parse_experiment

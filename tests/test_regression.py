@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from cxlab.analysis.stats import student_t_sf, welch_t_test
+from cxlab.schedules.history import HistoryEntry
 from cxlab.schedules.regression import (
     BAD_DIRECTION,
     EVERY_POINT,
@@ -26,7 +28,6 @@ from cxlab.schedules.regression import (
     regressions,
     summary_line,
 )
-from cxlab.stats import student_t_sf, welch_t_test
 
 POINT = "asyncio w=1000 rtt=100ms"
 MIB = 2**20
@@ -38,7 +39,7 @@ def entry(
     *,
     points: Mapping[str, Mapping[str, list[float]]] | None = None,
     phase: str = "Succeeded",
-) -> dict[str, Any]:
+) -> HistoryEntry:
     """A history entry from each repetition's value per metric, of POINT or of `points`."""
     built = []
     for key, values in (points or {POINT: metrics or {}}).items():
@@ -48,15 +49,12 @@ def entry(
         if n > 1:
             point["samples"] = {metric: list(reps) for metric, reps in values.items()}
         built.append(point)
-    return {
-        "run": run,
-        "scheduledTime": "2026-11-23T18:00:00Z",
-        "phase": phase,
-        "points": built,
-    }
+    return HistoryEntry.read(
+        {"run": run, "scheduledTime": "2026-11-23T18:00:00Z", "phase": phase, "points": built}
+    )
 
 
-def walls(*runs: list[float]) -> list[dict[str, Any]]:
+def walls(*runs: list[float]) -> list[HistoryEntry]:
     """A history of succeeded runs named run-0, run-1, …: each run's wall-time repetitions."""
     return [entry(f"run-{i}", {"wallSeconds": reps}) for i, reps in enumerate(runs)]
 
@@ -172,7 +170,7 @@ def test_the_prediction_test_holds_its_false_positive_rate() -> None:
 # --- what is reported -------------------------------------------------------------------------
 
 
-def wall_and_throughput(*runs: list[float]) -> list[dict[str, Any]]:
+def wall_and_throughput(*runs: list[float]) -> list[HistoryEntry]:
     """Like walls(), with each repetition's throughput for 800 tasks."""
     return [
         entry(f"run-{i}", {"wallSeconds": reps, "throughputPerSecond": [800 / w for w in reps]})
@@ -261,7 +259,8 @@ def test_points_and_metrics_the_baseline_lacks_are_skipped() -> None:
 
 def test_a_point_without_repetitions_is_skipped() -> None:
     history = walls(*STABLE)
-    history.append({"run": "run-5", "phase": "Succeeded", "points": [{"point": POINT, "n": 0}]})
+    point = {"point": POINT, "model": "asyncio", "n": 0}
+    history.append(HistoryEntry.read({"run": "run-5", "phase": "Succeeded", "points": [point]}))
     assert regressions(history) == []
 
 
@@ -291,8 +290,8 @@ def test_failed_runs_are_neither_baseline_nor_newest() -> None:
     history.insert(2, entry("failed-mid", {"wallSeconds": [9.0]}, phase="Failed"))
     history.append(entry("failed-last", {"wallSeconds": [1.0]}, phase="Failed"))
     newest, baseline = baseline_of(history, None, 5)
-    assert newest is not None and newest["run"] == "run-5"
-    assert [e["run"] for e in baseline] == ["run-0", "run-1", "run-2", "run-3", "run-4"]
+    assert newest is not None and newest.run == "run-5"
+    assert [e.run for e in baseline] == ["run-0", "run-1", "run-2", "run-3", "run-4"]
     [found] = regressions(history)
     assert found.run == "run-5" and "failed-mid" not in found.baseline
 
@@ -300,7 +299,7 @@ def test_failed_runs_are_neither_baseline_nor_newest() -> None:
 def test_the_baseline_is_the_runs_newest_before_the_newest() -> None:
     history = walls(*([[1.0]] * 8))
     newest, baseline = baseline_of(history, None, 3)
-    assert newest is history[-1] and [e["run"] for e in baseline] == ["run-4", "run-5", "run-6"]
+    assert newest is history[-1] and [e.run for e in baseline] == ["run-4", "run-5", "run-6"]
     assert baseline_of([], None, 5) == (None, [])
     assert baseline_of(history[:1], None, 5) == (history[0], [])
     assert baseline_of(history, None, 0) == (history[-1], [])
@@ -313,7 +312,7 @@ def test_acknowledging_a_run_starts_the_baseline_there() -> None:
     assert regressions(history) == [], "the old runs in the baseline look like the newest"
     [found] = regressions(history, acknowledged="run-5")
     assert found.baseline == ("run-5", "run-6", "run-7") and found.change == pytest.approx(1.0)
-    assert [e["run"] for e in baseline_of(history, "run-5", 5)[1]] == ["run-5", "run-6", "run-7"]
+    assert [e.run for e in baseline_of(history, "run-5", 5)[1]] == ["run-5", "run-6", "run-7"]
     # a name not in the history is ignored (the caller reports it)
     assert baseline_of(history, "run-99", 5) == baseline_of(history, None, 5)
 
@@ -394,7 +393,7 @@ def test_benjamini_yekutieli_rejects_what_the_step_up_procedure_rejects() -> Non
     assert benjamini_yekutieli([]) == []
 
 
-def points_history(runs: list[dict[str, float]]) -> list[dict[str, Any]]:
+def points_history(runs: list[dict[str, float]]) -> list[HistoryEntry]:
     """A history of wall times, one median per point per run (no repetitions)."""
     return [
         entry(f"run-{i}", points={key: {"wallSeconds": [wall]} for key, wall in run.items()})
@@ -500,7 +499,7 @@ def test_a_lasting_regression_keeps_alarming_until_it_is_acknowledged() -> None:
     slow = [2.01, 2.03, 1.99]
     history = flagged(walls(*STABLE, slow, slow, slow))
     # each slow run is judged against the stable ones: a flagged run joins no baseline
-    assert [bool(e.get("regressed")) for e in history] == [False] * 5 + [True] * 3
+    assert [bool(e.regressed) for e in history] == [False] * 5 + [True] * 3
     assert all("run-5" not in r.baseline for r in regressions(history))
     # accepted as the new normal: later slow runs compare with it, and are not regressions
     assert regressions(flagged(walls(*STABLE, slow, slow, slow), acknowledged="run-5"),

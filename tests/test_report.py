@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from cxlab.experiments.objectives import skipped_trials
-from cxlab.experiments.outcome import TrialOutcome, parse_result
+from cxlab.analysis.objectives import skipped_trials
+from cxlab.analysis.outcome import TrialOutcome, parse_result
+from cxlab.analysis.point import Point as SummaryPoint
 from cxlab.experiments.plan import Trial, floor_seconds, plan_trials
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.spec import ExperimentSpec
@@ -646,7 +647,7 @@ def test_skipped_trials_are_shown_as_skipped_not_failed() -> None:
 
 
 def test_an_arrival_point_not_run_says_skipped() -> None:
-    point = {
+    point = SummaryPoint.read({
         "variant": "asyncio",
         "model": "asyncio",
         "workers": 10,
@@ -655,6 +656,6 @@ def test_an_arrival_point_not_run_says_skipped() -> None:
         "repetitions": 0,
         "failedTrials": 0,
         "skippedTrials": 1,
-    }
+    })  # fmt: skip
     (row,) = rows(parse(rate_points_table([point])).find_all("table")[0])
     assert row[5] == "skipped: 1 trial (an objective broke)"

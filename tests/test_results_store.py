@@ -12,7 +12,8 @@ from typing import Any
 from test_spec import document
 from test_status_golden import result
 
-from cxlab.experiments.outcome import TrialOutcome
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.summary import Summary
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.record import Live, build_status, trial_entry
 from cxlab.experiments.resource import parse_experiment
@@ -141,7 +142,7 @@ def test_a_thousand_distinct_points_keep_the_status_far_under_etcds_limit() -> N
     whole = full_status(spec, trials, entries).document()
     assert len(trials) == len(whole["summary"]["points"]) == MAX_TRIALS
     size = len(json.dumps(status_of(spec, trials, entries).document()))
-    summary = summary_config_map("exp", "lab", "u-1", whole["summary"])
+    summary = summary_config_map("exp", "lab", "u-1", Summary.read(whole["summary"]))
     stored = len(json.dumps(summary))
     inline = len(json.dumps(whole["summary"]))
     print(f"\n{len(trials)} distinct points: status {size / 1024:.0f} KiB, the whole summary "
@@ -164,7 +165,7 @@ def test_the_whole_summary_comes_back_in_place_of_the_compact_one() -> None:
         {"tiedCount": len(first["tiedWith"])} if first["tiedWith"] else {}
     )
     maps = [config_map("exp", "lab", "u-1", 0, typed[:100]),
-            summary_config_map("exp", "lab", "u-1", whole)]  # fmt: skip
+            summary_config_map("exp", "lab", "u-1", Summary.read(whole))]  # fmt: skip
     restored = with_full_results(compacted, maps).document()
     assert restored["summary"] == whole
     assert restored["trials"][5] == entries[5]  # the summary is no trial entry

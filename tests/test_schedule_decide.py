@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cxlab.experiments.capacity_plan import CapacityPlan
+from cxlab.analysis.capacity_plan import CapacityPlan
 from cxlab.experiments.fields import SpecError
 from cxlab.schedules.decide import RunView, ScheduleDecision, decide, run_name
 from cxlab.schedules.history import HistoryEntry

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from cxlab.analysis.outcome import TrialOutcome
 from cxlab.cli import main
-from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.resource import parse_experiment
 from cxlab.local.backend import experiment_document, local_status

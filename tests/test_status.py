@@ -3,12 +3,18 @@ it (pure; the cluster tests write real statuses through the same check)."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
 import pytest
 import yaml
 
+from cxlab.analysis.knees import Knee, RateKnee
+from cxlab.analysis.point import MeasuredPoint, Point
+from cxlab.analysis.recommend import NoRateHeld, Recommendation
+from cxlab.analysis.summary import Summary
 from cxlab.conditions import set_condition
 from cxlab.crd import CRD_PATH, status_schema
 from cxlab.experiments.record import rejected_status
@@ -18,6 +24,7 @@ from cxlab.experiments.status import (
     prometheus_usage,
     running_entry,
 )
+from cxlab.shape import ONE_OBJECT, Shape
 
 
 def entry(**changes: Any) -> dict[str, Any]:
@@ -45,7 +52,7 @@ def status(**changes: Any) -> dict[str, Any]:
                      "running": [{"trial": "t", "pod": "p", "tasks": 5, "tasksDone": 2,
                                   "elapsedSeconds": 1.5}]},
         "conditions": [c.document() for c in conditions], "trials": [entry()],
-        "summary": {"recommendations": []},
+        "summary": {"tolerance": 0.1, "recommendations": []},
     }  # fmt: skip
     return base | changes
 
@@ -105,3 +112,80 @@ def test_running_and_prometheus_entries_are_built_from_the_typed_shape() -> None
         "cpuThrottledRatio": 0.0, "windowSeconds": 5, "missing": ["memoryWorkingSetBytes"],
     }  # fmt: skip
     assert prometheus_usage(None, {}, [], "no Pod times").document() == {"error": "no Pod times"}
+
+
+# --- status.summary: typed, one object per kind in the CRD --------------------------------------
+
+GOLDEN_STATUS = Path(__file__).parent / "golden" / "status.json"
+
+
+def test_each_kind_of_point_knee_and_recommendation_reads_back_as_itself() -> None:
+    written = json.loads(GOLDEN_STATUS.read_text())["summary"]
+    summary = Summary.read(written)
+    assert summary.points is not None and summary.knees is not None
+    assert [type(p) for p in summary.points] == [MeasuredPoint, Point, MeasuredPoint]
+    assert [type(k) for k in summary.knees] == [Knee, Knee]
+    [pick] = summary.recommendations
+    assert isinstance(pick, Recommendation) and pick.tied_with and pick.tied_with[0].workers == 0
+    assert summary.document() == written
+    rate = {
+        "variant": "asyncio", "model": "asyncio", "gomaxprocs": None, "rttSeconds": None,
+        "pods": 1, "workers": 10, "effectiveWorkers": 10, "workersStarted": None, "pool": None,
+        "ratePerSecond": None, "highestMeasured": False, "criterion": "p99",
+        "latencyP99Seconds": 0.2, "cpuPercent": 50.0, "peakRssBytes": 1.0, "noisy": False,
+    }  # fmt: skip
+    none_held = {"rttSeconds": None, "ratePerSecond": None, "text": "Overall: none held"}
+    arrival = Summary.read({"tolerance": 0.1, "points": [], "knees": [rate],
+                            "recommendations": [none_held]})  # fmt: skip
+    assert arrival.knees is not None and isinstance(arrival.knees[0], RateKnee)
+    assert isinstance(arrival.recommendations[0], NoRateHeld)
+    assert arrival.document()["knees"] == [rate]  # null where it is null, as written
+    assert arrival.document()["recommendations"] == [none_held]
+
+
+def test_a_summary_key_no_kind_declares_is_refused() -> None:
+    written = json.loads(GOLDEN_STATUS.read_text())["summary"]
+    written["points"][1]["wallSeconds"] = {"mean": 1.0, "stddev": 0.0, "cv": 0.0}  # half a kind
+    with pytest.raises(ValueError):
+        Summary.read(written)
+    written = json.loads(GOLDEN_STATUS.read_text())["summary"]
+    written["knees"][0]["criterion"] = "p99"  # a knee in the workers has no criterion
+    with pytest.raises(ValueError):
+        Summary.read(written)
+
+
+def test_the_crd_types_the_summary_one_object_per_kind_without_defaults() -> None:
+    summary = status_schema()["properties"]["summary"]
+    assert "x-kubernetes-preserve-unknown-fields" not in summary  # pruned and checked now
+    points = summary["properties"]["points"]["items"]
+    # required where every kind requires it: a point not run has no measurements
+    assert set(points["required"]) == {"variant", "model", "workers", "repetitions",
+                                       "failedTrials"}  # fmt: skip
+    assert {"wallSeconds", "achievedRatePerSecond"} <= set(points["properties"])
+    assert points["properties"]["syscalls"]["nullable"] is True
+    knees = summary["properties"]["knees"]["items"]["properties"]
+    assert knees["ratePerSecond"]["nullable"] is True and "bestWorkers" in knees
+    recommendations = summary["properties"]["recommendations"]["items"]
+    assert recommendations["required"] == ["text"]
+    rate = recommendations["properties"]["ratePerSecond"]
+    assert (rate["type"], rate["nullable"]) == ("number", True)
+    # the apiserver would fill a default of one kind (noisy: false) into another kind's object
+    for kinds in (points, summary["properties"]["knees"]["items"], recommendations):
+        assert [name for name, field in kinds["properties"].items() if "default" in field] == []
+
+
+class _Seconds(Shape):
+    value: float
+
+
+class _Text(Shape):
+    value: str
+
+
+class _Either(Shape):
+    one: Annotated[_Seconds | _Text, ONE_OBJECT]
+
+
+def test_two_kinds_typing_one_field_differently_are_refused() -> None:
+    with pytest.raises(TypeError, match="value: two kinds of one union type it differently"):
+        _Either.model_json_schema(by_alias=True)

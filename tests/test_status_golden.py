@@ -15,10 +15,10 @@ from typing import Any
 
 from helpers import NODE
 
+from cxlab.analysis.outcome import TrialOutcome
 from cxlab.config import OperatorConfig
 from cxlab.controller.experiment_pass import Reconciler
 from cxlab.controller.metrics import OperatorMetrics
-from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial, plan_trials
 from cxlab.experiments.pod_view import view_pod
 from cxlab.experiments.resource import parse_experiment

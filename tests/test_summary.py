@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from cxlab.experiments.labels import concurrency, workers_text
-from cxlab.experiments.outcome import TrialOutcome, classify
+from cxlab.analysis.knees import find_knees
+from cxlab.analysis.labels import concurrency, workers_text
+from cxlab.analysis.outcome import TrialOutcome, classify
+from cxlab.analysis.stats import stats
+from cxlab.analysis.summary import Summary, summarize
 from cxlab.experiments.plan import Trial
-from cxlab.experiments.recommend import find_knees
 from cxlab.experiments.resource import parse_experiment
-from cxlab.experiments.summary import summarize
 from cxlab.local.backend import local_status
-from cxlab.stats import stats
 
 
 def result(
@@ -48,17 +48,17 @@ def experiment_status(trials: list[Trial], outcomes: list[TrialOutcome]) -> dict
 
 
 def test_stats() -> None:
-    assert stats([1.0]) == {"mean": 1.0, "median": 1.0, "stddev": 0.0, "cv": 0.0}
+    assert stats([1.0]).document() == {"mean": 1.0, "median": 1.0, "stddev": 0.0, "cv": 0.0}
     two = stats([1.0, 3.0])
-    assert two["mean"] == 2.0 and two["stddev"] == pytest.approx(1.41421, rel=1e-4)
-    assert two["cv"] == pytest.approx(0.7071, rel=1e-3) and "ci95" not in two
+    assert two.mean == 2.0 and two.stddev == pytest.approx(1.41421, rel=1e-4)
+    assert two.cv == pytest.approx(0.7071, rel=1e-3) and two.ci95 is None
 
 
 def test_repetitions_are_aggregated_per_point() -> None:
     summary = summarize([outcome("threads", 10, 1.0, 1), outcome("threads", 10, 1.2, 2)], 0.1)
-    [point] = summary["points"]
-    assert point["repetitions"] == 2 and point["wallSeconds"]["mean"] == pytest.approx(1.1)
-    assert point["wallSeconds"]["cv"] > 0
+    [point] = summary.points
+    assert point.repetitions == 2 and point.wall_seconds.mean == pytest.approx(1.1)
+    assert point.wall_seconds.cv > 0
 
 
 def test_knee_is_the_fewest_workers_within_tolerance_of_the_best() -> None:
@@ -70,15 +70,15 @@ def test_knee_is_the_fewest_workers_within_tolerance_of_the_best() -> None:
         outcome("threads", 200, 0.100),
     ]
     summary = summarize(outcomes, 0.10)
-    [knee] = summary["knees"]
-    assert knee["workers"] == 100 and knee["bestWallSeconds"] == pytest.approx(0.1)
-    assert find_knees(summary["points"], 2.0)[0]["workers"] == 50  # a looser tolerance
+    [knee] = summary.knees
+    assert knee.workers == 100 and knee.best_wall_seconds == pytest.approx(0.1)
+    assert find_knees(summary.points, 2.0)[0].workers == 50  # a looser tolerance
 
 
 def test_failed_tasks_disqualify_a_point() -> None:
     outcomes = [outcome("threads", 10, 1.0), outcome("threads", 100, 0.1, failed=3)]
-    [knee] = summarize(outcomes, 0.1)["knees"]
-    assert knee["workers"] == 10
+    [knee] = summarize(outcomes, 0.1).knees
+    assert knee.workers == 10
 
 
 def test_recommendation_is_the_cheapest_of_the_fastest() -> None:
@@ -88,12 +88,12 @@ def test_recommendation_is_the_cheapest_of_the_fastest() -> None:
         outcome("goroutines", 0, 0.100, cpu=0.2, rss=10 * 2**20),
         outcome("sequential", 0, 10.0, cpu=0.01),
     ]
-    [pick] = summarize(outcomes, 0.10)["recommendations"]
-    assert pick["model"] == "asyncio"
-    assert pick["text"].startswith("RTT 100ms: asyncio with one worker per task")
+    [pick] = summarize(outcomes, 0.10).recommendations
+    assert pick.model == "asyncio"
+    assert pick.text.startswith("RTT 100ms: asyncio with one worker per task")
     assert (
         "the cheapest of 3 within 10% of the fastest (goroutines (GOMAXPROCS default), 0.1 s)"
-        in pick["text"]
+        in pick.text
     )
 
 
@@ -153,7 +153,7 @@ def test_a_compact_summary_whose_config_map_is_gone_still_shows_the_recommendati
     trials = [Trial(0, "threads", 10, None, 0.1, 1), Trial(1, "threads", 20, None, 0.1, 1)]
     outcomes = [TrialOutcome(trials[0], result(10, 1.0)), TrialOutcome(trials[1], None, "boom")]
     status = experiment_status(trials, outcomes)
-    status["summary"] = compact_summary(status["summary"], "x")
+    status["summary"] = compact_summary(Summary.read(status["summary"]), "x").document()
     text = render_summary({"metadata": {"name": "x"}, "status": status})
     assert "No points or knees: they are in ConfigMap x-summary, not in this document" in text
     assert "cxlab summary cx/x reads them" in text
@@ -167,9 +167,9 @@ def test_a_workload_without_rtt_gets_one_overall_recommendation() -> None:
         outcome("threads", 2, 0.91, rtt=None, cpu=0.90),
         outcome("processes", 2, 0.43, rtt=None, cpu=0.86),
     ]
-    [pick] = summarize(outcomes, 0.10)["recommendations"]
-    assert pick["rttSeconds"] is None and pick["model"] == "processes"
-    assert pick["text"].startswith("Overall: processes with 2 workers — 0.43 s wall")
+    [pick] = summarize(outcomes, 0.10).recommendations
+    assert pick.rtt_seconds is None and pick.model == "processes"
+    assert pick.text.startswith("Overall: processes with 2 workers — 0.43 s wall")
 
 
 @pytest.mark.parametrize(
@@ -196,12 +196,12 @@ def test_an_unpinned_trial_counts_only_when_pinning_is_preferred(pinning: str) -
         classify(trials[0], [result(10, 0.1)], 1),
         classify(trials[1], [result(10, 0.5) | {"cpus": [0, 1]}], 1),  # shared cores
     ]
-    (point,) = summarize(outcomes, 0.1, pinning)["points"]
+    (point,) = summarize(outcomes, 0.1, pinning).points
     if pinning == "required":
-        assert point["repetitions"] == 1 and point["unpinnedTrials"] == 1
-        assert point["wallSeconds"]["mean"] == 0.1 and point["failedTrials"] == 0
+        assert point.repetitions == 1 and point.unpinned_trials == 1
+        assert point.wall_seconds.mean == 0.1 and point.failed_trials == 0
     else:
-        assert point["repetitions"] == 2 and "unpinnedTrials" not in point
+        assert point.repetitions == 2 and point.unpinned_trials is None
     status = experiment_status(trials, outcomes)  # the local backend; pinning: required
     assert [e.get("pinned") for e in status["trials"]] == [True, False]
     assert status["trials"][1]["phase"] == "Succeeded"
@@ -215,14 +215,14 @@ def test_one_run_shows_n_1_not_a_spread_of_zero() -> None:
     from cxlab.table import points_table
 
     once = summarize([outcome("threads", 10, 1.0, 1)], 0.1)
-    text = points_table(once)
+    text = points_table(once.points)
     assert "n=1" in text and "±" not in text and "0.0%" not in text
-    rows = html_points(once["points"], once).split("<tbody>")[1]
+    rows = html_points(once.points, once).split("<tbody>")[1]
     assert '<td class="num">n=1</td>' in rows and "0.0%" not in rows
     twice = summarize([outcome("threads", 10, 1.0, 1), outcome("threads", 10, 1.2, 2)], 0.1)
-    row = points_table(twice).splitlines()[2].split()
+    row = points_table(twice.points).splitlines()[2].split()
     # the median, no interval from two runs (it says how many), and their CV
-    assert row[4:7] == ["1.100", "n=2", "12.9%"] and "n=1" not in points_table(twice)
+    assert row[4:7] == ["1.100", "n=2", "12.9%"] and "n=1" not in points_table(twice.points)
 
 
 def test_knees_and_recommendations_count_pods_times_workers() -> None:
@@ -232,10 +232,10 @@ def test_knees_and_recommendations_count_pods_times_workers() -> None:
     three = Trial(1, "asyncio", 10, None, 0.1, 1, pods=3)
     merged = result(10, 1.0) | {"pods": 3, "workersStarted": 30}
     summary = summarize([TrialOutcome(one, result(20, 1.0)), TrialOutcome(three, merged)], 0.1)
-    [knee] = summary["knees"]
-    assert (knee["pods"], knee["workers"]) == (1, 20)
-    points = {p["pods"]: p for p in summary["points"]}
-    assert points[3]["workers"] == 10 and concurrency(points[3]) == 30
+    [knee] = summary.knees
+    assert (knee.pods, knee.workers) == (1, 20)
+    points = {p.pods: p for p in summary.points}
+    assert points[3].workers == 10 and concurrency(points[3]) == 30
     assert workers_text(points[3]) == "3 Pods \u00d7 10 workers"  # 30 started: none missing
-    [pick] = summary["recommendations"]
-    assert pick["pods"] == 1 and "with 20 workers" in pick["text"]
+    [pick] = summary.recommendations
+    assert pick.pods == 1 and "with 20 workers" in pick.text

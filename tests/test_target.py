@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from crd_rules import manifest
 
+from cxlab.analysis.outcome import classify, too_many_failures
 from cxlab.config import OperatorConfig
-from cxlab.experiments.outcome import classify, too_many_failures
 from cxlab.experiments.plan import plan_trials, runner_command
 from cxlab.experiments.pods import LABEL_TARGET_NAMESPACE, LABEL_TARGET_SERVICE, build_trial_pod
 from cxlab.experiments.resource import parse_experiment

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from cxlab.experiments.outcome import parse_result
+from cxlab.analysis.outcome import parse_result
 from cxlab.experiments.pod_view import view_pod
 from cxlab.experiments.pods import COMPONENT_TRIAL, LABEL_COMPONENT, LABEL_TRIAL
 from cxlab.local.delay_target import free_port

@@ -8,7 +8,7 @@ import statistics
 import time
 from typing import Any
 
-from cxlab.experiments.merge import merge_results
+from cxlab.analysis.merge import merge_results
 from cxlab_contract import histogram
 from cxlab_contract.result import percentile
 

@@ -33,8 +33,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cxlab.experiments.capacity_plan import capacity_plan
-from cxlab.experiments.outcome import TrialOutcome
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.planning import capacity_plan
 from cxlab.experiments.plan import Trial
 from cxlab.experiments.resource import parse_experiment
 from cxlab_contract.histogram import build

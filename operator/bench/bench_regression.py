@@ -30,6 +30,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from cxlab.schedules.history import HistoryEntry
 from cxlab.schedules.regression import BAD_DIRECTION, Policy, regressions
 
 MIB = 2**20
@@ -52,7 +53,7 @@ WITHIN = 0.02
 
 def history(
     rng: random.Random, runs: int, points: int, noise: float, correlation: float, step: float
-) -> list[dict[str, Any]]:
+) -> list[HistoryEntry]:
     """`runs` baseline runs and a newest one, as history entries (medians and samples)."""
     entries = []
     for run in range(runs + 1):
@@ -73,7 +74,9 @@ def history(
             if run == runs:  # a history keeps the newest run's samples only
                 point["samples"] = samples
             built.append(point)
-        entries.append({"run": f"nightly-{run}", "phase": "Succeeded", "points": built})
+        entries.append(
+            HistoryEntry.read({"run": f"nightly-{run}", "phase": "Succeeded", "points": built})
+        )
     return entries
 
 

@@ -33,9 +33,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from cxlab.analysis.stats import t975, welch_t_test
 from cxlab.schedules.history import METRICS, HistoryEntry, HistoryPoint
 from cxlab.schedules.regression import BAD_DIRECTION, Policy, benjamini_yekutieli
-from cxlab.stats import t975, welch_t_test
 
 Verdict = Literal["worse", "better", "same", "n/a"]
 VERDICTS: tuple[Verdict, ...] = ("worse", "better", "same", "n/a")
@@ -161,10 +161,9 @@ def _listed(points: Iterable[str], most: int = 4) -> str:
 def _values(point: HistoryPoint, metric: str) -> list[float]:
     """Every repetition's value, or the median alone when the entry kept no samples; only
     values the log scale can take (a zero throughput has no ratio to compare)."""
-    written = point.document()
-    values = (written.get("samples") or {}).get(metric)
+    values = (point.samples or {}).get(metric)
     if not values:
-        median = written.get(metric)
+        median = point.value(metric)
         values = [] if median is None else [median]
     return [float(v) for v in values if math.isfinite(v) and v > 0]
 

@@ -6,7 +6,12 @@ document (from the apiserver, a ConfigMap, a file), `document()` to write one. T
 absent value, as the apiserver has them: an optional field (`Maybe[...]`) is None in a model
 and left out of its document, and a document that says null there is refused (the apiserver
 refuses a null where the schema does not say nullable); a `nullable()` field is written as
-null when it does not apply."""
+null when it does not apply.
+
+A part that comes in kinds (a point with or without measurements, a knee in the workers or in
+the rate) is a union of shapes, `Annotated[A | B, ONE_OBJECT]`: read as whichever kind the
+document's keys make it (every shape refuses a key it does not declare), and in the CRD one
+object with every kind's fields, required only where every kind requires them."""
 
 from __future__ import annotations
 
@@ -18,11 +23,13 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
     SerializerFunctionWrapHandler,
     ValidationInfo,
     model_serializer,
 )
 from pydantic.alias_generators import to_camel
+from pydantic_core import CoreSchema
 
 T = TypeVar("T")
 
@@ -93,3 +100,56 @@ def optional(schema: dict[str, Any] | None = None) -> Any:
 def nullable() -> Any:
     """A field written as JSON null when it does not apply (not merely left out)."""
     return Field(default=None, json_schema_extra={"nullable": True})
+
+
+class OneObject:
+    """The JSON schema of a union of shapes as one object (Kubernetes' structural schemas
+    have no anyOf of objects): every kind's properties in the kinds' order, nullable where
+    one kind has it nullable or null, required where every kind requires it, and no
+    defaults (the apiserver would fill one kind's default into another kind's document,
+    which that kind then refuses). Two kinds that type one field differently are a mistake,
+    refused when the schema is made."""
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        union = handler(core_schema)
+        kinds = [handler.resolve_ref_schema(option) for option in union["anyOf"]]
+        properties: dict[str, dict[str, Any]] = {}
+        for kind in kinds:
+            for name, field in kind["properties"].items():
+                without_default = {k: v for k, v in field.items() if k != "default"}
+                properties[name] = _either(properties.get(name), without_default, name)
+        required = [
+            name for name in properties if all(name in kind.get("required", ()) for kind in kinds)
+        ]
+        merged: dict[str, Any] = {"type": "object", "properties": properties}
+        if description := kinds[0].get("description"):
+            merged["description"] = description
+        return merged | ({"required": required} if required else {})
+
+
+ONE_OBJECT = OneObject()
+
+
+def _either(known: dict[str, Any] | None, field: dict[str, Any], name: str) -> dict[str, Any]:
+    """One property of two kinds: the same type (or null in one of them), written as null
+    (nullable) if either writes it so."""
+    if known is None:
+        return field
+    mine, theirs = _core(known), _core(field)
+    if mine is not None and theirs is not None and mine != theirs:
+        raise TypeError(f"{name}: two kinds of one union type it differently: {known} vs {field}")
+    either = known if mine is not None else field
+    if known.get("nullable") or field.get("nullable"):
+        either = either | {"nullable": True}
+    return either
+
+
+def _core(field: dict[str, Any]) -> dict[str, Any] | None:
+    """What a property is, without its null, description or default (None: only null)."""
+    options = [o for o in field.get("anyOf", [field]) if o.get("type") != "null"]
+    if not options:
+        return None
+    ignored = ("title", "description", "default", "nullable")
+    return {k: v for k, v in options[0].items() if k not in ignored}

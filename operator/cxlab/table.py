@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from cxlab.analysis.capacity_plan import CapacityPlan
+from cxlab.analysis.knees import Knee, RateKnee
+from cxlab.analysis.labels import NOISE_CHECKED, share_text, spread_cells, workers_label
+from cxlab.analysis.objectives import row_figure, row_needed
+from cxlab.analysis.outcome import failure_kinds_text
+from cxlab.analysis.point import ArrivalPoint, MeasuredPoint, Point
+from cxlab.analysis.stats import MIN_FOR_INTERVAL, Spread, center
+from cxlab.analysis.summary import Summary, syscalls_requested
 from cxlab.compare import VERDICTS, Comparison
 from cxlab.conditions import condition_of
-from cxlab.experiments.capacity_plan import CapacityPlan
-from cxlab.experiments.labels import NOISE_CHECKED, share_text, spread_cells, workers_label
-from cxlab.experiments.objectives import row_figure, row_needed
-from cxlab.experiments.outcome import failure_kinds_text
 from cxlab.experiments.status import ExperimentStatus, ObjectivePoint, ObjectiveStatus, Progress
-from cxlab.experiments.summary import Summary, syscalls_requested
-from cxlab.stats import MIN_FOR_INTERVAL, center
 from cxlab_contract.durations import format_duration
 
 
@@ -57,7 +59,7 @@ def unit_cell(value: float | None, unit: str = "") -> str:
     return f"{value:,.1f}"
 
 
-def _median(stat: Mapping[str, Any] | None, show: Callable[[float], str]) -> str:
+def _median(stat: Spread | None, show: Callable[[float], str]) -> str:
     """A quantity a Result may lack (written before it existed, or a model that cannot
     measure it): a dash, never a made-up 0."""
     return "—" if stat is None else show(center(stat))
@@ -67,78 +69,82 @@ def _count(value: float) -> str:
     return f"{value:.0f}"
 
 
-def _workers_cell(point: Mapping[str, Any]) -> str:
+def _workers_cell(point: MeasuredPoint) -> str:
     shown = (
-        str(point["effectiveWorkers"])
-        if point["model"] == "sequential" or point["workers"]
-        else "per task"
+        str(point.effective_workers) if point.model == "sequential" or point.workers else "per task"
     )
-    pods = point.get("pods", 1)
-    started = point.get("workersStarted")
-    if started is not None and started != point["effectiveWorkers"] * pods:
+    started = point.workers_started
+    if started is not None and started != point.effective_workers * point.pods:
         shown += f" (started {started})"
-    return shown if pods == 1 else f"{pods} Pods \u00d7 {shown}"
+    return shown if point.pods == 1 else f"{point.pods} Pods \u00d7 {shown}"
 
 
-def _syscall_cells(point: Mapping[str, Any]) -> tuple[str, str]:
+def _syscall_cells(point: MeasuredPoint) -> tuple[str, str]:
     """The syscalls and futex columns: medians, or "unavailable" where the platform would
     not count them (never 0)."""
-    syscalls = point.get("syscalls")
+    syscalls = point.syscalls
     if syscalls is None:
         return "—", "—"
-    if "unavailable" in syscalls:
+    if syscalls.unavailable is not None:
         return "unavailable", "unavailable"
-    return _count(center(syscalls["total"])), _median(syscalls.get("futex"), _count)
+    return _median(syscalls.total, _count), _median(syscalls.futex, _count)
 
 
-def _noisy_cell(point: Mapping[str, Any]) -> str:
-    return " ".join(NOISE_CHECKED[k] for k in point.get("noisyQuantities") or [])
+def _noisy_cell(point: MeasuredPoint) -> str:
+    return " ".join(NOISE_CHECKED[k] for k in point.noisy_quantities)
 
 
-def _measured_row(p: Mapping[str, Any], syscalls: bool) -> list[str]:
-    wall, interval, cv = spread_cells(p["wallSeconds"], p["repetitions"], lambda v: f"{v:.3f}")
-    efficiency = "" if p["efficiency"] is None else f"{p['efficiency']:.2f}"
+def _measured_row(p: MeasuredPoint, syscalls: bool) -> list[str]:
+    wall, interval, cv = spread_cells(p.wall_seconds, p.repetitions, lambda v: f"{v:.3f}")
+    efficiency = "" if p.efficiency is None else f"{p.efficiency:.2f}"
     return [
         wall,
         interval,
         cv,
-        f"{center(p['cpuSeconds']):.3f}",
-        f"{center(p['cpuPercent']):.0f}",
-        _mib(center(p["peakRssBytes"])),
-        _median(p.get("peakVmBytes"), lambda v: f"{v / 2**20:.0f}"),
+        f"{center(p.cpu_seconds):.3f}",
+        f"{center(p.cpu_percent):.0f}",
+        _mib(center(p.peak_rss_bytes)),
+        _median(p.peak_vm_bytes, lambda v: f"{v / 2**20:.0f}"),
         efficiency,
-        _count(center(p["contextSwitches"])),
-        _median(p.get("taskContextSwitches"), _count),
+        _count(center(p.context_switches)),
+        _median(p.task_context_switches, _count),
         *(_syscall_cells(p) if syscalls else ()),
-        str(p["failedTrials"] + p["tasksFailed"]),
+        str(p.failed_trials + p.tasks_failed),
         _noisy_cell(p),
     ]
 
 
-def points_table(summary: Summary) -> str:
+def _not_measured(point: Point) -> str:
+    """Why a point has no measurements: skipped (abortOnFail), saturated, or failed."""
+    if point.skipped_trials and not point.failed_trials:
+        return "skipped"
+    return "saturated" if point.saturated_trials else "failed"
+
+
+def points_table(points: Sequence[Point]) -> str:
     """Every point: medians (what knees and the recommendation use), the wall time's 95 %
     interval and CV, and the columns of what the Results measured."""
-    syscalls = syscalls_requested(summary["points"])
+    syscalls = syscalls_requested(points)
     headers = [
         "model", "workers", "rtt", "reps", "wall s", "95% CI", "cv", "cpu s", "cpu %",
         "peak MiB", "VM MiB", "eff", "ctx sw", "task ctx sw",
         *(("syscalls", "futex") if syscalls else ()), "failed", "noisy",
     ]  # fmt: skip
     rows = []
-    for p in summary["points"]:
-        reps = str(p["repetitions"])
-        if not p["repetitions"]:
-            why = "skipped" if p.get("skippedTrials") and not p["failedTrials"] else "failed"
-            label = [p["variant"], str(p["workers"]), rtt_cell(p["rttSeconds"]), reps, why]
+    for p in points:
+        reps = str(p.repetitions)
+        if not isinstance(p, MeasuredPoint):
+            why = "skipped" if p.skipped_trials and not p.failed_trials else "failed"
+            label = [p.variant, str(p.workers), rtt_cell(p.rtt_seconds), reps, why]
             blanks = [""] * (len(headers) - len(label) - 2)
-            rows.append([*label, *blanks, str(p["failedTrials"]), ""])
+            rows.append([*label, *blanks, str(p.failed_trials), ""])
             continue
-        label = [p["variant"], _workers_cell(p), rtt_cell(p["rttSeconds"]), reps]
+        label = [p.variant, _workers_cell(p), rtt_cell(p.rtt_seconds), reps]
         rows.append([*label, *_measured_row(p, syscalls)])
     return render_table(headers, rows)
 
 
-def rates_table(summary: Summary) -> str:
+def rates_table(points: Sequence[Point]) -> str:
     """An arrival run's points: the rate asked and achieved, the latency from the schedule
     (queueing in it), the wait for a worker, what was dropped, CPU and memory."""
     headers = [
@@ -146,62 +152,61 @@ def rates_table(summary: Summary) -> str:
         "max queue", "dropped", "cpu %", "peak MiB", "failed", "noisy",
     ]  # fmt: skip
     rows = []
-    for p in summary["points"]:
-        label = [p["variant"], _workers_cell(p), rtt_cell(p["rttSeconds"])]
-        label += [f"{p['ratePerSecond']:g}", str(p["repetitions"])]
-        if not p["repetitions"] or "p99Seconds" not in p:
-            why = "saturated" if p.get("saturatedTrials") else "failed"
-            if p.get("skippedTrials") and not p["failedTrials"]:
-                why = "skipped"
-            rows.append([*label, why, *[""] * (len(headers) - len(label) - 3),
-                         str(p["failedTrials"]), ""])  # fmt: skip
+    for p in points:
+        workers = _workers_cell(p) if isinstance(p, MeasuredPoint) else str(p.workers)
+        label = [p.variant, workers, rtt_cell(p.rtt_seconds)]
+        label += [f"{p.rate_per_second or 0:g}", str(p.repetitions)]
+        if not isinstance(p, ArrivalPoint):
+            rows.append([*label, _not_measured(p), *[""] * (len(headers) - len(label) - 3),
+                         str(p.failed_trials), ""])  # fmt: skip
             continue
         rows.append([
             *label,
-            f"{center(p['achievedRatePerSecond']):,.1f}",
-            unit_cell(center(p["p50Seconds"]), "s"),
-            unit_cell(center(p["p99Seconds"]), "s"),
-            unit_cell(center(p["waitP99Seconds"]), "s"),
-            str(p["maxQueue"]),
-            str(p["dropped"]),
-            f"{center(p['cpuPercent']):.0f}",
-            _mib(center(p["peakRssBytes"])),
-            str(p["failedTrials"] + p["tasksFailed"]),
+            f"{center(p.achieved_rate_per_second):,.1f}",
+            unit_cell(center(p.p50_seconds), "s"),
+            unit_cell(center(p.p99_seconds), "s"),
+            unit_cell(center(p.wait_p99_seconds), "s"),
+            str(p.max_queue),
+            str(p.dropped),
+            f"{center(p.cpu_percent):.0f}",
+            _mib(center(p.peak_rss_bytes)),
+            str(p.failed_trials + p.tasks_failed),
             _noisy_cell(p),
         ])  # fmt: skip
     return render_table(headers, rows)
 
 
-def rate_knees_table(summary: Summary) -> str:
+def rate_knees_table(knees: Sequence[Knee | RateKnee]) -> str:
     rows = [
         [
-            k["variant"],
-            rtt_cell(k["rttSeconds"]),
-            workers_label(k["model"], k["workers"], k.get("pods", 1)),
+            k.variant,
+            rtt_cell(k.rtt_seconds),
+            workers_label(k.model, k.workers, k.pods),
             "none"
-            if k["ratePerSecond"] is None
-            else f"{k['ratePerSecond']:g}" + ("+" if k["highestMeasured"] else ""),
-            unit_cell(k["latencyP99Seconds"], "s"),
-            k["criterion"],
+            if k.rate_per_second is None
+            else f"{k.rate_per_second:g}" + ("+" if k.highest_measured else ""),
+            unit_cell(k.latency_p99_seconds, "s"),
+            k.criterion,
         ]
-        for k in summary["knees"]
+        for k in knees
+        if isinstance(k, RateKnee)
     ]
     return render_table(["model", "rtt", "workers", "holds /s", "p99", "criterion"], rows)
 
 
-def knees_table(summary: Summary) -> str:
+def knees_table(knees: Sequence[Knee | RateKnee]) -> str:
     rows = [
         [
-            k["variant"],
-            rtt_cell(k["rttSeconds"]),
-            workers_label(k["model"], k["workers"], k.get("pods", 1))
-            + (" (noisy)" if k.get("noisy") else ""),
-            f"{k['wallSeconds']:.3f}",
-            f"{k['bestWallSeconds']:.3f}",
-            f"{k['cpuPercent']:.0f}",
-            _mib(k["peakRssBytes"]),
+            k.variant,
+            rtt_cell(k.rtt_seconds),
+            workers_label(k.model, k.workers, k.pods) + (" (noisy)" if k.noisy else ""),
+            f"{k.wall_seconds:.3f}",
+            f"{k.best_wall_seconds:.3f}",
+            f"{k.cpu_percent:.0f}",
+            _mib(k.peak_rss_bytes),
         ]
-        for k in summary["knees"]
+        for k in knees
+        if isinstance(k, Knee)
     ]
     return render_table(["model", "rtt", "knee", "wall s", "best s", "cpu %", "peak MiB"], rows)
 
@@ -230,9 +235,9 @@ def capacity_text(plan: CapacityPlan | None) -> str:
     return f"capacity plan: {plan.display}\n{render_table(headers, rows)}"
 
 
-def _interval_legend(summary: Summary) -> str:
+def _interval_legend(points: Sequence[Point]) -> str:
     """What the 95% CI column holds, for the repetitions this experiment ran."""
-    reps = sorted({p["repetitions"] for p in summary.get("points") or [] if p["repetitions"]})
+    reps = sorted({p.repetitions for p in points if p.repetitions})
     ran = "" if not reps else str(reps[0]) if len(reps) == 1 else f"{reps[0]}-{reps[-1]}"
     if reps and reps[0] >= MIN_FOR_INTERVAL:
         return f"of the mean wall time over {ran} repetitions"
@@ -241,13 +246,12 @@ def _interval_legend(summary: Summary) -> str:
     )
 
 
-def render_summary(document: Mapping[str, Any]) -> str:
-    """An experiment document (result.json, or read from the cluster) for a terminal."""
-    status = ExperimentStatus.read(document["status"])
+def _head(name: str, status: ExperimentStatus) -> str:
+    """The experiment in one line: its phase, its trials, its wait for capacity."""
     progress = status.progress or Progress()
     head = (
-        f"{document['metadata']['name']}: {status.phase} — {progress.trials_done}/"
-        f"{progress.trials_total} trials, {progress.trials_failed} failed"
+        f"{name}: {status.phase} — {progress.trials_done}/{progress.trials_total} trials, "
+        f"{progress.trials_failed} failed"
     )
     if progress.trials_skipped:
         head += f", {progress.trials_skipped} skipped (abortOnFail)"
@@ -255,44 +259,57 @@ def render_summary(document: Mapping[str, Any]) -> str:
         head += f"; queued: {status.queue.message or ''}"
     elif status.queued_seconds:
         head += f"; waited {status.queued_seconds:.1f} s in the queue"
-    summary = status.summary
-    if summary is None:
-        return head
-    tolerance = f"{summary['tolerance']:.0%}"
-    legend = (
-        f"Medians of each point's repetitions; 95% CI: {_interval_legend(summary)}; "
-        f"noisy: CV over the {tolerance} tolerance."
-    )
-    rates = any("ratePerSecond" in p for p in summary.get("points") or [])
-    if rates:
+    return head
+
+
+def _answer(name: str, summary: Summary) -> list[str]:
+    """The points and the knees (or where they are), then the recommendations."""
+    tolerance = f"{summary.tolerance:.0%}"
+    points, knees, rates = summary.points, summary.knees or [], summary.arrivals
+    if (
+        points is None
+    ):  # a cluster's compact summary: read from kubectl (stdin), or its ConfigMap is gone
+        parts = [
+            f"No points or knees: they are in ConfigMap {summary.summary_in}, not in this "
+            f"document (cxlab summary cx/{name} reads them) or gone.",
+            "",
+        ]
+    elif rates:
         legend = (
             "Medians of each point's repetitions; latency from each task's scheduled arrival "
             f"(queueing in it); noisy: CV over the {tolerance} tolerance."
         )
-    if "points" in summary:
-        parts = [head, "", rates_table(summary) if rates else points_table(summary), legend, ""]
-    else:  # a cluster's compact summary: read from kubectl (stdin), or its ConfigMap is gone
-        parts = [
-            head,
-            "",
-            f"No points or knees: they are in ConfigMap {summary.get('summaryIn')}, not in "
-            f"this document (cxlab summary cx/{document['metadata']['name']} reads them) or gone.",
-            "",
-        ]
-    if summary.get("knees") and rates:
+        parts = [rates_table(points), legend, ""]
+    else:
+        legend = (
+            f"Medians of each point's repetitions; 95% CI: {_interval_legend(points)}; "
+            f"noisy: CV over the {tolerance} tolerance."
+        )
+        parts = [points_table(points), legend, ""]
+    if knees and rates:
         parts += [
             "Knees (the largest rate at and below which every rate held; + : the highest "
             "measured, so perhaps more):",
-            rate_knees_table(summary),
+            rate_knees_table(knees),
             "",
         ]
-    elif summary.get("knees"):
+    elif knees:
         parts += [
             f"Knees (fewest workers within {tolerance} of each model's best):",
-            knees_table(summary),
+            knees_table(knees),
             "",
         ]
-    parts += ["Recommendation:"] + [f"  {r['text']}" for r in summary["recommendations"]]
+    return parts + ["Recommendation:"] + [f"  {r.text}" for r in summary.recommendations]
+
+
+def render_summary(document: Mapping[str, Any]) -> str:
+    """An experiment document (result.json, or read from the cluster) for a terminal."""
+    status = ExperimentStatus.read(document["status"])
+    name = document["metadata"]["name"]
+    head = _head(name, status)
+    if status.summary is None:
+        return head
+    parts = [head, "", *_answer(name, status.summary)]
     if status.capacity_plan:
         parts += ["", capacity_text(status.capacity_plan)]
     failed = [t for t in status.entries if t.failed]

@@ -4,51 +4,50 @@ plan. Pure: entries in, text out."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from cxlab.schedules.history import HistoryEntry
 from cxlab.schedules.regression import Regression
 from cxlab.table import render_table, unit_cell
+from cxlab.times import timestamp
 
 
-def _points(entries: Sequence[Mapping[str, Any]]) -> list[str]:
+def _points(entries: Sequence[HistoryEntry]) -> list[str]:
     """Every point key, in the order the runs first show them."""
     seen: dict[str, None] = {}
     for entry in entries:
-        for point in entry.get("points") or []:
-            seen.setdefault(point["point"], None)
+        for point in entry.points or []:
+            seen.setdefault(point.point, None)
     return list(seen)
 
 
-def trend_tables(entries: Sequence[Mapping[str, Any]]) -> str:
+def _scheduled(entry: HistoryEntry) -> str:
+    return timestamp(entry.scheduled_time) if entry.scheduled_time else "—"
+
+
+def trend_tables(entries: Sequence[HistoryEntry]) -> str:
     """Per point, one row per run: its medians."""
     blocks = []
     for key in _points(entries):
         rows = []
         for entry in entries:
-            point = next((p for p in entry.get("points") or [] if p["point"] == key), None)
+            point = next((p for p in entry.points or [] if p.point == key), None)
             if point is None:
                 continue
             rows.append([
-                entry["run"], entry.get("scheduledTime", "—"), entry["phase"], str(point["n"]),
-                unit_cell(point.get("wallSeconds"), "s"),
-                unit_cell(point.get("throughputPerSecond")),
-                unit_cell(point.get("cpuSecondsPerTask"), "µs"),
-                unit_cell(point.get("latencyP99Seconds"), "s"),
-                unit_cell(point.get("peakRssBytes"), "B"),
+                entry.run, _scheduled(entry), entry.phase, str(point.n),
+                unit_cell(point.wall_seconds, "s"), unit_cell(point.throughput_per_second),
+                unit_cell(point.cpu_seconds_per_task, "µs"),
+                unit_cell(point.latency_p99_seconds, "s"), unit_cell(point.peak_rss_bytes, "B"),
             ])  # fmt: skip
         headers = ["run", "scheduled", "phase", "n", "wall", "tasks/s", "CPU/task", "p99", "RSS"]
         blocks.append(f"{key}\n{render_table(headers, rows)}")
     return "\n\n".join(blocks)
 
 
-def plan_trend(entries: Sequence[Mapping[str, Any]]) -> str:
+def plan_trend(entries: Sequence[HistoryEntry]) -> str:
     """The capacity plan's answer run by run: Pods needed over time."""
-    rows = [
-        [e["run"], e.get("scheduledTime", "—"), e["plan"]["display"]]
-        for e in entries
-        if e.get("plan")
-    ]
+    rows = [[e.run, _scheduled(e), e.plan.display] for e in entries if e.plan]
     return render_table(["run", "scheduled", "capacity plan"], rows) if rows else ""
 
 

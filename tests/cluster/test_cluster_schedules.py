@@ -23,8 +23,8 @@ from harness import Lab, Operator
 from kubernetes.client.exceptions import ApiException
 from test_crd_rules_on_apiserver import BUILT_KUBECTL
 
+from cxlab.analysis.queueing import Service, queue
 from cxlab.crd import GROUP, SCHEDULE_PLURAL, VERSION
-from cxlab.experiments.queueing import Service, queue
 from cxlab.times import parse_time
 
 EVERY = 10  # seconds between slots: the shortest @every allows

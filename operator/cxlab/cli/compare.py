@@ -78,9 +78,9 @@ def _history_run(folder: Path, run: str | None, label: str) -> HistoryEntry:
     except InputError as error:
         raise usage(label, str(error)) from None
     if run is None:
-        names = ", ".join(str(e["run"]) for e in entries[-3:])
+        names = ", ".join(e.run for e in entries[-3:])
         raise usage(label, f"is a history folder: name one of its runs, {folder}#RUN ({names})")
-    return _named_run(entries, run, label)
+    return _named_run([e.document() for e in entries], run, label)
 
 
 def _named_run(entries: list[Any], run: str, label: str) -> HistoryEntry:

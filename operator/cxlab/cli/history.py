@@ -23,7 +23,7 @@ def history_command(args: argparse.Namespace, settings: Settings) -> int:
     except InputError as error:
         print(f"cxlab: {error}", file=sys.stderr)
         return USAGE_ERROR
-    names = [e["run"] for e in entries]
+    names = [e.run for e in entries]
     if args.acknowledged and args.acknowledged not in names:
         print(
             f"cxlab: --acknowledged: {args.acknowledged!r} is not a run in {args.folder}; "

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import shlex
 
-from cxlab.experiments.labels import workers_label
-from cxlab.experiments.objectives import bound_of, objective_name
+from cxlab.analysis.labels import workers_label
+from cxlab.analysis.objectives import bound_of, objective_name
 from cxlab.experiments.plan import PYTHON_RUNNER, floor_seconds, plan_trials, runner_command
 from cxlab.experiments.resource import ConcurrencyExperiment
 from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES, ExperimentSpec
@@ -34,7 +34,7 @@ def plan_text(experiment: ConcurrencyExperiment) -> str:
             rtt_cell(trial.rtt_seconds),
         ]
         if arrivals:
-            row.append(f"{trial.rate:g}/s")
+            row.append(f"{trial.rate_per_second:g}/s")
         rows.append([*row, str(trial.repetition), "?" if floor is None else format_duration(floor)])
     headers = ["trial", "model", "workers", "rtt", *(["rate"] if arrivals else []), "rep", "floor"]
     estimate = _estimate(experiment, total, unknown) + _followups_text(spec)

@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from cxlab.analysis.capacity_plan import CapacityPlan
 from cxlab.conditions import condition_of, set_condition
 from cxlab.controller.kube import Kube
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.crd import GROUP
-from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.fields import SpecError
 from cxlab.experiments.spec import API_VERSION, KIND
 from cxlab.experiments.status import ExperimentStatus

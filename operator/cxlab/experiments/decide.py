@@ -16,6 +16,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from cxlab.analysis.outcome import (
+    ResultError,
+    TrialOutcome,
+    classify,
+    failure_bound,
+    parse_result,
+)
 from cxlab.config import OperatorConfig
 from cxlab.experiments.diagnose import (
     POD_REJECTED,
@@ -28,13 +35,6 @@ from cxlab.experiments.diagnose import (
 )
 from cxlab.experiments.followups import Fits, Planned, after
 from cxlab.experiments.hosts import hosts_of, plan_hosts, unlisted
-from cxlab.experiments.outcome import (
-    ResultError,
-    TrialOutcome,
-    classify,
-    failure_bound,
-    parse_result,
-)
 from cxlab.experiments.plan import LOCUST_MASTER_PORT, Trial, locust_master, pod_indexes
 from cxlab.experiments.pod_view import HOLDING, PodPhase, PodView
 from cxlab.experiments.pods import COMPONENT_TARGET, COMPONENT_TRIAL

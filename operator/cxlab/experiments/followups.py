@@ -18,8 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from cxlab.experiments.capacity_plan import attempt_plan, plan_rtt, verification_of
-from cxlab.experiments.objectives import skipped_trials
+from cxlab.analysis.objectives import skipped_trials
+from cxlab.analysis.planning import attempt_plan
+from cxlab.analysis.sizing import plan_rtt
+from cxlab.analysis.verification import verification_of
 from cxlab.experiments.plan import Trial, calibration_trials, plan_trials, trial_spec
 from cxlab.experiments.record import outcomes_of
 from cxlab.experiments.spec import (
@@ -43,7 +45,7 @@ Fits = Callable[[Trial], "str | None"]
 class Trials:
     """The experiment's trials as its entries stand, why a verification asked for will not
     run (None when it runs, or was not asked for), and the sweep's trials not yet run that
-    abortOnFail skips, with why (cxlab.experiments.objectives)."""
+    abortOnFail skips, with why (cxlab.analysis.objectives)."""
 
     trials: list[Trial]
     unverified: str | None = None
@@ -156,7 +158,7 @@ def cannot_verify(spec: ExperimentSpec, trial: Trial) -> str | None:
         return f"the plan's {trial.pods} Pods are more than one trial runs ({_LIMITS['pods'].max})"
     workload = trial_spec(spec, trial).workload
     assert workload.arrival is not None
-    per_pod = (trial.rate or 0.0) / trial.pods
+    per_pod = (trial.rate_per_second or 0.0) / trial.pods
     arrivals = per_pod * parse_duration(workload.arrival.duration or "0s")
     if per_pod > _LIMITS["rate"].max or arrivals > _LIMITS["tasks"].max:
         return (
@@ -249,9 +251,9 @@ def cannot_probe(spec: ExperimentSpec, trial: Trial) -> str | None:
     """Why no runner runs this probe (past a runner's rate or tasks): the search ends."""
     workload = trial_spec(spec, trial).workload
     assert workload.arrival is not None
-    arrivals = (trial.rate or 0.0) * parse_duration(workload.arrival.duration or "0s")
-    if (trial.rate or 0.0) > _LIMITS["rate"].max or arrivals > _LIMITS["tasks"].max:
+    arrivals = (trial.rate_per_second or 0.0) * parse_duration(workload.arrival.duration or "0s")
+    if (trial.rate_per_second or 0.0) > _LIMITS["rate"].max or arrivals > _LIMITS["tasks"].max:
         return "past what a runner issues"
-    if (trial.rate or 0.0) < 1 / parse_duration(workload.arrival.duration or "1s"):
+    if (trial.rate_per_second or 0.0) < 1 / parse_duration(workload.arrival.duration or "1s"):
         return "under one arrival in the probe's duration"
     return None

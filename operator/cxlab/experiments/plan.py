@@ -41,7 +41,7 @@ class Trial:
     rtt_seconds: float | None  # sleep and http only
     repetition: int  # 1-based
     pods: int = 1  # runner Pods (processes), started together at the barrier
-    rate: float | None = None  # arrival runs: the whole trial's arrivals per second
+    rate_per_second: float | None = None  # arrival runs: the whole trial's arrivals per second
     verify: int = 0  # a capacity plan's verification: its attempt (1, 2, ...); 0: the sweep
     probe: int = 0  # a rate search's probe of this model: 1, 2, ...; 0: not one
     calibrate: str = ""  # a calibration trial: "cpu" or "sleep"; "": not one
@@ -72,8 +72,8 @@ class Trial:
             parts.append(f"p{self.gomaxprocs}")
         if self.rtt_seconds is not None:
             parts.append("rtt" + format_duration(self.rtt_seconds).replace(".", "p"))
-        if self.rate is not None:
-            parts.append(f"a{self.rate:g}".replace(".", "p").replace("+", ""))
+        if self.rate_per_second is not None:
+            parts.append(f"a{self.rate_per_second:g}".replace(".", "p").replace("+", ""))
         parts.append(f"r{self.repetition}")
         return "-".join(parts).replace("µ", "u")
 
@@ -175,7 +175,7 @@ def _arriving(spec: ExperimentSpec, trial: Trial, duration: str) -> ExperimentSp
     objective = spec.capacity.target.latency.max if spec.capacity else "10ms"
     max_lag = format_duration(min(parse_duration(objective), parse_duration(LIMITS["max-lag"].max)))
     arrival = ArrivalSpec(
-        rate_per_second=trial.rate, duration=duration, process="poisson",
+        rate_per_second=trial.rate_per_second, duration=duration, process="poisson",
         on_busy="queue", max_lag=max_lag, seed=VERIFY_SEED,
     )  # fmt: skip
     seconds = parse_duration(duration)
@@ -242,7 +242,7 @@ def _run_flags(spec: ExperimentSpec, trial: Trial, pod: int, master: int | None)
     arrival = workload.arrival
     if arrival is None:
         return ["--duration", workload.duration or "0s", *flags]
-    profile = arrival.profile(trial.rate or 0.0, trial.pods)
+    profile = arrival.profile(trial.rate_per_second or 0.0, trial.pods)
     flags += [
         "--arrival", arrival.process,
         "--rate", f"{profile.pieces[0].a:.9g}",

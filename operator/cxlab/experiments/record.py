@@ -8,13 +8,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from cxlab.analysis.knees import LatencyObjective
+from cxlab.analysis.objectives import judge_objectives, summed_up
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.planning import capacity_plan
+from cxlab.analysis.recommend import best_line
+from cxlab.analysis.summary import summarize
 from cxlab.conditions import Condition, condition_of, is_true, set_condition
-from cxlab.experiments.capacity_plan import capacity_plan
 from cxlab.experiments.environment import environment_of
-from cxlab.experiments.objectives import judge_objectives, summed_up
-from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
-from cxlab.experiments.recommend import LatencyObjective, best_line
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import (
     SKIPPED,
@@ -26,7 +28,6 @@ from cxlab.experiments.status import (
     TrialEntry,
     TrialPhase,
 )
-from cxlab.experiments.summary import summarize
 from cxlab.times import whole_seconds
 from cxlab_contract.durations import parse_duration
 
@@ -44,7 +45,7 @@ def trial_entry(outcome: TrialOutcome) -> TrialEntry:
     return TrialEntry(
         name=trial.name, model=trial.model, variant=trial.variant, workers=trial.workers,
         gomaxprocs=trial.gomaxprocs, rtt_seconds=trial.rtt_seconds,
-        rate_per_second=trial.rate, repetition=trial.repetition,
+        rate_per_second=trial.rate_per_second, repetition=trial.repetition,
         phase=_phase(outcome),
         pods=trial.pods if trial.pods > 1 else None, message=message,
         pinned=None if result is None else outcome.unpinned is None,
@@ -222,8 +223,8 @@ def _finish(
     met, why, verdict = summed_up(status.objectives or [])
     conditions = made.set(conditions, "ObjectivesMet", met, why, verdict[:MAX_MESSAGE])
     status.completion_time = old.completion_time or whole_seconds(made.now)
-    if summary["recommendations"]:  # saying so when it is noisy or tied
-        status.best = best_line(summary["recommendations"][0])
+    if summary.recommendations:  # saying so when it is noisy or tied
+        status.best = best_line(summary.recommendations[0])
     total, failed = len(made.trials), made.failed
     conditions = made.set(conditions, "Progressing", False, "Finished", f"all {total} trials ended")
     succeeded = f"{total - failed - made.skipped} of {total} trials succeeded"

@@ -35,9 +35,10 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from cxlab.analysis.recommend import NoRateHeld
+from cxlab.analysis.summary import Summary
 from cxlab.experiments.pods import LABEL_COMPONENT, LABEL_EXPERIMENT, owner_reference
 from cxlab.experiments.status import ExperimentStatus, TrialEntry
-from cxlab.experiments.summary import Summary
 
 CHUNK_TRIALS = 100
 COMPONENT_RESULTS = "results"
@@ -94,18 +95,18 @@ def summary_name(experiment: str) -> str:
 def compact_summary(summary: Summary, experiment: str) -> Summary:
     """The status's summary of a whole one: the recommendations with their ties counted, not
     listed, and where the whole summary is (points, knees, ties)."""
-    recommendations = []
-    for recommendation in summary.get("recommendations") or []:
-        small = {k: v for k, v in recommendation.items() if k != "tiedWith"}
-        if tied := len(recommendation.get("tiedWith") or []):
-            small["tiedCount"] = tied
-        recommendations.append(small)
-    return {
-        "tolerance": summary["tolerance"],
-        "recommendations": recommendations,
-        "pointCount": len(summary.get("points") or []),
-        "summaryIn": summary_name(experiment),
-    }
+    recommendations = [
+        r
+        if isinstance(r, NoRateHeld)
+        else r.model_copy(update={"tied_with": None, "tied_count": len(r.tied_with or []) or None})
+        for r in summary.recommendations
+    ]
+    return Summary(
+        tolerance=summary.tolerance,
+        recommendations=recommendations,
+        point_count=len(summary.points or []),
+        summary_in=summary_name(experiment),
+    )
 
 
 def config_map(
@@ -119,7 +120,7 @@ def config_map(
 
 def summary_config_map(experiment: str, namespace: str, uid: str, summary: Summary) -> Manifest:
     """The ConfigMap holding the experiment's whole summary."""
-    keys = {SUMMARY_KEY: encode(summary)}
+    keys = {SUMMARY_KEY: encode(summary.document())}
     return _owned_config_map(summary_name(experiment), experiment, namespace, uid, keys)
 
 
@@ -156,8 +157,7 @@ def summary_of(config_maps: Iterable[Mapping[str, Any]]) -> Summary | None:
     for item in config_maps:
         data = (item.get("binaryData") or {}).get(SUMMARY_KEY)
         if data:
-            summary: Summary = decode(data)
-            return summary
+            return Summary.read(decode(data))
     return None
 
 
@@ -170,7 +170,7 @@ def with_full_results(
     config_maps = list(config_maps)
     full = entries_of(config_maps)
     restored = status.model_copy(update={"trials": [full.get(e.name, e) for e in status.entries]})
-    summary = summary_of(config_maps) if (status.summary or {}).get("summaryIn") else None
+    summary = summary_of(config_maps) if status.summary and status.summary.summary_in else None
     if summary is not None:
         restored.summary = summary
     return restored

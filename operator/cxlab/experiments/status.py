@@ -10,19 +10,18 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Self
 
+from cxlab.analysis.capacity_plan import CapacityPlan
+from cxlab.analysis.summary import Summary
 from cxlab.conditions import Condition
-from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.shape import Maybe, Shape, nullable, optional
 
 if TYPE_CHECKING:  # a TypedDict for the type checker; to pydantic the JSON it is (see below)
-    from cxlab.experiments.summary import Summary
     from cxlab_contract.result import Result
 else:
     # The Result was validated against its JSON Schema when it was read (a runner's output),
     # and the CRD's schema for it is that schema (cxlab.crd): validated again here it would
-    # only be coerced (1 -> 1.0). The summary is built here, from Results.
+    # only be coerced (1 -> 1.0).
     Result = dict[str, Any]
-    Summary = dict[str, Any]
 
 
 # Compare a document's phase with these members, never with string literals.
@@ -122,7 +121,7 @@ class TrialEntry(Shape):
     experiment (cxlab.experiments.results_store); the local backend keeps it inline."""
     result: Maybe[Result] = None
     """The runner's Result (cxlab_contract/result-v1.schema.json); a trial of several Pods:
-    their merged Result (cxlab.experiments.merge)."""
+    their merged Result (cxlab.analysis.merge)."""
     pod_results: Maybe[list[Result]] = None
     """Each Pod's own Result, in Pod order, for a trial of several Pods."""
 
@@ -187,7 +186,7 @@ class Environment(Shape):
     calibration: Maybe[Calibration] = None
 
 
-# A verdict, of one point or of an objective (cxlab.experiments.objectives).
+# A verdict, of one point or of an objective (cxlab.analysis.objectives).
 Verdict = Literal["Met", "Broken", "Inconclusive"]
 
 
@@ -257,6 +256,8 @@ class ExperimentStatus(Shape):
     """The spec the run started with, as JSON: it ends with that spec."""
     trials: Maybe[list[TrialEntry]] = None
     summary: Maybe[Summary] = None
+    """The points, knees and recommendations (once finished); on a cluster the compact one,
+    the whole in the ConfigMap summaryIn names."""
     queue: Maybe[QueuePlace] = None
     """While it waits for capacity (phase Pending, condition Queued)."""
     queued_seconds: Maybe[float] = None

@@ -19,15 +19,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from cxlab.barrier import is_ready, release
-from cxlab.experiments.followups import trials_of
-from cxlab.experiments.outcome import (
+from cxlab.analysis.outcome import (
     ResultError,
     TrialOutcome,
     classify,
     failure_bound,
     parse_result,
 )
+from cxlab.barrier import is_ready, release
+from cxlab.experiments.followups import trials_of
 from cxlab.experiments.plan import (
     PYTHON_RUNNER,
     Trial,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cxlab.inputs import InputError, load_json_document
-from cxlab.schedules.history import history_entry, newest_succeeded
+from cxlab.schedules.history import HistoryEntry, history_entry, newest_succeeded
 from cxlab.times import parse_time, timestamp
 
 
@@ -27,7 +27,7 @@ def save_run(document: dict[str, Any], folder: Path) -> Path:
     return path
 
 
-def load_history(folder: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+def load_history(folder: Path) -> tuple[list[HistoryEntry], dict[str, Any] | None]:
     """The folder's runs as history entries, oldest first, and the newest succeeded run's
     document (its capacity plan); InputError names the file that cannot be read."""
     if not folder.is_dir():
@@ -49,5 +49,4 @@ def load_history(folder: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | N
     )
     by_name = {d["metadata"]["name"]: d for d in documents}
     newest = newest_succeeded(entries)
-    # as written: `cxlab history` reads them as a schedule's status.history
-    return [e.document() for e in entries], by_name[newest.run] if newest else None
+    return entries, by_name[newest.run] if newest else None

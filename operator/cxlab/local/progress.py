@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from cxlab.experiments.outcome import TrialOutcome
+from cxlab.analysis.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
 
 

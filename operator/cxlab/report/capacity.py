@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from html import escape
 
-from cxlab.experiments.capacity_plan import CapacityPlan
-from cxlab.experiments.labels import share_text
+from cxlab.analysis.capacity_plan import CapacityPlan
+from cxlab.analysis.labels import share_text
 from cxlab.report.tables import _table
 from cxlab_contract.durations import format_duration
 

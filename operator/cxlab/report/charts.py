@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 
-from cxlab.experiments.labels import concurrency, rtt_label
+from cxlab.analysis.knees import Knee, RateKnee
+from cxlab.analysis.labels import concurrency, rtt_label
+from cxlab.analysis.point import MeasuredPoint
+from cxlab.analysis.stats import Spread, center
 from cxlab.experiments.status import TrialEntry
 from cxlab.report import svg
 from cxlab.report.data import MIB, Context, Json, Style, by_variant, first_success, floor_unit
-from cxlab.stats import center
 from cxlab_contract.result import floor_seconds as runner_floor_seconds
 
 # More lines than this and a memory-over-time chart stops being readable.
@@ -25,7 +27,9 @@ _WORKERS_AXIS = svg.Axis("workers (log scale)", "log", svg.format_count)
 
 
 def _variant_series(
-    points: Sequence[Json], styles: Mapping[str, Style], metric: Callable[[Json], svg.Point]
+    points: Sequence[MeasuredPoint],
+    styles: Mapping[str, Style],
+    metric: Callable[[MeasuredPoint], svg.Point],
 ) -> list[svg.Series]:
     series = []
     for variant, members in by_variant(points).items():
@@ -35,13 +39,14 @@ def _variant_series(
     return series
 
 
-def _stat(point: Json, key: str, scale: float = 1.0) -> svg.Point:
+def _stat(point: MeasuredPoint, stats: Spread, scale: float = 1.0) -> svg.Point:
     """The median, as knees and the recommendation read it, with a ±1 stddev bar."""
-    stats = point[key]
-    return svg.Point(float(concurrency(point)), center(stats) / scale, stats["stddev"] / scale)
+    return svg.Point(float(concurrency(point)), center(stats) / scale, stats.stddev / scale)
 
 
-def _floor_series(points: Sequence[Json], spec: Json, rtt: float | None) -> list[svg.Series]:
+def _floor_series(
+    points: Sequence[MeasuredPoint], spec: Json, rtt: float | None
+) -> list[svg.Series]:
     workload: Json = spec.get("workload") or {}
     unit = floor_unit(workload, rtt)
     tasks = workload.get("tasks")
@@ -61,17 +66,17 @@ def _floor_series(points: Sequence[Json], spec: Json, rtt: float | None) -> list
     return [svg.Series(label, line, svg.REFERENCE_COLOR, dashed=True, markers=False)]
 
 
-def _repetitions_note(points: Sequence[Json]) -> str:
+def _repetitions_note(points: Sequence[MeasuredPoint]) -> str:
     """What a marker is: a running experiment has fewer repetitions for some points."""
-    counts = sorted({int(p["repetitions"]) for p in points})
+    counts = sorted({p.repetitions for p in points})
     if counts == [1]:
         return "one repetition per point"
     reps = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
     return f"median of {reps} repetitions, bars ±1 stddev"
 
 
-def _wall_chart(rtt: float | None, points: Sequence[Json], context: Context) -> str:
-    series = _variant_series(points, context.styles, lambda p: _stat(p, "wallSeconds"))
+def _wall_chart(rtt: float | None, points: Sequence[MeasuredPoint], context: Context) -> str:
+    series = _variant_series(points, context.styles, lambda p: _stat(p, p.wall_seconds))
     floor = _floor_series(points, context.spec, rtt)
     note = _repetitions_note(points) + ("; dashed: the floor" if floor else "")
     return svg.line_chart(
@@ -83,18 +88,18 @@ def _wall_chart(rtt: float | None, points: Sequence[Json], context: Context) -> 
     )
 
 
-def _cpu_chart(rtt: float | None, points: Sequence[Json], context: Context) -> str:
+def _cpu_chart(rtt: float | None, points: Sequence[MeasuredPoint], context: Context) -> str:
     return svg.line_chart(
         _titled("CPU vs workers", rtt),
         _WORKERS_AXIS,
         svg.Axis("CPU (% of one core)", "linear", svg.format_percent, include_zero=True),
-        _variant_series(points, context.styles, lambda p: _stat(p, "cpuPercent")),
+        _variant_series(points, context.styles, lambda p: _stat(p, p.cpu_percent)),
         "user + system time over wall time; above 100% on several cores",
     )
 
 
-def _memory_chart(rtt: float | None, points: Sequence[Json], context: Context) -> str:
-    peaks = [center(p["peakRssBytes"]) for p in points]
+def _memory_chart(rtt: float | None, points: Sequence[MeasuredPoint], context: Context) -> str:
+    peaks = [center(p.peak_rss_bytes) for p in points]
     log = min(peaks) > 0 and max(peaks) / min(peaks) > LOG_MEMORY_RATIO
     axis = (
         svg.Axis("peak RSS (log scale)", "log", svg.format_mib)
@@ -105,23 +110,23 @@ def _memory_chart(rtt: float | None, points: Sequence[Json], context: Context) -
         _titled("Peak memory vs workers", rtt),
         _WORKERS_AXIS,
         axis,
-        _variant_series(points, context.styles, lambda p: _stat(p, "peakRssBytes", MIB)),
+        _variant_series(points, context.styles, lambda p: _stat(p, p.peak_rss_bytes, MIB)),
         "resident set size, children included for processes",
     )
 
 
-def _timeline_picks(points: Sequence[Json], knees: Sequence[Json]) -> list[tuple[Json, str]]:
+def _timeline_picks(
+    points: Sequence[MeasuredPoint], knees: Sequence[Knee | RateKnee]
+) -> list[tuple[MeasuredPoint, str]]:
     """Which points get a memory-over-time line: every variant's knee first, then its
     most-workers point, until the chart is full."""
-    knee_workers = {
-        (k["variant"], k.get("rttSeconds")): (k.get("pods", 1), k["workers"]) for k in knees
-    }
+    knee_workers = {(k.variant, k.rtt_seconds): (k.pods, k.workers) for k in knees}
     groups = by_variant(points)
-    picks: list[tuple[Json, str]] = []
+    picks: list[tuple[MeasuredPoint, str]] = []
     for variant, members in groups.items():
         for point in members:
-            configuration = (point.get("pods", 1), point["workers"])
-            if knee_workers.get((variant, point.get("rttSeconds"))) == configuration:
+            configuration = (point.pods, point.workers)
+            if knee_workers.get((variant, point.rtt_seconds)) == configuration:
                 picks.append((point, "knee"))
     for members in groups.values():
         most = max(members, key=concurrency)
@@ -131,7 +136,7 @@ def _timeline_picks(points: Sequence[Json], knees: Sequence[Json]) -> list[tuple
 
 
 def _timeline_series(
-    point: Json, role: str, trial: TrialEntry, style: Style, *, dashed: bool, share: bool
+    point: MeasuredPoint, role: str, trial: TrialEntry, style: Style, *, dashed: bool, share: bool
 ) -> svg.Series:
     """RSS against seconds, or against the share of the trial's wall time (`share`) so runs
     of 50 ms and of 50 s fit one chart; the legend keeps the absolute duration."""
@@ -145,13 +150,13 @@ def _timeline_series(
     )
     workers = concurrency(point)
     label = (
-        f"{point['variant']} · {svg.format_count(workers)} worker{'s' * (workers != 1)} "
+        f"{point.variant} · {svg.format_count(workers)} worker{'s' * (workers != 1)} "
         f"({role}, {svg.format_seconds(result['wallSeconds'])})"
     )
     return svg.Series(label, line, style.color, style.shape, dashed, markers=False)
 
 
-def _timeline_chart(rtt: float | None, points: Sequence[Json], context: Context) -> str:
+def _timeline_chart(rtt: float | None, points: Sequence[MeasuredPoint], context: Context) -> str:
     picks = [
         (point, role, trial)
         for point, role in _timeline_picks(points, context.knees)
@@ -166,7 +171,7 @@ def _timeline_chart(rtt: float | None, points: Sequence[Json], context: Context)
             point,
             role,
             trial,
-            context.styles[str(point["variant"])],
+            context.styles[point.variant],
             dashed=with_knees and role != "knee",
             share=share,
         )
@@ -191,7 +196,7 @@ def _titled(what: str, rtt: float | None) -> str:
     return what if rtt is None else f"{what} · {rtt_label(rtt)}"
 
 
-def rtt_section(rtt: float | None, points: Sequence[Json], context: Context) -> str:
+def rtt_section(rtt: float | None, points: Sequence[MeasuredPoint], context: Context) -> str:
     charts = (_wall_chart, _cpu_chart, _memory_chart, _timeline_chart)
     figures = "".join(f'<figure class="chart">{c(rtt, points, context)}</figure>' for c in charts)
     title = "Charts" if rtt is None else rtt_label(rtt)

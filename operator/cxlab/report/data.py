@@ -5,18 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from cxlab.analysis.knees import Knee, RateKnee
+from cxlab.analysis.point import MeasuredPoint, Point
+from cxlab.analysis.summary import Summary, summary_points
 from cxlab.experiments.plan import plan_trials
-from cxlab.experiments.record import latency_objective, outcomes_of
+from cxlab.experiments.record import outcomes_of
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import TrialEntry
-from cxlab.experiments.summary import summarize
 from cxlab.report import svg
 from cxlab_contract.durations import parse_duration
 
-Json = Mapping[str, Any]
+Json = Mapping[str, Any]  # the experiment document as given: its spec is shown as written
 MIB = 2**20
+P = TypeVar("P", bound=Point)
 
 
 @dataclass(frozen=True)
@@ -31,37 +34,29 @@ class Context:
 
     spec: Json
     trials: Sequence[TrialEntry]
-    knees: Sequence[Json]
+    knees: Sequence[Knee | RateKnee]
     styles: Mapping[str, Style]
 
 
 def report_points(
-    summary: Json | None, trials: Sequence[TrialEntry], spec: ExperimentSpec
-) -> list[Json]:
+    summary: Summary | None, trials: Sequence[TrialEntry], spec: ExperimentSpec
+) -> list[Point]:
     """The summary's points; for an unfinished run, the same aggregation over the trials done
     so far (the planned trials, read back from their entries as the status builder does), so
     a running experiment already shows its curves."""
     if summary is not None:
-        return list(summary.get("points") or [])
+        return list(summary.points or [])
     outcomes = outcomes_of(plan_trials(spec), trials)
-    if not outcomes:
-        return []
-    return list(
-        summarize(outcomes, spec.tolerance, spec.pinning, latency_objective(spec))["points"]
-    )
-
-
-def measured(point: Json) -> bool:
-    return int(point.get("repetitions", 0)) > 0
+    return summary_points(outcomes, spec.pinning, spec.tolerance)
 
 
 def _ordered(values: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(values))
 
 
-def variant_styles(points: Sequence[Json]) -> dict[str, Style]:
+def variant_styles(points: Sequence[Point]) -> dict[str, Style]:
     """One colour and marker per variant, the same in every chart."""
-    variants = _ordered(str(p["variant"]) for p in points)
+    variants = _ordered(p.variant for p in points)
     return {
         variant: Style(
             svg.PALETTE[i % len(svg.PALETTE)],
@@ -71,26 +66,28 @@ def variant_styles(points: Sequence[Json]) -> dict[str, Style]:
     }
 
 
-def by_rtt(points: Sequence[Json]) -> list[tuple[float | None, list[Json]]]:
-    groups: dict[float | None, list[Json]] = {}
-    for point in filter(measured, points):
-        groups.setdefault(point.get("rttSeconds"), []).append(point)
+def by_rtt(points: Iterable[Point]) -> list[tuple[float | None, list[MeasuredPoint]]]:
+    """The measured points by RTT (the charts' sections), in order, without an RTT last."""
+    groups: dict[float | None, list[MeasuredPoint]] = {}
+    for point in points:
+        if isinstance(point, MeasuredPoint):
+            groups.setdefault(point.rtt_seconds, []).append(point)
     return sorted(groups.items(), key=lambda item: (item[0] is None, item[0] or 0.0))
 
 
-def by_variant(points: Sequence[Json]) -> dict[str, list[Json]]:
-    groups: dict[str, list[Json]] = {}
+def by_variant(points: Iterable[P]) -> dict[str, list[P]]:
+    groups: dict[str, list[P]] = {}
     for point in points:
-        groups.setdefault(str(point["variant"]), []).append(point)
+        groups.setdefault(point.variant, []).append(point)
     return groups
 
 
-def _same_config(trial: TrialEntry, point: Json) -> bool:
+def _same_config(trial: TrialEntry, point: Point) -> bool:
     ours = (trial.model, trial.gomaxprocs, trial.workers, trial.rtt_seconds)
-    return ours == tuple(point.get(key) for key in ("model", "gomaxprocs", "workers", "rttSeconds"))
+    return ours == (point.model, point.gomaxprocs, point.workers, point.rtt_seconds)
 
 
-def first_success(trials: Sequence[TrialEntry], point: Json) -> TrialEntry | None:
+def first_success(trials: Sequence[TrialEntry], point: Point) -> TrialEntry | None:
     """The point's successful trial of the lowest repetition that recorded a timeline."""
     runs = [
         t

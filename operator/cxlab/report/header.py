@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from cxlab.analysis.recommend import NoRateHeld, RateRecommendation
+from cxlab.analysis.summary import Summary
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import ExperimentStatus, Phase, Progress, TrialEntry
 from cxlab.experiments.target import TargetSpec
@@ -125,7 +127,7 @@ def header_section(
     )
 
 
-def answer_section(summary: Json | None, status: ExperimentStatus) -> str:
+def answer_section(summary: Summary | None, status: ExperimentStatus) -> str:
     if summary is None:
         phase = str(status.phase or Phase.PENDING)
         note = (
@@ -133,19 +135,19 @@ def answer_section(summary: Json | None, status: ExperimentStatus) -> str:
             "every trial has finished. The charts show the trials done so far."
         )
         return f'<section><h2>Recommendation</h2><p class="note">{escape(note)}</p></section>'
-    texts = [str(r.get("text", "")) for r in summary.get("recommendations") or []]
+    texts = [r.text for r in summary.recommendations]
     if not texts:
         note = "No configuration finished without failed tasks, so there is nothing to recommend."
         return f'<section><h2>Recommendation</h2><p class="note">{escape(note)}</p></section>'
     items = "".join(f"<li>{escape(text)}</li>" for text in texts)
-    rates = any("ratePerSecond" in r for r in summary.get("recommendations") or [])
+    rates = any(isinstance(r, RateRecommendation | NoRateHeld) for r in summary.recommendations)
     return (
         f'<section><h2>Recommendation</h2><ul class="recommendations">{items}</ul>'
         f'<p class="note">{escape(_RATE_RANKING if rates else _RANKING)}</p></section>'
     )
 
 
-# How a recommendation is chosen, and what "tied" means (cxlab.experiments.summary.recommend).
+# How a recommendation is chosen, and what "tied" means (cxlab.analysis.summary.recommend).
 _RANKING = (
     "Of the configurations whose median wall time is within the tolerance of the fastest: "
     "the least CPU time, then the least peak RSS, then the fewest workers. Two that the "
@@ -154,7 +156,7 @@ _RANKING = (
     "are within the tolerance of each other."
 )
 
-# An arrival run's (cxlab.experiments.recommend.recommend_rates).
+# An arrival run's (cxlab.analysis.recommend.recommend_rates).
 _RATE_RANKING = (
     "Of the configurations holding the largest offered rate (within the tolerance): the one "
     "using the least CPU at its knee, then the fewest workers. A rate holds when no task failed "

@@ -24,13 +24,13 @@ def render_report(document: Json) -> str:
     spec: Json = document.get("spec") or {}
     typed = ExperimentSpec.model_validate(spec)  # its defaults, not the report's own
     status = ExperimentStatus.read(document.get("status"))  # the shape both backends write
-    summary: Json | None = status.summary
+    summary = status.summary
     trials = status.entries
     points = report_points(summary, trials, typed)
     context = Context(
         spec=spec,
         trials=trials,
-        knees=list((summary or {}).get("knees") or []),
+        knees=list(summary.knees or []) if summary else [],
         styles=variant_styles(points),
     )
     if typed.workload.arrival is not None:  # knees in the rate: charts against it

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from cxlab.experiments.objectives import row_figure, row_label, row_needed, summed_up
+from cxlab.analysis.objectives import row_figure, row_label, row_needed, summed_up
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import ExperimentStatus, ObjectiveStatus, Verdict
 from cxlab.report.tables import _table

@@ -6,12 +6,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
-from cxlab.experiments.labels import NOISE_CHECKED, spread_cells, variant_text, workers_label
+from cxlab.analysis.knees import Knee, RateKnee
+from cxlab.analysis.labels import (
+    NOISE_CHECKED,
+    Configured,
+    spread_cells,
+    variant_text,
+    workers_label,
+)
+from cxlab.analysis.point import MeasuredPoint, Point
+from cxlab.analysis.recommend import AnyRecommendation, NoRateHeld
+from cxlab.analysis.stats import Spread, center
+from cxlab.analysis.summary import Summary, syscalls_requested
 from cxlab.experiments.status import TrialEntry
-from cxlab.experiments.summary import syscalls_requested
 from cxlab.report import svg
-from cxlab.report.data import MIB, Json, measured
-from cxlab.stats import center
+from cxlab.report.data import MIB
 from cxlab_contract.durations import format_duration
 
 
@@ -62,24 +71,25 @@ def _mib(value: float) -> str:
     return f"{value / MIB:,.1f} MiB"
 
 
-def knees_table(knees: Sequence[Json]) -> str:
-    if not knees:
-        return ""
+def knees_table(knees: Sequence[Knee | RateKnee]) -> str:
     rows = [
         [
-            escape(_rtt_cell(k.get("rttSeconds"))),
-            escape(str(k["variant"])),
+            escape(_rtt_cell(k.rtt_seconds)),
+            escape(k.variant),
             escape(_knee_workers(k)),
-            escape(svg.format_seconds(k["wallSeconds"])),
+            escape(svg.format_seconds(k.wall_seconds)),
             escape(
-                f"{svg.format_seconds(k['bestWallSeconds'])} with "
-                f"{workers_label(k['model'], k['bestWorkers'], k.get('bestPods', 1))}"
+                f"{svg.format_seconds(k.best_wall_seconds)} with "
+                f"{workers_label(k.model, k.best_workers, k.best_pods)}"
             ),
-            escape(f"{k['cpuPercent']:.0f}%"),
-            escape(_mib(k["peakRssBytes"])),
+            escape(f"{k.cpu_percent:.0f}%"),
+            escape(_mib(k.peak_rss_bytes)),
         ]
         for k in knees
+        if isinstance(k, Knee)
     ]
+    if not rows:
+        return ""
     headers = ["RTT", "Variant", "Knee workers", "Wall", "Best wall", "CPU", "Peak RSS"]
     intro = (
         "The knee: the fewest workers whose median wall time is within the tolerance of the "
@@ -91,67 +101,71 @@ def knees_table(knees: Sequence[Json]) -> str:
     )
 
 
-def _knee_workers(knee: Json) -> str:
-    text = _workers_text(
-        knee["model"], knee["workers"], knee.get("effectiveWorkers"),
-        knee.get("workersStarted"), knee.get("pods", 1),
-    )  # fmt: skip
-    return text + (" (noisy)" if knee.get("noisy") else "")
-
-
-def _configured(entry: Json, point: Json) -> bool:
-    return bool(
-        entry.get("variant") == point["variant"]
-        and entry.get("workers") == point["workers"]
-        and entry.get("pods", 1) == point.get("pods", 1)
+def configured_workers(point: Configured) -> str:
+    """A knee's or a measured point's workers as the tables show them."""
+    return _workers_text(
+        point.model, point.workers, point.effective_workers, point.workers_started, point.pods
     )
 
 
-def _same(entry: Json, point: Json) -> bool:
-    return _configured(entry, point) and entry.get("rttSeconds") == point.get("rttSeconds")
+def _knee_workers(knee: Knee) -> str:
+    return configured_workers(knee) + (" (noisy)" if knee.noisy else "")
 
 
-def _tied(point: Json, recommendations: Sequence[Json]) -> bool:
+def _configured(entry: Configured, point: Point) -> bool:
+    return (entry.variant, entry.workers, entry.pods) == (point.variant, point.workers, point.pods)
+
+
+def _at(rtt: float | None, point: Point) -> bool:
+    return rtt == point.rtt_seconds
+
+
+def _tied(point: Point, recommendations: Sequence[AnyRecommendation]) -> bool:
     """Whether a recommendation of the point's RTT names it as tied with its pick."""
     return any(
-        r.get("rttSeconds") == point.get("rttSeconds")
-        and any(_configured(t, point) for t in r.get("tiedWith") or [])
+        not isinstance(r, NoRateHeld)
+        and _at(r.rtt_seconds, point)
+        and any(_configured(t, point) for t in r.tied_with or [])
         for r in recommendations
     )
 
 
-def _tags(point: Json, summary: Json | None) -> str:
-    recommendations = (summary or {}).get("recommendations") or []
+def _tags(point: Point, summary: Summary | None) -> str:
+    recommendations = summary.recommendations if summary else []
+    knees = summary.knees or [] if summary else []
     tags = []
-    if any(_same(k, point) for k in (summary or {}).get("knees") or []):
+    if any(_configured(k, point) and _at(k.rtt_seconds, point) for k in knees):
         tags.append('<span class="tag">knee</span>')
-    if any(_same(r, point) for r in recommendations):
+    if any(
+        not isinstance(r, NoRateHeld) and _configured(r, point) and _at(r.rtt_seconds, point)
+        for r in recommendations
+    ):
         tags.append('<span class="tag best">recommended</span>')
     if _tied(point, recommendations):
         tags.append('<span class="tag tied">tied</span>')
-    if point.get("skippedTrials"):  # not run (abortOnFail): not failed
+    if point.skipped_trials:  # not run (abortOnFail): not failed
         tags.append(f'<span class="tag skipped">{escape(skipped_text(point))}</span>')
-    if point.get("noisy"):
-        names = ", ".join(NOISE_CHECKED.get(k, k) for k in point.get("noisyQuantities") or [])
+    if isinstance(point, MeasuredPoint) and point.noisy:
+        names = ", ".join(NOISE_CHECKED.get(k, k) for k in point.noisy_quantities)
         tags.append(f'<span class="tag noisy">noisy: {escape(names)}</span>')
     return "".join(tags)
 
 
-def skipped_text(point: Json) -> str:
+def skipped_text(point: Point) -> str:
     """A point's trials not run because an objective broke (abortOnFail)."""
-    return f"skipped: {_plural(point['skippedTrials'], 'trial')}"
+    return f"skipped: {_plural(point.skipped_trials or 0, 'trial')}"
 
 
-def _failures(point: Json) -> str:
+def _failures(point: Point) -> str:
     parts = []
-    if point.get("failedTrials"):
-        parts.append(_plural(point["failedTrials"], "trial"))
-    if point.get("tasksFailed"):
-        parts.append(_plural(point["tasksFailed"], "task"))
+    if point.failed_trials:
+        parts.append(_plural(point.failed_trials, "trial"))
+    if isinstance(point, MeasuredPoint) and point.tasks_failed:
+        parts.append(_plural(point.tasks_failed, "task"))
     return ", ".join(parts) or "—"
 
 
-def _median(stat: Json | None, show: Callable[[float], str]) -> str:
+def _median(stat: Spread | None, show: Callable[[float], str]) -> str:
     """A quantity a Result may lack (older Results, or a model that cannot measure it)."""
     return "—" if stat is None else show(center(stat))
 
@@ -160,59 +174,61 @@ def _count(value: float) -> str:
     return f"{value:,.0f}"
 
 
-def _syscall_cells(point: Json) -> list[str]:
+def _syscall_cells(point: Point) -> list[str]:
     """HTML cells: median counts, or "unavailable" with the reason on hover (never 0)."""
-    syscalls = point.get("syscalls")
+    syscalls = point.syscalls if isinstance(point, MeasuredPoint) else None
     if syscalls is None:
         return ["—", "—"]
-    if "unavailable" in syscalls:
-        cell = f'<span title="{escape(str(syscalls["unavailable"]))}">unavailable</span>'
+    if syscalls.unavailable is not None:
+        cell = f'<span title="{escape(syscalls.unavailable)}">unavailable</span>'
         return [cell, cell]
-    total = _count(center(syscalls["total"]))
-    return [escape(total), escape(_median(syscalls.get("futex"), _count))]
+    return [escape(_median(syscalls.total, _count)), escape(_median(syscalls.futex, _count))]
 
 
-def _point_workers(point: Json) -> str:
-    return _workers_text(
-        point["model"], point["workers"], point.get("effectiveWorkers"),
-        point.get("workersStarted"), point.get("pods", 1),
-    )  # fmt: skip
+def point_workers(point: Point) -> str:
+    """A point's workers: as run where it was measured, else as the spec gives them."""
+    if isinstance(point, MeasuredPoint):
+        return configured_workers(point)
+    return _workers_text(point.model, point.workers, None, None, point.pods)
 
 
-def _measurements(point: Json) -> list[str]:
-    if not measured(point):
+def point_variant(point: Point) -> str:
+    """A point's variant, with the kind of pool its Results report where it was measured."""
+    return variant_text(point) if isinstance(point, MeasuredPoint) else point.variant
+
+
+def _measurements(point: Point) -> list[str]:
+    if not isinstance(point, MeasuredPoint):
         return ["—"] * 12
-    wall, interval, cv = spread_cells(
-        point["wallSeconds"], point["repetitions"], svg.format_seconds
-    )
-    efficiency = point.get("efficiency")
-    per_worker = float(point.get("memoryPerWorkerBytes", 0))
+    wall, interval, cv = spread_cells(point.wall_seconds, point.repetitions, svg.format_seconds)
+    efficiency = point.efficiency
+    per_worker = float(point.memory_per_worker_bytes)
     return [
         wall,
         interval,
         cv,
-        svg.format_seconds(center(point["cpuSeconds"])),
-        f"{center(point['cpuPercent']):.0f}%",
-        _mib(center(point["peakRssBytes"])),
-        _median(point.get("peakVmBytes"), _mib),
+        svg.format_seconds(center(point.cpu_seconds)),
+        f"{center(point.cpu_percent):.0f}%",
+        _mib(center(point.peak_rss_bytes)),
+        _median(point.peak_vm_bytes, _mib),
         f"{per_worker / 1024:,.0f} KiB" if abs(per_worker) < MIB else _mib(per_worker),
         "—" if efficiency is None else f"{efficiency:.0%}",
-        svg.format_seconds(point["latencyP99Seconds"]),
-        _median(point.get("contextSwitches"), _count),
-        _median(point.get("taskContextSwitches"), _count),
+        svg.format_seconds(point.latency_p99_seconds),
+        _median(point.context_switches, _count),
+        _median(point.task_context_switches, _count),
     ]
 
 
-def points_table(points: Sequence[Json], summary: Json | None) -> str:
+def points_table(points: Sequence[Point], summary: Summary | None) -> str:
     if not points:
         return ""
     syscalls = syscalls_requested(points)
     rows = [
         [
-            escape(_rtt_cell(p.get("rttSeconds"))),
-            escape(variant_text(p)) + _tags(p, summary),
-            escape(_point_workers(p)),
-            str(p.get("repetitions", 0)),
+            escape(_rtt_cell(p.rtt_seconds)),
+            escape(point_variant(p)) + _tags(p, summary),
+            escape(point_workers(p)),
+            str(p.repetitions),
             *(escape(cell) for cell in _measurements(p)),
             *(_syscall_cells(p) if syscalls else ()),
             escape(_failures(p)),

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from cxlab.analysis.capacity_plan import CapacityPlan
 from cxlab.conditions import Condition, condition_of, set_condition
-from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.status import Phase
 from cxlab.schedules.cron import Schedule
 from cxlab.schedules.history import HistoryEntry, appended, newest_succeeded
@@ -293,10 +293,8 @@ def _check_regressions(
         == (newest.run, acknowledged, checked)
     ):
         return
-    # The regression test reads entries as written, as `cxlab history` reads them from files.
-    documents = [e.document() for e in history]
-    found = regressions(documents, policy, acknowledged)
-    environment = newest_environment_change(documents, policy, acknowledged).text()
+    found = regressions(history, policy, acknowledged)
+    environment = newest_environment_change(history, policy, acknowledged).text()
     status.regression = RegressionCheck(
         run=newest.run, acknowledged_run=acknowledged, policy=checked,
         environment=environment or None, found=[_shown(r) for r in found[:MAX_REGRESSIONS_SHOWN]],

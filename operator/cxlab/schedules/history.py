@@ -11,13 +11,13 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from cxlab.analysis.capacity_plan import CapacityPlan
+from cxlab.analysis.summary import group_points
 from cxlab.conditions import condition_of
-from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.record import outcomes_of
 from cxlab.experiments.resource import ConcurrencyExperiment, parse_experiment
 from cxlab.experiments.status import Environment, ExperimentStatus, Phase, Verdict
-from cxlab.experiments.summary import group_points
 from cxlab.shape import Maybe, Shape
 from cxlab.times import parse_time, timestamp
 from cxlab_contract.durations import format_duration
@@ -64,6 +64,17 @@ class HistoryPoint(Shape):
     samples: Maybe[dict[str, list[float]]] = None
     """Every repetition's value per metric (only when n > 1): the spread `cxlab compare`
     shows (the regression test compares runs by their medians)."""
+
+    def value(self, metric: str) -> float | None:
+        """The median of a metric, by its name (a key of METRICS, as the point writes it)."""
+        value: float | None = getattr(self, _METRIC_FIELDS[metric])
+        return value
+
+
+# A metric's field in a point (wallSeconds → wall_seconds): a metric is named as written.
+_METRIC_FIELDS = {
+    field.alias: name for name, field in HistoryPoint.model_fields.items() if field.alias in METRICS
+}
 
 
 class PlanBrief(Shape):
@@ -146,8 +157,7 @@ def _points(experiment: ConcurrencyExperiment, status: ExperimentStatus) -> list
 
 def _by_name(by_alias: Mapping[str, float]) -> dict[str, float]:
     """HistoryPoint's field names of metrics named as written (wallSeconds → wall_seconds)."""
-    names = {field.alias: name for name, field in HistoryPoint.model_fields.items()}
-    return {names[key]: value for key, value in by_alias.items()}
+    return {_METRIC_FIELDS[key]: value for key, value in by_alias.items()}
 
 
 def entry_of(document: Mapping[str, Any], scheduled_time: str | None = None) -> dict[str, Any]:

@@ -58,11 +58,13 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from cxlab.stats import student_t_sf
+from cxlab.analysis.stats import student_t_sf
+from cxlab.experiments.status import Calibration, Environment, Phase
+from cxlab.schedules.history import HistoryEntry, HistoryPoint
 
 # Which way each metric of a history entry's points gets worse.
 BAD_DIRECTION: dict[str, Literal["up", "down"]] = {
@@ -136,20 +138,20 @@ class Regression:
 
 
 def baseline_of(
-    history: Sequence[Mapping[str, Any]], acknowledged: str | None, runs: int
-) -> tuple[Mapping[str, Any] | None, list[Mapping[str, Any]]]:
+    history: Sequence[HistoryEntry], acknowledged: str | None, runs: int
+) -> tuple[HistoryEntry | None, list[HistoryEntry]]:
     """The newest succeeded entry and its baseline: up to `runs` succeeded entries before it,
     oldest first, none before the `acknowledged` run (which may be one of them) and none
     flagged `regressed` (but the acknowledged one). Acknowledging the newest run leaves no
     baseline; a name not in the history is ignored."""
-    positions = [i for i, entry in enumerate(history) if entry.get("phase") == "Succeeded"]
+    positions = [i for i, entry in enumerate(history) if entry.phase == Phase.SUCCEEDED]
     if not positions:
         return None, []
     *earlier, newest = positions
-    names = [entry.get("run") for entry in history]
+    names = [entry.run for entry in history]
     # A run found regressed stays out of later baselines until acknowledged: a regression
     # that persists keeps alarming instead of becoming the norm it is compared with.
-    earlier = [i for i in earlier if not history[i].get("regressed") or names[i] == acknowledged]
+    earlier = [i for i in earlier if not history[i].regressed or names[i] == acknowledged]
     if acknowledged is not None and acknowledged in names:
         start = len(names) - 1 - names[::-1].index(acknowledged)
         earlier = [i for i in earlier if i >= start] if start < newest else []
@@ -157,7 +159,7 @@ def baseline_of(
 
 
 def regressions(
-    history: Sequence[Mapping[str, Any]],
+    history: Sequence[HistoryEntry],
     policy: Policy = Policy(),
     acknowledged: str | None = None,
 ) -> list[Regression]:
@@ -170,7 +172,7 @@ def regressions(
     newest, baseline = baseline_of(history, acknowledged, policy.baseline_runs)
     if newest is None:
         return []
-    before = [(str(entry.get("run")), _points(entry)) for entry in baseline]
+    before = [(entry.run, _points(entry)) for entry in baseline]
     after = _points(newest)
     tested = [t for metric in policy.metrics for t in _tested(metric, after, before, policy)]
     adjusted = benjamini_yekutieli([t.p for t in tested])
@@ -178,7 +180,7 @@ def regressions(
         "environment" if environment_change(newest, baseline, policy).moved else "code"
     )
     found = [
-        Regression(str(newest.get("run")), t.point, t.metric, t.before, t.after, t.change,
+        Regression(newest.run, t.point, t.metric, t.before, t.after, t.change,
                    p, t.baseline, t.scope, cause)
         for t, p in zip(tested, adjusted, strict=True)
         if t.big and p <= policy.significance
@@ -186,12 +188,18 @@ def regressions(
     return sorted(found, key=lambda r: (-abs(r.change), r.point, r.metric))
 
 
-# A history entry's calibration figures (environment.calibration), each worse upwards.
-CALIBRATION = {"cpuLoopSeconds": "CPU loop", "sleepSeconds": "1 ms sleep"}
+# A history entry's calibration figures (environment.calibration), each worse upwards, as
+# named in a message.
+CALIBRATION: dict[str, Callable[[Calibration], float | None]] = {
+    "CPU loop": lambda c: c.cpu_loop_seconds,
+    "1 ms sleep": lambda c: c.sleep_seconds,
+}
 # The fingerprint's fields (environment), as named in a message.
-FINGERPRINT = {"node": "node", "cpuModel": "CPU", "kernel": "kernel",
-               "cpuManagerPolicy": "CPU manager", "runnerImage": "runner image",
-               "cxlabVersion": "cxlab"}  # fmt: skip
+FINGERPRINT: dict[str, Callable[[Environment], str | None]] = {
+    "node": lambda e: e.node, "CPU": lambda e: e.cpu_model, "kernel": lambda e: e.kernel,
+    "CPU manager": lambda e: e.cpu_manager_policy, "runner image": lambda e: e.runner_image,
+    "cxlab": lambda e: e.cxlab_version,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -207,23 +215,30 @@ class EnvironmentChange:
         return "environment: " + "; ".join(parts) if parts else ""
 
 
+def _calibrated(
+    environment: Environment | None, figure: Callable[[Calibration], float | None]
+) -> float | None:
+    calibration = environment.calibration if environment is not None else None
+    return None if calibration is None else _positive(figure(calibration))
+
+
+def _known(environment: Environment | None) -> bool:
+    return environment is not None and environment != Environment()
+
+
 def environment_change(
-    newest: Mapping[str, Any], baseline: Sequence[Mapping[str, Any]], policy: Policy
+    newest: HistoryEntry, baseline: Sequence[HistoryEntry], policy: Policy
 ) -> EnvironmentChange:
     """Whether the calibration moved with the newest run: each figure tested as a point's
     metric is (log scale, prediction test against the baseline runs that have it, the
     minimum change, the figures' p-values adjusted together), and which fingerprint fields
     differ from those of the newest baseline run that has a fingerprint."""
-    mine = newest.get("environment") or {}
-    theirs = [e.get("environment") or {} for e in baseline]
+    mine = newest.environment
+    theirs = [e.environment for e in baseline]
     tested = []
-    for key, name in CALIBRATION.items():
-        after = _positive((mine.get("calibration") or {}).get(key))
-        before = [
-            v
-            for env in theirs
-            if (v := _positive((env.get("calibration") or {}).get(key))) is not None
-        ]
+    for name, figure in CALIBRATION.items():
+        after = _calibrated(mine, figure)
+        before = [v for env in theirs if (v := _calibrated(env, figure)) is not None]
         if after is None or len(before) < 2:
             continue
         logs = [math.log(v) for v in before]
@@ -236,17 +251,17 @@ def environment_change(
     adjusted = benjamini_yekutieli([p for _, p, _ in tested])
     moved = tuple(shown for (shown, _, big), p in zip(tested, adjusted, strict=True)
                   if big and p <= policy.significance)  # fmt: skip
-    last: Mapping[str, Any] = next((env for env in reversed(theirs) if env), {})
+    last = next((env for env in reversed(theirs) if _known(env)), None)
     changed = tuple(
-        f"{name} {last.get(key)} → {mine.get(key)}"
-        for key, name in FINGERPRINT.items()
-        if mine and last and last.get(key) != mine.get(key)
+        f"{name} {field(last)} → {field(mine)}"
+        for name, field in FINGERPRINT.items()
+        if mine is not None and _known(mine) and last is not None and field(last) != field(mine)
     )
     return EnvironmentChange(moved, changed)
 
 
 def newest_environment_change(
-    history: Sequence[Mapping[str, Any]], policy: Policy = Policy(), acknowledged: str | None = None
+    history: Sequence[HistoryEntry], policy: Policy = Policy(), acknowledged: str | None = None
 ) -> EnvironmentChange:
     """environment_change of the newest succeeded run against the baseline regressions() uses."""
     newest, baseline = baseline_of(history, acknowledged, policy.baseline_runs)
@@ -254,15 +269,15 @@ def newest_environment_change(
 
 
 def flagged(
-    history: Sequence[Mapping[str, Any]], policy: Policy = Policy(), acknowledged: str | None = None
-) -> list[dict[str, Any]]:
+    history: Sequence[HistoryEntry], policy: Policy = Policy(), acknowledged: str | None = None
+) -> list[HistoryEntry]:
     """The history with every succeeded run flagged `regressed` as it was when it was the
     newest (what the operator records run by run): for a history read back from files."""
-    out: list[dict[str, Any]] = []
+    out: list[HistoryEntry] = []
     for entry in history:
-        out.append({k: v for k, v in entry.items() if k != "regressed"})
-        if entry.get("phase") == "Succeeded" and regressions(out, policy, acknowledged):
-            out[-1]["regressed"] = True
+        out.append(entry.model_copy(update={"regressed": None}))
+        if entry.phase == Phase.SUCCEEDED and regressions(out, policy, acknowledged):
+            out[-1] = out[-1].model_copy(update={"regressed": True})
     return out
 
 
@@ -332,17 +347,17 @@ class _Tested:
 
 def _tested(
     metric: str,
-    newest: Mapping[str, Mapping[str, Any]],
-    baseline: Sequence[tuple[str, Mapping[str, Mapping[str, Any]]]],
+    newest: Mapping[str, HistoryPoint],
+    baseline: Sequence[tuple[str, Mapping[str, HistoryPoint]]],
     policy: Policy,
 ) -> list[_Tested]:
     """The hypotheses of one metric: each point's, and with enough points the run's shift."""
     sign = 1.0 if BAD_DIRECTION[metric] == "up" else -1.0
     rows: dict[str, tuple[float, dict[str, float]]] = {}  # point: (newest, {run: value})
     for key, point in newest.items():
-        after = _positive(point.get(metric))
+        after = _positive(point.value(metric))
         base = {name: v for name, points in baseline
-                if (v := _positive(points.get(key, {}).get(metric))) is not None}  # fmt: skip
+                if (v := _positive(_value(points.get(key), metric))) is not None}  # fmt: skip
         if after is not None and len(base) >= 2:
             rows[key] = after, base
     if not rows:
@@ -413,26 +428,19 @@ def _prediction_p(difference: float, variance: float, n: int, df: float) -> floa
     return student_t_sf(difference / math.sqrt(variance * (1 + 1 / n)), df)
 
 
-def _points(entry: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+def _points(entry: HistoryEntry) -> dict[str, HistoryPoint]:
     """An entry's points by their key (a point without repetitions has no metrics to match)."""
-    return {
-        str(point["point"]): point
-        for point in entry.get("points") or ()
-        if isinstance(point, Mapping) and "point" in point
-    }
+    return {point.point: point for point in entry.points or ()}
 
 
-def _positive(value: Any) -> float | None:
-    """A value the log scale can take (a zero throughput has no ratio to compare)."""
-    number = _number(value)
-    return number if number is not None and number > 0 else None
+def _value(point: HistoryPoint | None, metric: str) -> float | None:
+    return None if point is None else point.value(metric)
 
 
-def _number(value: Any) -> float | None:
-    """A finite number from a JSON value; None for a missing or malformed one."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
+def _positive(value: float | None) -> float | None:
+    """A value the log scale can take (a zero throughput has no ratio to compare, nor has a
+    value that is not finite)."""
+    return value if value is not None and math.isfinite(value) and value > 0 else None
 
 
 def _sig3(value: float) -> str:

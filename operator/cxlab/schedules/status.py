@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
+from cxlab.analysis.capacity_plan import CapacityPlan
 from cxlab.conditions import Condition
-from cxlab.experiments.capacity_plan import CapacityPlan
 from cxlab.schedules.history import HistoryEntry
 from cxlab.shape import Maybe, Shape, optional
 

@@ -72,7 +72,7 @@ def build_result(
         "wallSeconds": round(wall, 6),
         "startedAtUnixSeconds": round(phase.started_at_unix, 6),
         "barrierWaitSeconds": None if waited is None else round(waited, 6),
-        "startSkewSeconds": None,  # a merged Result's (operator/cxlab/experiments/merge.py)
+        "startSkewSeconds": None,  # a merged Result's (operator/cxlab/analysis/merge.py)
         "locustWorkers": phase.locust_workers,
         "floorSeconds": None if floor is None else round(floor, 6),
         "efficiency": None if floor is None or wall == 0 else round(floor / wall, 4),

@@ -1,5 +1,5 @@
 """spec.objectives: what the measurements must show, each an objective over one metric of
-the Result, its bound and the points it applies to (cxlab.experiments.objectives judges them)."""
+the Result, its bound and the points it applies to (cxlab.analysis.objectives judges them)."""
 
 from __future__ import annotations
 

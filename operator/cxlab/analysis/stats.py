@@ -1,14 +1,17 @@
-"""Repeated measurements of one point: their centre, spread and confidence interval, and
-whether two points can be told apart at all. Pure, no dependency but the contract's rounding
-(cxlab_contract.figures): the few t quantiles needed are a table."""
+"""Repeated measurements of one point: their centre, spread and confidence interval (Spread, as
+the summary writes it), and whether two points can be told apart at all. Pure: the few t
+quantiles needed are a table."""
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal, NotRequired, TypedDict
+from collections.abc import Sequence
+from typing import Annotated, Literal
 
+from pydantic import Field
+
+from cxlab.shape import Maybe, Shape
 from cxlab_contract.figures import significant
 
 # Repetitions from which a point gets a confidence interval: with two, the t interval is
@@ -25,14 +28,18 @@ _T975 = (
 )  # fmt: skip
 
 
-class Spread(TypedDict):
-    """One quantity over a point's repetitions, as the summary writes it."""
+class Spread(Shape):
+    """One quantity over a point's repetitions: mean, median, sample standard deviation,
+    coefficient of variation, and from 3 repetitions the 95 % interval of the mean."""
 
     mean: float
-    median: float
+    median: Maybe[float] = None
+    """Absent only from summaries written before the median was kept."""
     stddev: float
     cv: float
-    ci95: NotRequired[list[float]]  # [low, high], from MIN_FOR_INTERVAL repetitions on
+    """stddev / mean; 0 for one repetition (it has no spread, not a small one)."""
+    ci95: Maybe[Annotated[list[float], Field(min_length=2, max_length=2)]] = None
+    """[low, high]: the Student t interval of the mean, from 3 repetitions on."""
 
 
 def t975(df: int) -> float:
@@ -53,17 +60,17 @@ def stats(values: Sequence[float]) -> Spread:
     mean = statistics.fmean(values)
     stddev = statistics.stdev(values) if len(values) > 1 else 0.0
     # To significant digits, never fixed decimals: a p99 of 1.4 µs stays 1.4 µs.
-    spread: Spread = {
-        "mean": significant(mean),
-        "median": significant(float(statistics.median(values))),
-        "stddev": significant(stddev),
-        "cv": round(stddev / mean, 4) if mean else 0.0,
-    }
+    spread = Spread(
+        mean=significant(mean),
+        median=significant(float(statistics.median(values))),
+        stddev=significant(stddev),
+        cv=round(stddev / mean, 4) if mean else 0.0,
+    )
     if len(values) >= MIN_FOR_INTERVAL:
         half = t975(len(values) - 1) * stddev / len(values) ** 0.5
         # Times, bytes and counts cannot be negative: cut there, not at "-0.012 s".
         low = max(mean - half, 0.0) if min(values) >= 0 else mean - half
-        spread["ci95"] = [significant(low), significant(mean + half)]
+        spread.ci95 = [significant(low), significant(mean + half)]
     return spread
 
 
@@ -74,21 +81,21 @@ def present_stats(values: Sequence[float | None]) -> Spread | None:
     return stats(present) if present else None
 
 
-def center(spread: Mapping[str, Any]) -> float:
+def center(spread: Spread) -> float:
     """What knees, the recommendation and the tables go by: the median, so one outlier does
     not move them (the mean for a summary written before the median was kept)."""
-    return float(spread.get("median", spread["mean"]))
+    return spread.mean if spread.median is None else spread.median
 
 
-def separable(a: Mapping[str, Any], b: Mapping[str, Any], tolerance: float) -> bool:
+def separable(a: Spread, b: Spread, tolerance: float) -> bool:
     """Whether two points' measurements of one quantity can be told apart. With a 95 %
     interval each (3+ repetitions): when the intervals do not overlap (stricter than a t
     test, so in doubt it says tied). With fewer: when the medians differ by more than the
     tolerance of the smaller, the same test as "within the tolerance of the fastest", since
     one or two runs cannot show a smaller difference."""
-    if "ci95" in a and "ci95" in b:
-        (a_low, a_high), (b_low, b_high) = a["ci95"], b["ci95"]
-        return bool(a_high < b_low or b_high < a_low)
+    if a.ci95 is not None and b.ci95 is not None:
+        (a_low, a_high), (b_low, b_high) = a.ci95, b.ci95
+        return a_high < b_low or b_high < a_low
     low, high = sorted((center(a), center(b)))
     return high > low * (1 + tolerance)
 

@@ -10,7 +10,7 @@ from typing import cast
 
 import jsonschema
 
-from cxlab.experiments.merge import merge_locust, merge_results
+from cxlab.analysis.merge import merge_locust, merge_results
 from cxlab.experiments.plan import Trial, locust_master
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab_contract import result_schema
@@ -26,7 +26,7 @@ class TrialOutcome:
     error: str | None = None
     unpinned: str | None = None  # why the trial did not run on exactly its own cores
     pod_results: list[Result] | None = None  # each Pod's own Result when it had several
-    skipped: str | None = None  # not run: why (abortOnFail, cxlab.experiments.objectives)
+    skipped: str | None = None  # not run: why (abortOnFail, cxlab.analysis.objectives)
 
     @property
     def succeeded(self) -> bool:

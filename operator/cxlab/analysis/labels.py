@@ -3,15 +3,35 @@ lines, the terminal tables, the report): the RTT, the configuration, a repeated 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from typing import Protocol
 
-from cxlab.stats import center
+from cxlab.analysis.stats import Spread, center
 from cxlab_contract.durations import format_duration
 
-# The quantities an answer depends on, checked for noise: wall time (knees, the tolerance),
-# CPU and memory (the ranking). Context switches and syscalls vary by nature and rank nothing.
+# The quantities an answer depends on, checked for noise, by their names in a point (its
+# noisyQuantities): wall time (knees, the tolerance), CPU and memory (the ranking). Context
+# switches and syscalls vary by nature and rank nothing.
 NOISE_CHECKED = {"wallSeconds": "wall", "cpuSeconds": "cpu", "peakRssBytes": "rss"}
+
+
+class Configured(Protocol):
+    """A configuration as measured: a measured point, a knee, a recommendation's pick."""
+
+    @property
+    def variant(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def pods(self) -> int: ...
+    @property
+    def workers(self) -> int: ...
+    @property
+    def effective_workers(self) -> int: ...
+    @property
+    def workers_started(self) -> int | None: ...
+    @property
+    def pool(self) -> str | None: ...
 
 
 def share_text(value: float | None) -> str:
@@ -19,12 +39,17 @@ def share_text(value: float | None) -> str:
     return "—" if value is None else f"{value:.0%}"
 
 
+def rate_text(rate: float) -> str:
+    """A rate of tasks per second, to three decimals at most (the capacity plan's)."""
+    return f"{rate:,.3f}".rstrip("0").rstrip(".")
+
+
 def rtt_label(rtt_seconds: float) -> str:
     return f"RTT {format_duration(rtt_seconds)}"
 
 
 def spread_cells(
-    stat: Mapping[str, Any], repetitions: int, show: Callable[[float], str]
+    stat: Spread, repetitions: int, show: Callable[[float], str]
 ) -> tuple[str, str, str]:
     """A repeated measurement as tables show it: the median (what knees and recommendations
     use), its 95 % interval, and the CV. One run has no spread to show, so "n=1" and no CV
@@ -32,9 +57,9 @@ def spread_cells(
     median = show(center(stat))
     if repetitions == 1:
         return median, "n=1", "—"
-    interval = stat.get("ci95")
+    interval = stat.ci95
     shown = f"[{show(interval[0])}, {show(interval[1])}]" if interval else f"n={repetitions}"
-    return median, shown, f"{stat['cv']:.1%}"
+    return median, shown, f"{stat.cv:.1%}"
 
 
 def workers_label(model: str, workers: int, pods: int = 1) -> str:
@@ -47,24 +72,23 @@ def workers_label(model: str, workers: int, pods: int = 1) -> str:
     return f"{per_pod}{workers} worker" + ("" if workers == 1 else "s")
 
 
-def variant_text(point: Mapping[str, Any]) -> str:
+def variant_text(point: Configured) -> str:
     """The variant with the kind of pool its Results report (threads (on-demand pool))."""
-    variant, pool = str(point["variant"]), point.get("pool")
+    variant, pool = point.variant, point.pool
     if not pool or "pool" in variant:  # none reported, or the variant names it already
         return variant
     return f"{variant} ({'on-demand' if pool == 'onDemand' else pool} pool)"
 
 
-def workers_text(point: Mapping[str, Any]) -> str:
+def workers_text(point: Configured) -> str:
     """workers_label, and how many started when a pool started fewer than it may."""
-    pods = point.get("pods", 1)
-    text = workers_label(point["model"], point["workers"], pods)
-    started, effective = point.get("workersStarted"), point.get("effectiveWorkers")
-    if started is not None and effective is not None and started != effective * pods:
+    text = workers_label(point.model, point.workers, point.pods)
+    started = point.workers_started
+    if started is not None and started != point.effective_workers * point.pods:
         text += f" ({started} started)"
     return text
 
 
-def concurrency(point: Mapping[str, Any]) -> int:
+def concurrency(point: Configured) -> int:
     """Workers in all: a trial's Pods x the workers each ran (knees and ties go by it)."""
-    return int(point.get("pods", 1)) * int(point["effectiveWorkers"])
+    return point.pods * point.effective_workers

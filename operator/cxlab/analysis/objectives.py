@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
+from cxlab.analysis.labels import workers_label
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.recommend import AnyRecommendation, NoRateHeld, RateRecommendation
+from cxlab.analysis.stats import t975
+from cxlab.analysis.summary import PointRuns, Summary, group_points
 from cxlab.experiments.fields import memory_bytes
-from cxlab.experiments.labels import workers_label
-from cxlab.experiments.outcome import TrialOutcome
 from cxlab.experiments.plan import Trial
 from cxlab.experiments.spec import GROWS_WITH_LOAD, ExperimentSpec, Objective
 from cxlab.experiments.status import ObjectivePoint, ObjectiveStatus, Verdict
-from cxlab.experiments.summary import PointRuns, group_points
-from cxlab.stats import t975
 from cxlab_contract.durations import format_duration, parse_duration
 from cxlab_contract.figures import significant
 from cxlab_contract.result import Result
@@ -170,16 +171,16 @@ def in_scope(objective: Objective, trial: Trial) -> bool:
     return objective.workers is None or trial.workers in objective.workers
 
 
-def _recommended(group: PointRuns, recommendations: Iterable[Mapping[str, Any]]) -> bool:
+def _recommended(group: PointRuns, recommendations: Iterable[AnyRecommendation]) -> bool:
     trial = group.trial
-    return any(
-        r.get("variant") == trial.variant
-        and r.get("workers") == trial.workers
-        and r.get("pods", 1) == trial.pods
-        and r.get("rttSeconds") == trial.rtt_seconds
-        and r.get("ratePerSecond", trial.rate) == trial.rate
-        for r in recommendations
-    )
+    ours = (trial.variant, trial.workers, trial.pods, trial.rtt_seconds, trial.rate_per_second)
+    for r in recommendations:
+        if isinstance(r, NoRateHeld):  # names no configuration
+            continue
+        rate = r.rate_per_second if isinstance(r, RateRecommendation) else trial.rate_per_second
+        if (r.variant, r.workers, r.pods, r.rtt_seconds, rate) == ours:
+            return True
+    return False
 
 
 def configuration_text(
@@ -196,7 +197,12 @@ def configuration_text(
 
 def point_label(trial: Trial) -> str:
     return configuration_text(
-        trial.variant, trial.model, trial.workers, trial.pods, trial.rtt_seconds, trial.rate
+        trial.variant,
+        trial.model,
+        trial.workers,
+        trial.pods,
+        trial.rtt_seconds,
+        trial.rate_per_second,
     )
 
 
@@ -239,7 +245,7 @@ class _Row:
 def _rows(
     objective: Objective,
     groups: Sequence[PointRuns],
-    recommendations: Sequence[Mapping[str, Any]],
+    recommendations: Sequence[AnyRecommendation],
     one_decides: bool,
 ) -> list[_Row]:
     bound, rows = bound_of(objective), []
@@ -265,7 +271,7 @@ def _point(row: _Row) -> ObjectivePoint:
     ]
     return ObjectivePoint(
         variant=trial.variant, model=trial.model, pods=trial.pods if trial.pods > 1 else None,
-        workers=trial.workers, rtt_seconds=trial.rtt_seconds, rate_per_second=trial.rate,
+        workers=trial.workers, rtt_seconds=trial.rtt_seconds, rate_per_second=trial.rate_per_second,
         repetitions=len(row.values), value=rounded[0], low=rounded[1], high=rounded[2],
         verdict=judged.verdict, repetitions_needed=judged.needed,
     )  # fmt: skip
@@ -342,13 +348,13 @@ def _message(objective: Objective, rows: list[_Row], verdict: Verdict, skipped: 
 
 
 def judge_objectives(
-    spec: ExperimentSpec, outcomes: Sequence[TrialOutcome], summary: Mapping[str, Any]
+    spec: ExperimentSpec, outcomes: Sequence[TrialOutcome], summary: Summary
 ) -> list[ObjectiveStatus]:
     """Each objective's verdict and table over the sweep's outcomes (the matrix's trials, not
     probes, verifications or calibrations)."""
     sweep = [o for o in outcomes if not o.trial.follows]
     groups = group_points(sweep, spec.pinning)
-    recommendations = summary.get("recommendations") or []
+    recommendations = summary.recommendations
     judged = []
     for objective in spec.objectives or ():
         # One repetition decides only where one was asked for: of three, the one counted
@@ -413,8 +419,9 @@ def _worse(broken: Trial, trial: Trial, arrivals: bool) -> bool:
     ):  # fmt: skip
         return False
     if arrivals:
-        return trial.workers == broken.workers and (trial.rate or 0) > (broken.rate or 0)
-    if trial.rate != broken.rate or broken.workers == 0:
+        faster = (trial.rate_per_second or 0) > (broken.rate_per_second or 0)
+        return trial.workers == broken.workers and faster
+    if trial.rate_per_second != broken.rate_per_second or broken.workers == 0:
         return False
     return trial.workers == 0 or trial.workers > broken.workers
 

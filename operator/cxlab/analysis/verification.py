@@ -1,0 +1,80 @@
+"""A capacity plan's run judged (status.capacityPlan.verification), and a rate search's probe:
+whether a trial at its rate held the objective with the wait for a worker counted."""
+
+from __future__ import annotations
+
+from cxlab.analysis.capacity_plan import Probe, Verification
+from cxlab.analysis.labels import rate_text
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.experiments.spec import ExperimentSpec
+from cxlab_contract.durations import format_duration, parse_duration
+from cxlab_contract.figures import significant
+from cxlab_contract.histogram import count as histogram_count
+from cxlab_contract.histogram import quantile
+
+
+def verification_of(spec: ExperimentSpec, outcome: TrialOutcome) -> Verification:
+    """Whether a verification trial held the objective at the rate: every arrival issued on
+    time (the generator not saturated), none dropped or failed, and the objective's percentile
+    of latency, wait included, within it."""
+    assert spec.capacity is not None
+    target, trial = spec.capacity.target, outcome.trial
+    percentile, objective = target.latency.percentile, parse_duration(target.latency.max)
+    figures = Verification(
+        attempt=trial.verify, trial=trial.name, pods=trial.pods,
+        workers_per_pod=trial.workers, rate_per_second=round(trial.rate_per_second or 0.0, 3),
+        percentile=percentile, objective_seconds=significant(objective), holds=False,
+    )  # fmt: skip
+    result = outcome.result
+    if result is None or outcome.error:
+        figures.shortfall = f"the trial failed: {outcome.error or 'no Result'}"
+        return figures
+    arrival = result.get("arrival")
+    latency = result["latencySeconds"][percentile]
+    figures.latency_seconds = significant(latency)
+    short = []
+    if arrival is not None:
+        waits = arrival["waitHistogram"]
+        figures.achieved_rate_per_second = round(arrival["achievedRatePerSecond"], 3)
+        figures.mean_wait_seconds = significant(waits["sum"] / max(1, histogram_count(waits)))
+        figures.wait_p99_seconds = significant(quantile(waits, 0.99))
+        figures.dropped = arrival["dropped"]
+        figures.generator_saturated = arrival["generatorSaturated"]
+        if arrival["generatorSaturated"]:
+            short.append(
+                f"the generator could not keep the rate ({arrival['saturation'] or 'saturated'})"
+            )
+        if arrival["dropped"]:
+            short.append(f"{arrival['dropped']} arrivals dropped")
+    if result["tasksFailed"]:
+        short.append(f"{result['tasksFailed']} tasks failed")
+    if latency > objective:
+        short.append(
+            f"{percentile} {format_duration(latency)} > {format_duration(objective)}"
+            + (
+                f" (waits: mean {format_duration(figures.mean_wait_seconds)}, p99 "
+                f"{format_duration(figures.wait_p99_seconds or 0.0)})"
+                if figures.mean_wait_seconds is not None
+                else ""
+            )
+        )
+    figures.holds = not short
+    pods = f"{trial.pods} Pod{'s' if trial.pods != 1 else ''} x {trial.workers} workers"
+    figures.summary = (
+        f"{pods} at {rate_text(trial.rate_per_second or 0.0)} tasks/s measured {percentile} "
+        f"{format_duration(latency)} ≤ {format_duration(objective)}"
+    )
+    if short:
+        figures.shortfall = (
+            f"{pods} at {rate_text(trial.rate_per_second or 0.0)} tasks/s: " + "; ".join(short)
+        )
+    return figures
+
+
+def probe_of(spec: ExperimentSpec, outcome: TrialOutcome) -> Probe:
+    """A rate search's probe: its rate, and whether it held as a verification would."""
+    held = verification_of(spec, outcome)
+    return Probe(
+        trial=outcome.trial.name, rate_per_second=held.rate_per_second, holds=held.holds,
+        latency_seconds=held.latency_seconds,
+    )  # fmt: skip

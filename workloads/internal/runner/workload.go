@@ -85,6 +85,9 @@ func httpTask(c *Config) (task, error) {
 		MaxIdleConns:        c.ResolvedWorkers(),
 		MaxIdleConnsPerHost: c.ResolvedWorkers(), // one kept connection per worker
 		IdleConnTimeout:     90 * time.Second,
+		// The contract's one bound on an answer's head (httpResponse.maxHeaderBytes), as the
+		// Python models count it: Go's own default is 10 MiB.
+		MaxResponseHeaderBytes: maxResponseHeaderBytes,
 	}
 	if c.Connection != "fresh" {
 		// Without a cap, a request that finds no idle connection dials a new one even if a

@@ -22,6 +22,8 @@ from typing import Any
 import gevent
 import locust.runners
 from gevent.event import Event
+from geventhttpclient import client as gevent_client
+from geventhttpclient.response import HTTPSocketPoolResponse
 from geventhttpclient.useragent import RetriesExceeded
 from locust import FastHttpUser, constant, task
 from locust.env import Environment
@@ -32,9 +34,10 @@ from cxlab_runner.barrier import NOT_RELEASED
 from cxlab_runner.config import RunnerConfig
 from cxlab_runner.duration import MAX_TASKS, TaskTimes
 from cxlab_runner.failures import KINDS, OTHER, STATUS, TIMEOUT, kind_of
+from cxlab_runner.http_head import HeadMeter
+from cxlab_runner.http_request import request_target, request_timeout, ssl_context
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
-from cxlab_runner.workloads import request_target, request_timeout, ssl_context
 
 # A worker reports its statistics to the master this often (Locust's default is 3 s): the
 # master sees the last task within this long of its end.
@@ -58,6 +61,7 @@ class _Loop:
 
 
 def run(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
+    _bound_answer_heads()
     if config.expect_workers:
         return _master(config, recorder, phase)
     all_done = Event()
@@ -79,6 +83,27 @@ def run(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
     if loop is not None:
         phase.times = TaskTimes.closed(loop.done)
     return config.workers
+
+
+class _BoundedResponse(HTTPSocketPoolResponse):
+    """geventhttpclient's answer with its head counted against the contract's one bound as it
+    comes (http_head.HeadMeter), as every other model bounds it: its parser (llhttp) takes a
+    head of any size."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._meter = HeadMeter()  # before super(): its __init__ reads the head
+        super().__init__(*args, **kwargs)
+
+    def feed(self, data: str | bytes) -> None:
+        if not self._meter.done:  # the head, interim answers' included; never the body
+            self._meter.feed(data.encode("latin-1") if isinstance(data, str) else data)
+        super().feed(data)
+
+
+def _bound_answer_heads() -> None:
+    """geventhttpclient's HTTPClient makes its answers from its module's global class: ours, in
+    this runner's process (a locust runner runs nothing else over geventhttpclient)."""
+    gevent_client.HTTPSocketPoolResponse = _BoundedResponse  # type: ignore[attr-defined]  # (imported there, not exported)
 
 
 class _Failed(Exception):

@@ -93,7 +93,10 @@ def merge_results(pods: Sequence[Result]) -> Result:
             "latencySeconds": {
                 "p50": significant(histogram.quantile(merged_histogram, 0.50)),
                 "p90": significant(histogram.quantile(merged_histogram, 0.90)),
+                "p95": significant(histogram.quantile(merged_histogram, 0.95)),
+                "p97_5": significant(histogram.quantile(merged_histogram, 0.975)),
                 "p99": significant(histogram.quantile(merged_histogram, 0.99)),
+                "p99_9": significant(histogram.quantile(merged_histogram, 0.999)),
                 "max": max(r["latencySeconds"]["max"] for r in results),
             },
             "latencyHistogram": merged_histogram,
@@ -172,7 +175,10 @@ def _warmup(results: Sequence[Json]) -> dict[str, Any] | None:
     warmups = [r["warmup"] for r in results]
     if warmups[0] is None:
         return None
-    keys = ("p50", "p90", "p99", "max")
+    # (p95, p97_5 and p99_9 only where every Pod's runner wrote them)
+    keys = [
+        k for k in warmups[0]["latencySeconds"] if all(k in w["latencySeconds"] for w in warmups)
+    ]
     return {
         "seconds": warmups[0]["seconds"],
         "tasksOk": sum(w["tasksOk"] for w in warmups),

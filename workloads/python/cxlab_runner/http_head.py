@@ -1,9 +1,9 @@
 """An answer's head (RFC 9112 4-6): its status line and header lines up to the blank line, read
 within the contract's one bound (httpResponse.maxHeaderBytes, over the heads of any interim 1xx
 answers before it too, as Go's client counts them), and how its body is framed. Sans I/O: the
-blocking and the asyncio clients (http_blocking.py, http_async.py) feed it lines, and HeadMeter counts the raw bytes of a client that
-parses them itself (geventhttpclient, in the locust model), so that every model refuses the
-same heads."""
+blocking and the asyncio clients (http_blocking.py, http_async.py) feed it lines, and HeadMeter
+counts the raw bytes of a client that parses them itself (geventhttpclient, in the locust
+model), so that every model refuses the same heads."""
 
 from __future__ import annotations
 

@@ -91,8 +91,8 @@ func httpTask(c *Config) (task, error) {
 	}
 	if c.Connection != "fresh" {
 		// Without a cap, a request that finds no idle connection dials a new one even if a
-		// connection comes free before the dial ends (seen under load: 5 for 4 workers);
-		// the dialled one then stays beside it in the pool.
+		// connection comes free before the dial ends, and the dialled one then stays beside
+		// it in the pool: more connections than workers (docs/benchmarks.md has the runs).
 		transport.MaxConnsPerHost = c.ResolvedWorkers()
 	}
 	// The client's Timeout bounds the whole request, the answer's body read included.

@@ -65,8 +65,9 @@ _CONTEXTS: dict[tuple[bool, str | None], ssl.SSLContext] = {}
 def ssl_context(config: RunnerConfig) -> ssl.SSLContext | None:
     """For an https target: the system's CA certificates, --tls-ca's instead, or with
     --insecure-skip-verify no check at all. None for http. One per process, as a client
-    keeps one: loading the system's certificates takes some 50 ms of CPU, and gevent's and
-    asyncio's workers build their task functions within the task phase. Built after gevent's
+    keeps one: loading the system's certificates costs tens of milliseconds of CPU
+    (docs/benchmarks.md), and gevent's and asyncio's workers build their task functions within
+    the task phase. Built after gevent's
     patching (the models build their tasks then), so it is gevent's context under gevent and
     Locust."""
     if not request_target(config).tls:

@@ -47,6 +47,10 @@ MODELS = ("sequential", "threads", "processes", "gevent", "asyncio", "goroutines
 # A model holds a rate when its generator kept it and its tasks did not queue or drop: every
 # arrival ran, and p99 stayed within this of the sleep itself.
 HOLD_SLACK = 0.05
+# Each HTTP run starts with at most this many sockets in TIME_WAIT (settle), waiting at most
+# this long: Linux keeps a closed connection there 60 s.
+TIME_WAIT_BOUND = 500
+TIME_WAIT_SECONDS = 90.0
 
 
 def program(name: str) -> str:
@@ -131,6 +135,27 @@ def _percentile(ordered: list[float], fraction: float) -> float:
     return ordered[max(1, math.ceil(fraction * len(ordered))) - 1] if ordered else 0.0
 
 
+def time_wait() -> int:
+    """Sockets in TIME_WAIT on this host now (/proc/net/sockstat)."""
+    with open("/proc/net/sockstat") as sockstat:
+        for line in sockstat:
+            if line.startswith("TCP:"):
+                fields = line.split()
+                return int(fields[fields.index("tw") + 1])
+    return 0
+
+
+def settle() -> int:
+    """Wait (at most TIME_WAIT_SECONDS) until the connections of the runs before have left
+    TIME_WAIT; the sockets still in it. With thousands in it, each connect() searches the
+    ephemeral ports in the kernel: a generator that opens connections then spends its CPU in
+    the system, not in itself (Vegeta fell to a few hundred a second so, at 100 % CPU)."""
+    waited = time.monotonic()
+    while time_wait() > TIME_WAIT_BOUND and time.monotonic() - waited < TIME_WAIT_SECONDS:
+        time.sleep(1)
+    return time_wait()
+
+
 def vegeta_workers(rate: int) -> tuple[int, int]:
     """Vegeta's -workers and -max-workers: the runners' workers (two per arrival in flight,
     each keeping its connection) and four times as many at most. Bounded, Vegeta stays
@@ -192,9 +217,11 @@ def vegeta_version() -> str:
     return next((v for v in versions if v.startswith("v")), "?")
 
 
-def _row(rate: int, name: str, settings: str, figures: dict[str, float], ratios: str) -> str:
+def _row(
+    rate: int, name: str, settings: str, waiting: int, figures: dict[str, float], ratios: str
+) -> str:
     return (
-        f"{rate:>8}{name:>12}{settings:>22}{figures['achieved']:>12.1f}"
+        f"{rate:>8}{name:>12}{settings:>18}{waiting:>6}{figures['achieved']:>12.1f}"
         f"{_ms(figures['lag50']):>12}{_ms(figures['lag99']):>12}{_ms(figures['p99']):>12}"
         f"{figures['ok']:>7.1%}{figures['cpu_per_request'] * 1e6:>11.1f}{ratios}"
     )
@@ -207,31 +234,36 @@ def http_table(seconds: int) -> None:
             f"uniformly for {seconds} s; generator on CPU {sorted(CORE)}, target on "
             f"{sorted(HELPERS)}; lag after a 1 s warm-up. Vegeta {vegeta_version()}: attack "
             "-keepalive=true -workers W -max-workers 4W; the runners --connection reuse "
-            "--workers W (W = 2 x rate x 50 ms); CPU: the generator's, per request"
+            "--workers W (W = 2 x rate x 50 ms); CPU: the generator's, per request; tw: sockets "
+            f"in TIME_WAIT as the run began (each waits for at most {TIME_WAIT_BOUND})"
         )
         header = (
-            f"{'rate/s':>8}{'generator':>12}{'settings':>22}{'achieved/s':>12}{'lag p50':>12}"
-            f"{'lag p99':>12}{'p99':>12}{'ok':>7}{'CPU µs/req':>11}"
+            f"{'rate/s':>8}{'generator':>12}{'settings':>18}{'tw':>6}{'achieved/s':>12}"
+            f"{'lag p50':>12}{'lag p99':>12}{'p99':>12}{'ok':>7}{'CPU µs/req':>11}"
             f"{'vs Vegeta: lag p99':>20}{'achieved':>10}{'CPU/req':>9}"
         )
         print(header)
         print("-" * len(header))
         for rate in HTTP_RATES:
+            waiting = settle()
             reference = vegeta(f"{url}?rtt=50ms", rate, seconds)
             workers, most = vegeta_workers(rate)
             settings = f"W {workers}, max {most}"
-            print(_row(rate, "vegeta", settings, reference, f"{'1':>20}{'1':>10}{'1':>9}"))
+            ones = f"{'1':>20}{'1':>10}{'1':>9}"
+            print(_row(rate, "vegeta", settings, waiting, reference, ones), flush=True)
             for model in ("goroutines", "asyncio"):
                 # One kept connection per worker, as Vegeta keeps them: 10,000 fresh ones a
                 # second would measure the kernel's port reuse.
                 argv = runner_argv(model, rate, seconds, "--workload", "http", "--rtt", "50ms",
                                    "--target-url", url, "--connection", "reuse")  # fmt: skip
                 argv[argv.index("--workers") + 1] = str(workers)
+                waiting = settle()
                 result = run(argv, timeout=seconds * 6 + 30)
                 if result is None:
                     print(f"{rate:>8}{model:>12}  did not finish")
                     continue
-                print(_row(rate, model, f"W {workers}", *_runner_figures(result, reference)))
+                figures, ratios = _runner_figures(result, reference)
+                print(_row(rate, model, f"W {workers}", waiting, figures, ratios), flush=True)
 
 
 def _runner_figures(

@@ -16,6 +16,7 @@ PACKAGES = {
     "cxlab_contract": ROOT / "workloads/python/cxlab_contract",
     "cxlab_runner": ROOT / "workloads/python/cxlab_runner",
     "cxlab": ROOT / "operator/cxlab",
+    "workloads/bench": ROOT / "workloads/bench",  # the runners' benchmarks: no operator either
 }
 
 
@@ -49,6 +50,7 @@ def offenders(folder: Path, forbidden: tuple[str, ...]) -> list[str]:
         ("cxlab_contract", ("cxlab", "cxlab_runner")),
         ("cxlab_runner", ("cxlab",)),
         ("cxlab", ("cxlab_runner",)),
+        ("workloads/bench", ("cxlab",)),
     ],
 )
 def test_the_contract_is_the_only_shared_code(package: str, forbidden: tuple[str, ...]) -> None:

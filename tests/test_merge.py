@@ -149,7 +149,9 @@ def test_merging_equals_computing_on_the_union(seed: int, shape: str) -> None:
 
     result = merged(results)
     assert result["latencyHistogram"] == got
-    for name, fraction in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
+    percentiles = [("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p97_5", 0.975), ("p99", 0.99),
+                   ("p99_9", 0.999)]  # fmt: skip
+    for name, fraction in percentiles:
         value = result["latencySeconds"][name]
         assert value == significant(histogram.quantile(expected, fraction)), name
         exact = percentile(union, fraction)
@@ -160,13 +162,14 @@ def test_merging_equals_computing_on_the_union(seed: int, shape: str) -> None:
 def test_a_trial_of_microsecond_tasks_keeps_their_digits() -> None:
     # 1.4 µs and 1.5 µs stay themselves in the Pods' and the merged figures, not 1 and 2 µs
     results = [pod_result([1.4e-6] * 50, pod=0), pod_result([1.5e-6] * 50, pod=1)]
-    assert results[0]["latencySeconds"] == dict.fromkeys(("p50", "p90", "p99", "max"), 1.4e-6)
+    keys = ("p50", "p90", "p95", "p97_5", "p99", "p99_9", "max")
+    assert results[0]["latencySeconds"] == dict.fromkeys(keys, 1.4e-6)
     result = merged(results)
     figures, own = result["latencySeconds"], result["latencyHistogram"]
     assert (own["min"], own["max"], figures["max"]) == (1.4e-6, 1.5e-6, 1.5e-6)
     assert figures["p50"] == 1.4e-6  # the bucket's middle, kept within [min, max]
     # 1.5 µs's bucket's middle, within the bound of schema 5 (1.08 %)
-    for name in ("p90", "p99"):
+    for name in ("p90", "p95", "p97_5", "p99", "p99_9"):
         assert figures[name] == pytest.approx(1.5e-6, rel=histogram.error_bound(5)), name
 
 
@@ -347,3 +350,21 @@ def test_nothing_to_merge_or_several_trials_is_refused() -> None:
     results = [pod_result([0.1], pod=0, trial="a"), pod_result([0.1], pod=1, trial="b")]
     with pytest.raises(ValueError, match="different trials"):
         merge_results(results)
+
+
+def test_the_warmups_percentiles_are_the_largest_pods_and_only_those_every_pod_has() -> None:
+    fast, slow = [0.01] * 40, [0.02] * 39 + [0.5]
+    results = [pod_result([0.1] * 10, pod=0), pod_result([0.1] * 10, pod=1)]
+    for result, warm in zip(results, (fast, slow), strict=True):
+        result["durationSeconds"], result["floorSeconds"], result["efficiency"] = 10.0, None, None
+        result["warmup"] = {"seconds": 1.0, "tasksOk": 40, "latencySeconds": latency_seconds(warm)}
+    warmup = merged(results)["warmup"]
+    assert warmup["tasksOk"] == 80
+    assert warmup["latencySeconds"] == {
+        "p50": 0.02, "p90": 0.02, "p95": 0.02, "p97_5": 0.02, "p99": 0.5, "p99_9": 0.5, "max": 0.5
+    }  # fmt: skip
+    # a Pod of an older runner wrote no p95, p97_5 or p99_9: the merge has none either
+    older = results[1]["warmup"]["latencySeconds"]
+    for key in ("p95", "p97_5", "p99_9"):
+        del older[key]
+    assert set(merged(results)["warmup"]["latencySeconds"]) == {"p50", "p90", "p99", "max"}

@@ -92,8 +92,8 @@ def thread_pools(args: argparse.Namespace) -> None:
     on-demand pool against a bare ThreadPoolExecutor, the prestarted against bare threads.
 
     On all CPUs, not one: thousands of threads waking at once on one core become a GIL convoy
-    whose wall time varied tenfold between identical runs of the bare program (1.1-34 s
-    measured at W = 2,000), which no median of a few runs tames."""
+    whose wall time varies tenfold between identical runs of the bare program
+    (docs/benchmarks.md), which no median of a few runs tames."""
     rtt_seconds = float(args.rtt.removesuffix("ms")) / 1000
     print(
         f"\nThread pools: {args.tasks} sleep tasks at {args.rtt}, median of {args.pool_repeats}, "

@@ -132,7 +132,10 @@ def _latencies(results: Sequence[Result], merged_histogram: Histogram) -> Latenc
     return {
         "p50": significant(histogram.quantile(merged_histogram, 0.50)),
         "p90": significant(histogram.quantile(merged_histogram, 0.90)),
+        "p95": significant(histogram.quantile(merged_histogram, 0.95)),
+        "p97_5": significant(histogram.quantile(merged_histogram, 0.975)),
         "p99": significant(histogram.quantile(merged_histogram, 0.99)),
+        "p99_9": significant(histogram.quantile(merged_histogram, 0.999)),
         "max": max(r["latencySeconds"]["max"] for r in results),
     }
 
@@ -206,13 +209,23 @@ def _warmup(results: Sequence[Result]) -> Warmup | None:
     return {
         "seconds": warmups[0]["seconds"],
         "tasksOk": sum(w["tasksOk"] for w in warmups),
-        "latencySeconds": {
-            "p50": max(w["p50"] for w in latencies),
-            "p90": max(w["p90"] for w in latencies),
-            "p99": max(w["p99"] for w in latencies),
-            "max": max(w["max"] for w in latencies),
-        },
+        "latencySeconds": _largest(latencies),
     }
+
+
+def _largest(latencies: Sequence[Latencies]) -> Latencies:
+    """Each percentile's largest over the Pods; p95, p97_5 and p99_9 only where every Pod's
+    runner wrote them (an older runner's Result has none)."""
+    largest: Latencies = {
+        "p50": max(w["p50"] for w in latencies),
+        "p90": max(w["p90"] for w in latencies),
+        "p99": max(w["p99"] for w in latencies),
+        "max": max(w["max"] for w in latencies),
+    }
+    for key in ("p95", "p97_5", "p99_9"):
+        if all(key in w for w in latencies):
+            largest[key] = max(w[key] for w in latencies)
+    return largest
 
 
 def skew_seconds(results: Sequence[Result]) -> float:

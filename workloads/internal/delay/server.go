@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -91,7 +92,7 @@ func ParseFlags(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&c.Listen, "listen", ":8080", "address to serve on")
 	fs.DurationVar(&c.RTT, "rtt", 100*time.Millisecond, "delay when the request has no ?rtt=")
 	fs.IntVar(&c.ResponseBytes, "response-bytes", 64, "body size when the request has no ?bytes=")
-	fs.IntVar(&c.MetricsPort, "metrics-port", 0, "serve Prometheus metrics on 0.0.0.0:P/metrics; 0 = none")
+	fs.IntVar(&c.MetricsPort, "metrics-port", 0, "serve Prometheus metrics on port P of --listen's host, at /metrics; 0 = none")
 	fs.DurationVar(&c.Stall.Every, "stall-every", 0, "stall every P of Unix time (?stallEvery= overrides); 0 = never")
 	fs.DurationVar(&c.Stall.For, "stall-for", 0, "hold every answer due in the first S of each period until it ends (?stallFor= overrides)")
 	fs.StringVar(&c.RequireHeader, "require-header", "", "every request but GET /healthz must carry header `NAME` with the value of $"+RequiredValueEnv+", else 401")
@@ -134,6 +135,25 @@ func (c Config) describe() string {
 	return s
 }
 
+// metricsAddress is where --metrics-port listens: the host --listen gives (all interfaces for
+// ":8080", as there), the port --metrics-port. A target told to listen on one address serves
+// its metrics there too, never on every interface.
+func (c Config) metricsAddress() (string, error) {
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return "", fmt.Errorf("--listen %q: %v", c.Listen, err)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(c.MetricsPort)), nil
+}
+
+func (c Config) listenMetrics() (net.Listener, error) {
+	address, err := c.metricsAddress()
+	if err != nil {
+		return nil, err
+	}
+	return net.Listen("tcp", address)
+}
+
 // shutdownGrace is how long SIGTERM waits for delayed requests to finish.
 const shutdownGrace = 30 * time.Second
 
@@ -149,6 +169,13 @@ func Main(args []string, stderr io.Writer) int {
 		logger.Print(err)
 		return 2
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, c, logger)
+}
+
+// serve runs the target of the flags until ctx ends (then 0) or a server fails (1).
+func serve(ctx context.Context, c Config, logger *log.Logger) int {
 	if n, err := rlimit.RaiseNoFile(); err != nil {
 		logger.Printf("raising the open-files limit: %v; limit is %d connections at most", err, n)
 	} else {
@@ -179,11 +206,12 @@ func Main(args []string, stderr io.Writer) int {
 	logger.Printf("listening on %s, %s", ln.Addr(), c.describe())
 
 	if c.MetricsPort != 0 {
-		mln, err := net.Listen("tcp", fmt.Sprintf("0.0.0.0:%d", c.MetricsPort))
+		mln, err := c.listenMetrics()
 		if err != nil {
 			logger.Print(err)
 			return 1
 		}
+		logger.Printf("metrics on %s/metrics", mln.Addr())
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: logger}))
 		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -191,8 +219,6 @@ func Main(args []string, stderr io.Writer) int {
 		go func() { errc <- msrv.Serve(mln) }()
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	status := 0
 	select {
 	case <-ctx.Done():

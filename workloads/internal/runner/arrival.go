@@ -93,8 +93,8 @@ func judgeGenerator(t *taskTimes, run, maxLag, warmup time.Duration) verdict {
 	v := verdict{rate: round6(float64(scheduled) / run.Seconds()), achieved: round6(float64(issued) / run.Seconds())}
 	var p99 time.Duration
 	if len(lags) > 0 {
-		p99 = nearestRank(lags, 99)
-		v.lag = Lag{P50: significant(nearestRank(lags, 50).Seconds()), P99: significant(p99.Seconds()),
+		p99 = nearestRank(lags, 990)
+		v.lag = Lag{P50: significant(nearestRank(lags, 500).Seconds()), P99: significant(p99.Seconds()),
 			Max: significant(lags[len(lags)-1].Seconds())}
 	}
 	var reasons []string

@@ -36,6 +36,9 @@ type runnerContract struct {
 		ForbiddenHeaders []string `json:"forbiddenHeaders"`
 		MaxHeaders       int      `json:"maxHeaders"`
 	} `json:"httpRequest"`
+	HTTPResponse struct {
+		MaxHeaderBytes int64 `json:"maxHeaderBytes"`
+	} `json:"httpResponse"`
 	FailureKinds struct {
 		Kinds []string `json:"kinds"`
 	} `json:"failureKinds"`
@@ -96,6 +99,9 @@ func TestTheGoRunnerKeepsTheContract(t *testing.T) {
 	if h := c.HTTPRequest; !slices.Equal(h.Methods, httpMethods) || !slices.Equal(h.ForbiddenHeaders, forbiddenHeaders) || h.MaxHeaders != maxHeaders {
 		t.Errorf("httpRequest: contract %+v, Go runner methods %v, forbidden headers %v, at most %d",
 			h, httpMethods, forbiddenHeaders, maxHeaders)
+	}
+	if got := c.HTTPResponse.MaxHeaderBytes; got != maxResponseHeaderBytes {
+		t.Errorf("httpResponse.maxHeaderBytes: contract %d, Go runner %d", got, maxResponseHeaderBytes)
 	}
 	// The kinds: the contract's, the counter's labels and the Result's keys, in one order.
 	var keys []string

@@ -56,10 +56,10 @@ func TestArrivalFigures(t *testing.T) {
 	if w, s := got.WaitHistogram, got.ServiceHistogram; w.Min != 0.001 || w.Max != 0.01 || w.Sum != 0.011 || s.Min != 0.04 || s.Max != 0.099 {
 		t.Errorf("waits %+v, services %+v: want those of the two successful tasks after the warm-up", w, s)
 	}
-	if r.LatencySeconds != (Latency{P50: 0.05, P90: 0.1, P99: 0.1, Max: 0.1}) || r.ThroughputPerSecond != 2/0.75 {
+	if r.LatencySeconds != (Latency{P50: 0.05, P90: 0.1, P95: 0.1, P97_5: 0.1, P99: 0.1, P99_9: 0.1, Max: 0.1}) || r.ThroughputPerSecond != 2/0.75 {
 		t.Errorf("latency %+v, throughput %v", r.LatencySeconds, r.ThroughputPerSecond)
 	}
-	if r.Warmup == nil || *r.Warmup != (Warmup{Seconds: 0.2, TasksOK: 1, LatencySeconds: Latency{0.05, 0.05, 0.05, 0.05}}) {
+	if r.Warmup == nil || *r.Warmup != (Warmup{Seconds: 0.2, TasksOK: 1, LatencySeconds: Latency{0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05}}) {
 		t.Errorf("warm-up %+v", r.Warmup)
 	}
 	if !slices.Equal(r.Timeline.Completed, []int64{4}) || r.Timeline.InFlight[0] != 0.568 {

@@ -6,12 +6,16 @@ import (
 	"time"
 )
 
-// Latency is the Result's latencySeconds.
+// Latency is the Result's latencySeconds: P97_5 is the 97.5th percentile (the schema's
+// p97_5: the decimal point written _).
 type Latency struct {
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P95   float64 `json:"p95"`
+	P97_5 float64 `json:"p97_5"`
+	P99   float64 `json:"p99"`
+	P99_9 float64 `json:"p99_9"`
+	Max   float64 `json:"max"`
 }
 
 // failedTask marks a failed task's slot: its time is no latency.
@@ -25,17 +29,21 @@ func latencies(durations []time.Duration) Latency {
 	if len(durations) == 0 {
 		return Latency{}
 	}
+	at := func(permille int) float64 { return significant(nearestRank(durations, permille).Seconds()) }
 	return Latency{
-		P50: significant(nearestRank(durations, 50).Seconds()),
-		P90: significant(nearestRank(durations, 90).Seconds()),
-		P99: significant(nearestRank(durations, 99).Seconds()),
-		Max: significant(durations[len(durations)-1].Seconds()),
+		P50:   at(500),
+		P90:   at(900),
+		P95:   at(950),
+		P97_5: at(975),
+		P99:   at(990),
+		P99_9: at(999),
+		Max:   significant(durations[len(durations)-1].Seconds()),
 	}
 }
 
-// nearestRank is the smallest value with at least p% of values at or below
-// it: sorted[ceil(p*n/100)-1], in integers so no rounding error moves a rank.
-func nearestRank(sorted []time.Duration, p int) time.Duration {
-	rank := (p*len(sorted) + 99) / 100
+// nearestRank is the smallest value with at least permille/1000 of the values at or below
+// it: sorted[ceil(permille*n/1000)-1], in integers so no rounding error moves a rank.
+func nearestRank(sorted []time.Duration, permille int) time.Duration {
+	rank := (permille*len(sorted) + 999) / 1000
 	return sorted[max(rank, 1)-1]
 }

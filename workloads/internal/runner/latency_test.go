@@ -14,10 +14,10 @@ func TestLatenciesNearestRank(t *testing.T) {
 		durations []time.Duration
 		want      Latency
 	}{
-		{"one", []time.Duration{ms(7)}, Latency{0.007, 0.007, 0.007, 0.007}},
+		{"one", []time.Duration{ms(7)}, Latency{0.007, 0.007, 0.007, 0.007, 0.007, 0.007, 0.007}},
 		{"ten", []time.Duration{ms(10), ms(9), ms(8), ms(7), ms(6), ms(5), ms(4), ms(3), ms(2), ms(1)},
-			Latency{P50: 0.005, P90: 0.009, P99: 0.010, Max: 0.010}},
-		{"three", []time.Duration{ms(3), ms(1), ms(2)}, Latency{P50: 0.002, P90: 0.003, P99: 0.003, Max: 0.003}},
+			Latency{P50: 0.005, P90: 0.009, P95: 0.010, P97_5: 0.010, P99: 0.010, P99_9: 0.010, Max: 0.010}},
+		{"three", []time.Duration{ms(3), ms(1), ms(2)}, Latency{P50: 0.002, P90: 0.003, P95: 0.003, P97_5: 0.003, P99: 0.003, P99_9: 0.003, Max: 0.003}},
 	}
 	for _, c := range cases {
 		if got := latencies(c.durations); got != c.want {
@@ -31,7 +31,7 @@ func TestLatenciesHundredAndMillion(t *testing.T) {
 	for i := range d {
 		d[i] = ms(100 - i) // 1..100ms, reversed
 	}
-	if got, want := latencies(d), (Latency{P50: 0.05, P90: 0.09, P99: 0.099, Max: 0.1}); got != want {
+	if got, want := latencies(d), (Latency{P50: 0.05, P90: 0.09, P95: 0.095, P97_5: 0.098, P99: 0.099, P99_9: 0.1, Max: 0.1}); got != want {
 		t.Errorf("100: got %+v, want %+v", got, want)
 	}
 
@@ -42,7 +42,8 @@ func TestLatenciesHundredAndMillion(t *testing.T) {
 	}
 	rand.Shuffle(n, func(i, j int) { d[i], d[j] = d[j], d[i] })
 	got := latencies(d)
-	want := Latency{P50: 500_000e-9, P90: 900_000e-9, P99: 990_000e-9, Max: 1_000_000e-9}
+	want := Latency{P50: 500_000e-9, P90: 900_000e-9, P95: 950_000e-9, P97_5: 975_000e-9, P99: 990_000e-9,
+		P99_9: 999_000e-9, Max: 1_000_000e-9}
 	if got != want {
 		t.Errorf("1e6: got %+v, want %+v", got, want)
 	}
@@ -67,7 +68,7 @@ func TestLatenciesLeaveFailedTasksOut(t *testing.T) {
 // Microsecond figures keep their digits (9 significant, never fixed decimals): 1.4 µs is not
 // written as 1 µs, nor 1.5 µs as 2 µs, in latencySeconds, the timeline's p99 or the lag.
 func TestMicrosecondFiguresKeepTheirDigits(t *testing.T) {
-	if got := latencies([]time.Duration{1400, 1400, 1500}); got != (Latency{1.4e-6, 1.5e-6, 1.5e-6, 1.5e-6}) {
+	if got := latencies([]time.Duration{1400, 1400, 1500}); got != (Latency{1.4e-6, 1.5e-6, 1.5e-6, 1.5e-6, 1.5e-6, 1.5e-6, 1.5e-6}) {
 		t.Errorf("latencySeconds %+v", got)
 	}
 	var times taskTimes

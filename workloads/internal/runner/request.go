@@ -25,12 +25,15 @@ var (
 )
 
 const (
-	maxHeaders        = 32               // --header and --header-env together
-	maxBody           = 64 << 10         // --body, bytes (limits.body)
-	maxRequestTimeout = 10 * time.Minute // --request-timeout (limits.request-timeout)
-	defaultOKStatus   = "200-299"
-	minStatus         = 100
-	maxStatus         = 599
+	maxHeaders = 32 // --header and --header-env together
+	// An answer's head, its status line to its blank line, with any interim answers' heads
+	// before it, at most (httpResponse.maxHeaderBytes): what net/http's Transport counts.
+	maxResponseHeaderBytes = 1 << 20
+	maxBody                = 64 << 10         // --body, bytes (limits.body)
+	maxRequestTimeout      = 10 * time.Minute // --request-timeout (limits.request-timeout)
+	defaultOKStatus        = "200-299"
+	minStatus              = 100
+	maxStatus              = 599
 )
 
 // httpFlags are the flags that mean something only to the http workload and that came with the

@@ -336,7 +336,8 @@ func sameTimeline(got, want Timeline) bool {
 }
 
 func sameLatency(got, want Latency) bool {
-	return near(got.P50, want.P50) && near(got.P90, want.P90) && near(got.P99, want.P99) && near(got.Max, want.Max)
+	return near(got.P50, want.P50) && near(got.P90, want.P90) && near(got.P95, want.P95) && near(got.P97_5, want.P97_5) &&
+		near(got.P99, want.P99) && near(got.P99_9, want.P99_9) && near(got.Max, want.Max)
 }
 
 func TestSharedTimelines(t *testing.T) {

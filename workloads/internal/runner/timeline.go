@@ -84,7 +84,7 @@ func buildTimeline(t *taskTimes) Timeline {
 		tl.InFlight[i] = roundTo(partial[i]/float64(interval)+float64(covering), 3)
 		if ended := latencies[okEnded[i]:okEnded[i+1]]; len(ended) > 0 {
 			slices.Sort(ended)
-			tl.P99[i] = significant(nearestRank(ended, 99).Seconds())
+			tl.P99[i] = significant(nearestRank(ended, 990).Seconds())
 		}
 	}
 	return tl

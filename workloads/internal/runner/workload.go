@@ -85,11 +85,14 @@ func httpTask(c *Config) (task, error) {
 		MaxIdleConns:        c.ResolvedWorkers(),
 		MaxIdleConnsPerHost: c.ResolvedWorkers(), // one kept connection per worker
 		IdleConnTimeout:     90 * time.Second,
+		// The contract's one bound on an answer's head (httpResponse.maxHeaderBytes), as the
+		// Python models count it: Go's own default is 10 MiB.
+		MaxResponseHeaderBytes: maxResponseHeaderBytes,
 	}
 	if c.Connection != "fresh" {
 		// Without a cap, a request that finds no idle connection dials a new one even if a
-		// connection comes free before the dial ends (seen under load: 5 for 4 workers);
-		// the dialled one then stays beside it in the pool.
+		// connection comes free before the dial ends, and the dialled one then stays beside
+		// it in the pool: more connections than workers (docs/benchmarks.md has the runs).
 		transport.MaxConnsPerHost = c.ResolvedWorkers()
 	}
 	// The client's Timeout bounds the whole request, the answer's body read included.

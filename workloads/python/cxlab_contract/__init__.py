@@ -52,6 +52,7 @@ class RunnerContract:
     http_methods: tuple[str, ...]  # --method
     forbidden_headers: frozenset[str]  # --header names the runner sets itself (lower case)
     max_headers: int  # --header and --header-env together
+    max_response_header_bytes: int  # an answer's head, status line to blank line, at most
     failure_kinds: tuple[str, ...]  # a failed task's kind: connect, timeout, tls, status, other
     exit_status: dict[str, int]
     result_max_bytes: int
@@ -86,6 +87,7 @@ def runner_contract() -> RunnerContract:
         http_methods=tuple(document["httpRequest"]["methods"]),
         forbidden_headers=frozenset(document["httpRequest"]["forbiddenHeaders"]),
         max_headers=int(document["httpRequest"]["maxHeaders"]),
+        max_response_header_bytes=int(document["httpResponse"]["maxHeaderBytes"]),
         failure_kinds=tuple(document["failureKinds"]["kinds"]),
         exit_status=dict(document["exitStatus"]),
         result_max_bytes=int(document["resultMaxBytes"]),

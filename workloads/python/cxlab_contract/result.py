@@ -31,9 +31,14 @@ MAX_TIMELINE_SAMPLES: int = _PROPERTIES["rssTimeline"]["properties"]["rssBytes"]
 
 
 class Latencies(TypedDict):
+    """Nearest-rank percentiles; p97_5 is the 97.5th (the schema says why the name)."""
+
     p50: float
     p90: float
+    p95: NotRequired[float]  # every runner writes p95, p97_5 and p99_9; older Results have none
+    p97_5: NotRequired[float]
     p99: float
+    p99_9: NotRequired[float]
     max: float
 
 
@@ -179,7 +184,10 @@ def latency_seconds(ordered: list[float]) -> Latencies:
     return {
         "p50": significant(percentile(ordered, 0.50)),
         "p90": significant(percentile(ordered, 0.90)),
+        "p95": significant(percentile(ordered, 0.95)),
+        "p97_5": significant(percentile(ordered, 0.975)),
         "p99": significant(percentile(ordered, 0.99)),
+        "p99_9": significant(percentile(ordered, 0.999)),
         "max": significant(ordered[-1] if ordered else 0.0),
     }
 

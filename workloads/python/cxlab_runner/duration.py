@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from cxlab_contract import histogram, runner_contract
 from cxlab_contract.figures import significant
-from cxlab_contract.result import latency_seconds, percentile
+from cxlab_contract.histogram import Histogram
+from cxlab_contract.result import Arrival, Latencies, Warmup, latency_seconds, percentile
 from cxlab_contract.timeline import Timeline, interval_for
 
 OK, FAILED = 1, 2  # a task's outcome; 0: dropped, never run
@@ -115,32 +116,53 @@ def generator_verdict(
     }
 
 
+class ArrivalLabels(TypedDict):
+    """What an arrival run's Result takes from its flags and its queue, not from its times."""
+
+    process: str
+    onBusy: str
+    maxQueue: int
+    maxLagSeconds: float
+
+
+class ResultParts(TypedDict):
+    """The Result's keys a duration run fills (Result has the same keys)."""
+
+    tasks: int
+    durationSeconds: float | None
+    floorSeconds: float | None  # None: a run for a time has no fastest time
+    efficiency: float | None
+    throughputPerSecond: float
+    latencySeconds: Latencies
+    latencyHistogram: Histogram
+    timeline: Timeline | None
+    warmup: Warmup | None
+    arrival: Arrival | None
+
+
+@dataclass
+class _Split:
+    """The successful tasks' figures: latencies after the warm-up and within it, and the
+    waits and service times after it."""
+
+    after: list[float] = field(default_factory=list)
+    warm: list[float] = field(default_factory=list)
+    waits: list[float] = field(default_factory=list)
+    services: list[float] = field(default_factory=list)
+
+
 def result_parts(
     times: TaskTimes,
     *,
     duration: float,
     warmup: float,
     wall: float,
-    arrival: dict[str, Any] | None,
-) -> dict[str, Any]:
-    """The Result's keys a duration run fills. `arrival`: process, onBusy, maxQueue and
-    maxLagSeconds of an arrival run (None for a closed loop)."""
-    after: list[float] = []
-    warm: list[float] = []
-    waits: list[float] = []
-    services: list[float] = []
-    for k, outcome in enumerate(times.outcome):
-        if outcome != OK:
-            continue
-        latency = times.ended[k] - times.scheduled[k]
-        if times.scheduled[k] < warmup:
-            warm.append(latency)
-            continue
-        after.append(latency)
-        waits.append(times.started[k] - times.scheduled[k])
-        services.append(times.ended[k] - times.started[k])
-    after.sort()
-    parts: dict[str, Any] = {
+    arrival: ArrivalLabels | None,
+) -> ResultParts:
+    """The Result's keys a duration run fills. `arrival`: None for a closed loop."""
+    split = _split(times, warmup)
+    after = split.after
+    parts: ResultParts = {
         "tasks": len(times.scheduled),
         "durationSeconds": duration,
         "floorSeconds": None,
@@ -153,27 +175,49 @@ def result_parts(
         "arrival": None,
     }
     if warmup > 0:
-        warm.sort()
+        split.warm.sort()
         parts["warmup"] = {
             "seconds": warmup,
-            "tasksOk": len(warm),
-            "latencySeconds": latency_seconds(warm),
+            "tasksOk": len(split.warm),
+            "latencySeconds": latency_seconds(split.warm),
         }
     if arrival is not None:
-        verdict = generator_verdict(times, duration, arrival["maxLagSeconds"], warmup)
-        parts["arrival"] = {
-            "process": arrival["process"],
-            "onBusy": arrival["onBusy"],
-            "ratePerSecond": verdict["ratePerSecond"],
-            "achievedRatePerSecond": verdict["achievedRatePerSecond"],
-            "arrivals": len(times.scheduled),
-            "dropped": times.outcome.count(0),
-            "maxQueue": arrival["maxQueue"],
-            "lagSeconds": verdict["lagSeconds"],
-            "maxLagSeconds": verdict["maxLagSeconds"],
-            "generatorSaturated": verdict["generatorSaturated"],
-            "saturation": verdict["saturation"],
-            "waitHistogram": histogram.build(sorted(max(0.0, w) for w in waits)),
-            "serviceHistogram": histogram.build(sorted(services)),
-        }
+        parts["arrival"] = _arrival(times, duration, warmup, arrival, split)
     return parts
+
+
+def _split(times: TaskTimes, warmup: float) -> _Split:
+    split = _Split()
+    for k, outcome in enumerate(times.outcome):
+        if outcome != OK:
+            continue
+        latency = times.ended[k] - times.scheduled[k]
+        if times.scheduled[k] < warmup:
+            split.warm.append(latency)
+            continue
+        split.after.append(latency)
+        split.waits.append(times.started[k] - times.scheduled[k])
+        split.services.append(times.ended[k] - times.started[k])
+    split.after.sort()
+    return split
+
+
+def _arrival(
+    times: TaskTimes, duration: float, warmup: float, labels: ArrivalLabels, split: _Split
+) -> Arrival:
+    verdict = generator_verdict(times, duration, labels["maxLagSeconds"], warmup)
+    return {
+        "process": labels["process"],
+        "onBusy": labels["onBusy"],
+        "ratePerSecond": verdict["ratePerSecond"],
+        "achievedRatePerSecond": verdict["achievedRatePerSecond"],
+        "arrivals": len(times.scheduled),
+        "dropped": times.outcome.count(0),
+        "maxQueue": labels["maxQueue"],
+        "lagSeconds": verdict["lagSeconds"],
+        "maxLagSeconds": verdict["maxLagSeconds"],
+        "generatorSaturated": verdict["generatorSaturated"],
+        "saturation": verdict["saturation"],
+        "waitHistogram": histogram.build(sorted(max(0.0, w) for w in split.waits)),
+        "serviceHistogram": histogram.build(sorted(split.services)),
+    }

@@ -78,9 +78,25 @@ class TrialCollector(Collector):
         # Finished is read first: a scrape that says 1 has every task's count, however the last
         # task and the phase's end fall between the reads below (as the Go runner reads it).
         finished = self._phase.finished is not None
-        recorder, sampler = self._recorder.current(), self._phase.sampler
+        recorder = self._recorder.current()
         yield InfoMetricFamily("cxlab_trial", "What this trial runs.", value=self._info)
         yield GaugeMetricFamily("cxlab_trial_tasks", "Tasks planned.", value=self._tasks)
+        yield from self._task_metrics(recorder)
+        yield from self._arrival_metrics(recorder, finished)
+        yield from _process_metrics(self._phase.sampler)
+        yield GaugeMetricFamily(
+            "cxlab_trial_elapsed_seconds",
+            "Time since the task phase began; frozen at its end.",
+            value=self._phase.elapsed(),
+        )
+        yield GaugeMetricFamily(
+            "cxlab_trial_finished",
+            "1 once every task has ended.",
+            value=float(finished),
+        )
+
+    def _task_metrics(self, recorder: TaskRecorder) -> Iterator[Metric]:
+        """The tasks' counts, in flight and by outcome and kind, and their latencies."""
         completed = CounterMetricFamily(
             "cxlab_tasks_completed", "Tasks finished, by outcome.", labels=["outcome"]
         )
@@ -104,6 +120,9 @@ class TrialCollector(Collector):
             buckets=self._histogram.buckets(),
             sum_value=self._histogram.total,
         )
+
+    def _arrival_metrics(self, recorder: TaskRecorder, finished: bool) -> Iterator[Metric]:
+        """An arrival run's generator and queue (zeros in a closed one)."""
         yield CounterMetricFamily(
             "cxlab_arrivals", "Arrivals issued.", value=recorder.issued_count()
         )
@@ -130,43 +149,37 @@ class TrialCollector(Collector):
             buckets=self._waits.buckets(),
             sum_value=self._waits.total,
         )
-        used = sampler.cpu_usage()
-        yield CounterMetricFamily(
-            "cxlab_cpu_user_seconds", "User CPU time, children included.", value=used.user_seconds
-        )
-        yield CounterMetricFamily(
-            "cxlab_cpu_system_seconds",
-            "System CPU time, children included.",
-            value=used.system_seconds,
-        )
-        switches = CounterMetricFamily(
-            "cxlab_context_switches", "Context switches of the process.", labels=["kind"]
-        )
-        switches.add_metric(["voluntary"], used.voluntary_switches)
-        switches.add_metric(["involuntary"], used.involuntary_switches)
-        yield switches
-        sampler.sample()
-        yield GaugeMetricFamily(
-            "cxlab_rss_bytes", "Resident memory, children summed.", value=sampler.current_rss
-        )
-        yield GaugeMetricFamily(
-            "cxlab_peak_rss_bytes",
-            "Peak resident memory so far.",
-            value=max(sampler.peak_rss, measure.peak_rss_bytes_of_self()),
-        )
-        yield GaugeMetricFamily(
-            "cxlab_threads", "OS threads now, children summed.", value=sampler.current_threads
-        )
-        yield GaugeMetricFamily(
-            "cxlab_trial_elapsed_seconds",
-            "Time since the task phase began; frozen at its end.",
-            value=self._phase.elapsed(),
-        )
-        yield GaugeMetricFamily(
-            "cxlab_trial_finished",
-            "1 once every task has ended.",
-            value=float(finished),
-        )
+
+
+def _process_metrics(sampler: measure.Sampler) -> Iterator[Metric]:
+    """The process's CPU, context switches, memory and threads, children included."""
+    used = sampler.cpu_usage()
+    yield CounterMetricFamily(
+        "cxlab_cpu_user_seconds", "User CPU time, children included.", value=used.user_seconds
+    )
+    yield CounterMetricFamily(
+        "cxlab_cpu_system_seconds",
+        "System CPU time, children included.",
+        value=used.system_seconds,
+    )
+    switches = CounterMetricFamily(
+        "cxlab_context_switches", "Context switches of the process.", labels=["kind"]
+    )
+    switches.add_metric(["voluntary"], used.voluntary_switches)
+    switches.add_metric(["involuntary"], used.involuntary_switches)
+    yield switches
+    sampler.sample()
+    yield GaugeMetricFamily(
+        "cxlab_rss_bytes", "Resident memory, children summed.", value=sampler.current_rss
+    )
+    yield GaugeMetricFamily(
+        "cxlab_peak_rss_bytes",
+        "Peak resident memory so far.",
+        value=max(sampler.peak_rss, measure.peak_rss_bytes_of_self()),
+    )
+    yield GaugeMetricFamily(
+        "cxlab_threads", "OS threads now, children summed.", value=sampler.current_threads
+    )
 
 
 def _seconds(query: str, name: str) -> float:

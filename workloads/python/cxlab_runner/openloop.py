@@ -68,6 +68,15 @@ class Arrivals:
             return
         self.ended(k, True)
 
+    async def run_async(self, task: AsyncTask, k: int) -> None:
+        self.began(k)
+        try:
+            await task()
+        except Exception as error:
+            self.ended(k, False, error)
+            return
+        self.ended(k, True)
+
     def generate(self, issue: Callable[[int], None], sleep: Callable[[float], Any]) -> None:
         """Issue each arrival at its time: sleep until it is due, or when late at once, never
         skipped. Runs on the calling thread (greenlet)."""
@@ -231,41 +240,48 @@ async def run_async(
 ) -> tuple[int, TaskTimes]:
     """asyncio: the generator and the workers are coroutines on one event loop."""
     if config.closed_for_duration:
-        done: list[tuple[float, float, bool]] = []
-        budget = itertools.count()
+        return await _closed_async(config, recorder, phase, make_task)
+    return await _arrivals_async(config, recorder, phase, make_task)
 
-        async def loop_worker() -> None:
-            task = make_task()
-            while (begin := clock()) < deadline and next(budget) < MAX_TASKS:
-                recorder.started()
-                try:
-                    await task()
-                except Exception as error:
-                    recorder.failed(error)
-                    done.append((begin - start, clock() - start, False))
-                    continue
-                end = clock()
-                recorder.ok(end - begin)
-                done.append((begin - start, end - start, True))
 
-        phase.begin()
-        start = clock()
-        deadline = start + config.duration
-        await asyncio.gather(*(loop_worker() for _ in range(config.workers)))
-        phase.end()
-        return config.workers, TaskTimes.closed(done)
+async def _closed_async(
+    config: RunnerConfig,
+    recorder: TaskRecorder,
+    phase: TaskPhase,
+    make_task: Callable[[], AsyncTask],
+) -> tuple[int, TaskTimes]:
+    done: list[tuple[float, float, bool]] = []
+    budget = itertools.count()
 
+    async def loop_worker() -> None:
+        task = make_task()
+        while (begin := clock()) < deadline and next(budget) < MAX_TASKS:
+            recorder.started()
+            try:
+                await task()
+            except Exception as error:
+                recorder.failed(error)
+                done.append((begin - start, clock() - start, False))
+                continue
+            end = clock()
+            recorder.ok(end - begin)
+            done.append((begin - start, end - start, True))
+
+    phase.begin()
+    start = clock()
+    deadline = start + config.duration
+    await asyncio.gather(*(loop_worker() for _ in range(config.workers)))
+    phase.end()
+    return config.workers, TaskTimes.closed(done)
+
+
+async def _arrivals_async(
+    config: RunnerConfig,
+    recorder: TaskRecorder,
+    phase: TaskPhase,
+    make_task: Callable[[], AsyncTask],
+) -> tuple[int, TaskTimes]:
     arrivals = Arrivals(config, recorder)
-
-    async def run(task: AsyncTask, k: int) -> None:
-        arrivals.began(k)
-        try:
-            await task()
-        except Exception as error:
-            arrivals.ended(k, False, error)
-            return
-        arrivals.ended(k, True)
-
     workers: list[asyncio.Task[None]] = []
     waiting: asyncio.Queue[int | None] = asyncio.Queue()
     free = config.workers  # drop: idle workers; one coroutine runs at a time, so no lock
@@ -274,14 +290,14 @@ async def run_async(
         nonlocal free
         task = make_task()
         while (k := await waiting.get()) is not None:
-            await run(task, k)
+            await arrivals.run_async(task, k)
             free += 1
 
     if config.one_per_task:
         shared = make_task()
 
         def issue(k: int) -> None:
-            workers.append(asyncio.create_task(run(shared, k)))
+            workers.append(asyncio.create_task(arrivals.run_async(shared, k)))
 
     else:
 

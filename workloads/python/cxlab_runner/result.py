@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import platform
+from typing import TypedDict
 
 from cxlab_contract import histogram
 from cxlab_contract.result import (
     MAX_ERRORS,
     SCHEMA,
+    ContextSwitches,
     Result,
     floor_seconds,
     latency_seconds,
@@ -39,18 +41,11 @@ def build_result(
 ) -> Result:
     wall = phase.elapsed()
     ordered = sorted(recorder.latencies)
-    # A direct target's time is the user's service's: no RTT was simulated, so no floor and no
-    # efficiency either (0 would read as the worst), as the Go runner writes it.
-    simulated = config.workload in ("sleep", "http") and config.target_mode != "direct"
+    simulated = _simulated(config)
     floor = floor_seconds(config.workload, config.tasks, config.workers, config.rtt, config.hold)
     if config.workload == "http" and not simulated:
         floor = None
-    used = phase.used
-    cpu_seconds = used.user_seconds + used.system_seconds
-    sampler = phase.sampler
-    ok = recorder.ok_count()
-    task = phase.task_switches()
-    waited = phase.barrier.waited
+    ok, waited, sampler = recorder.ok_count(), phase.barrier.waited, phase.sampler
     result: Result = {
         "schema": SCHEMA,
         "experiment": config.experiment,
@@ -76,16 +71,7 @@ def build_result(
         "locustWorkers": phase.locust_workers,
         "floorSeconds": None if floor is None else round(floor, 6),
         "efficiency": None if floor is None or wall == 0 else round(floor / wall, 4),
-        "cpuUserSeconds": round(used.user_seconds, 4),
-        "cpuSystemSeconds": round(used.system_seconds, 4),
-        "cpuPercent": round(100 * cpu_seconds / wall, 2) if wall else 0.0,
-        "peakRssBytes": max(sampler.peak_rss, measure.peak_rss_bytes_of_self()),
-        "peakVmBytes": phase.peak_vm(),
-        "baselineRssBytes": phase.baseline_rss,
-        "peakThreads": max(1, sampler.peak_threads),
-        "voluntaryContextSwitches": used.voluntary_switches,
-        "involuntaryContextSwitches": used.involuntary_switches,
-        "taskContextSwitches": {"voluntary": task.voluntary, "involuntary": task.involuntary},
+        **_process_figures(phase, wall),
         "syscalls": None,  # counted, if asked for, by the strace around this process (syscalls.py)
         "throughputPerSecond": round(ok / wall, 3) if wall else 0.0,
         "latencySeconds": latency_seconds(ordered),
@@ -104,24 +90,70 @@ def build_result(
         "timeline": None,
         "warmup": None,
     }
-    if phase.times is not None:  # a duration run: its own tasks, latencies and figures
-        arrival = None
-        if config.arrival is not None:
-            arrival = {
-                "process": config.arrival,
-                "onBusy": config.on_busy,
-                "maxQueue": recorder.max_queue,
-                "maxLagSeconds": config.max_lag,
-            }
-        parts = duration.result_parts(
-            phase.times,
-            duration=config.duration,
-            warmup=config.warmup,
-            wall=round(wall, 6),
-            arrival=arrival,
-        )
-        result.update(parts)  # type: ignore[typeddict-item]
+    if phase.times is not None:  # a duration run: its own tasks, latencies and figures (the
+        # keys keep their places: a duration run's values replace the counted run's)
+        result = {**result, **_duration_parts(config, recorder, phase.times, wall)}
     return result
+
+
+def _simulated(config: RunnerConfig) -> bool:
+    """Whether the tasks' time is an RTT cxlab simulates. A direct target's is the user's
+    service's: no floor and no efficiency either (0 would read as the worst), as the Go
+    runner writes it."""
+    return config.workload in ("sleep", "http") and config.target_mode != "direct"
+
+
+class _ProcessFigures(TypedDict):
+    """The Result's figures of the process over the task phase (Result has the same keys)."""
+
+    cpuUserSeconds: float
+    cpuSystemSeconds: float
+    cpuPercent: float
+    peakRssBytes: int
+    peakVmBytes: int
+    baselineRssBytes: int
+    peakThreads: int
+    voluntaryContextSwitches: int
+    involuntaryContextSwitches: int
+    taskContextSwitches: ContextSwitches | None
+
+
+def _process_figures(phase: TaskPhase, wall: float) -> _ProcessFigures:
+    used, sampler, task = phase.used, phase.sampler, phase.task_switches()
+    cpu_seconds = used.user_seconds + used.system_seconds
+    return {
+        "cpuUserSeconds": round(used.user_seconds, 4),
+        "cpuSystemSeconds": round(used.system_seconds, 4),
+        "cpuPercent": round(100 * cpu_seconds / wall, 2) if wall else 0.0,
+        "peakRssBytes": max(sampler.peak_rss, measure.peak_rss_bytes_of_self()),
+        "peakVmBytes": phase.peak_vm(),
+        "baselineRssBytes": phase.baseline_rss,
+        "peakThreads": max(1, sampler.peak_threads),
+        "voluntaryContextSwitches": used.voluntary_switches,
+        "involuntaryContextSwitches": used.involuntary_switches,
+        "taskContextSwitches": {"voluntary": task.voluntary, "involuntary": task.involuntary},
+    }
+
+
+def _duration_parts(
+    config: RunnerConfig, recorder: TaskRecorder, times: duration.TaskTimes, wall: float
+) -> duration.ResultParts:
+    """A duration run's own tasks, latencies and figures (duration.result_parts)."""
+    arrival: duration.ArrivalLabels | None = None
+    if config.arrival is not None:
+        arrival = {
+            "process": config.arrival,
+            "onBusy": config.on_busy,
+            "maxQueue": recorder.max_queue,
+            "maxLagSeconds": config.max_lag,
+        }
+    return duration.result_parts(
+        times,
+        duration=config.duration,
+        warmup=config.warmup,
+        wall=round(wall, 6),
+        arrival=arrival,
+    )
 
 
 def write(text: str, path: str | None) -> bytes:

@@ -22,6 +22,8 @@ from typing import Any
 import gevent
 import locust.runners
 from gevent.event import Event
+from geventhttpclient import client as gevent_client
+from geventhttpclient.response import HTTPSocketPoolResponse
 from geventhttpclient.useragent import RetriesExceeded
 from locust import FastHttpUser, constant, task
 from locust.env import Environment
@@ -32,9 +34,10 @@ from cxlab_runner.barrier import NOT_RELEASED
 from cxlab_runner.config import RunnerConfig
 from cxlab_runner.duration import MAX_TASKS, TaskTimes
 from cxlab_runner.failures import KINDS, OTHER, STATUS, TIMEOUT, kind_of
+from cxlab_runner.http_head import HeadMeter
+from cxlab_runner.http_request import request_target, request_timeout, ssl_context
 from cxlab_runner.phase import TaskPhase
 from cxlab_runner.recorder import TaskRecorder
-from cxlab_runner.workloads import request_target, request_timeout, ssl_context
 
 # A worker reports its statistics to the master this often (Locust's default is 3 s): the
 # master sees the last task within this long of its end.
@@ -58,6 +61,7 @@ class _Loop:
 
 
 def run(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
+    _bound_answer_heads()
     if config.expect_workers:
         return _master(config, recorder, phase)
     all_done = Event()
@@ -79,6 +83,27 @@ def run(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
     if loop is not None:
         phase.times = TaskTimes.closed(loop.done)
     return config.workers
+
+
+class _BoundedResponse(HTTPSocketPoolResponse):
+    """geventhttpclient's answer with its head counted against the contract's one bound as it
+    comes (http_head.HeadMeter), as every other model bounds it: its parser (llhttp) takes a
+    head of any size."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._meter = HeadMeter()  # before super(): its __init__ reads the head
+        super().__init__(*args, **kwargs)
+
+    def feed(self, data: str | bytes) -> None:
+        if not self._meter.done:  # the head, interim answers' included; never the body
+            self._meter.feed(data.encode("latin-1") if isinstance(data, str) else data)
+        super().feed(data)
+
+
+def _bound_answer_heads() -> None:
+    """geventhttpclient's HTTPClient makes its answers from its module's global class: ours, in
+    this runner's process (a locust runner runs nothing else over geventhttpclient)."""
+    gevent_client.HTTPSocketPoolResponse = _BoundedResponse  # type: ignore[attr-defined]  # (imported there, not exported)
 
 
 class _Failed(Exception):
@@ -112,33 +137,110 @@ def _environment(
 ) -> tuple[Environment, list[int]]:
     """Users that take this runner's tasks (its share, on a worker) until none is left — or,
     for a closed loop (`loop`), that send requests back to back until its time is up — and a
-    list that grows by one as each user starts.
-
-    Each request is the other models' (workloads.py): --method, the headers, --body, TLS as
-    asked, success for a status in --ok-status (every status is an answer to geventhttpclient,
-    and no redirect is followed, as http.client follows none), all within --request-timeout:
-    the users' network and connection timeouts, and a gevent Timeout over the whole request
-    (theirs bound each socket operation, not the exchange)."""
+    list that grows by one as each user starts."""
     target = request_target(config)
-    path, method, ok = target.path, config.method, config.ok_statuses
-    body: Any = config.body or None  # bytes, which geventhttpclient sends as they are
-    timeout = request_timeout(config)
-    headers = {name: value.decode("latin-1") for name, value in config.headers}  # bytes as sent
-    headers["Connection"] = "keep-alive" if config.connection == "reuse" else "close"
-    remaining = iter(range(config.tasks))
-    users_started: list[int] = []
-    users_stopped: list[int] = []
-    started, ok_, failed, clock = recorder.started, recorder.ok, recorder.failed, time.perf_counter
+    share = _Share(config, recorder, all_done, loop, iter(range(config.tasks)))
+    user = _user_class(config, share, _Request.of(config))
+    environment = Environment(user_classes=[user], host=f"{target.scheme}://{target.authority}")
+    return environment, share.users_started
 
-    def finish_if_last() -> None:
-        if loop is None and recorder.ok_count() + recorder.failed_count() >= config.tasks:
-            all_done.set()
 
-    def another() -> bool:
-        """Whether this user sends another request."""
-        if loop is None:
-            return next(remaining, None) is not None
-        return clock() < loop.until and next(loop.budget) < MAX_TASKS
+@dataclass
+class _Share:
+    """What the users of one runner share: the tasks left (or a closed loop's time), the
+    users started and stopped, where each request is counted."""
+
+    config: RunnerConfig
+    recorder: TaskRecorder
+    all_done: Event
+    loop: _Loop | None
+    remaining: Iterator[int]
+    users_started: list[int] = field(default_factory=list)
+    users_stopped: list[int] = field(default_factory=list)
+
+    def another(self) -> bool:
+        """Whether a user sends another request."""
+        if self.loop is None:
+            return next(self.remaining, None) is not None
+        return time.perf_counter() < self.loop.until and next(self.loop.budget) < MAX_TASKS
+
+    def finish_if_last(self) -> None:
+        recorder = self.recorder
+        if self.loop is None and recorder.ok_count() + recorder.failed_count() >= self.config.tasks:
+            self.all_done.set()
+
+    def stopped(self) -> None:
+        # A closed loop's phase ends when its last user has stopped (after the time).
+        self.users_stopped.append(1)
+        if self.loop is not None and len(self.users_stopped) >= len(self.users_started):
+            self.all_done.set()
+
+
+@dataclass(frozen=True)
+class _Request:
+    """The request every user sends: the other models' (workloads.py), --method, the headers,
+    --body, success for a status in --ok-status (every status is an answer to
+    geventhttpclient, and no redirect is followed, as http.client follows none), all within
+    --request-timeout: the users' network and connection timeouts, and a gevent Timeout over
+    the whole request (theirs bound each socket operation, not the exchange)."""
+
+    method: str
+    path: str
+    body: Any  # bytes, which geventhttpclient sends as they are; None for none
+    headers: dict[str, str]
+    ok: frozenset[int]
+    timeout: float
+
+    @classmethod
+    def of(cls, config: RunnerConfig) -> _Request:
+        headers = {name: value.decode("latin-1") for name, value in config.headers}  # as sent
+        headers["Connection"] = "keep-alive" if config.connection == "reuse" else "close"
+        return cls(
+            method=config.method,
+            path=request_target(config).path,
+            body=config.body or None,
+            headers=headers,
+            ok=config.ok_statuses,
+            timeout=request_timeout(config),
+        )
+
+    def send(self, user: FastHttpUser) -> _Failed | None:
+        """One request, reported to Locust's statistics (a master counts them) as a success
+        or as the failure it returns."""
+        timer = gevent.Timeout.start_new(self.timeout)
+        begin = time.perf_counter()
+        try:
+            response: Any = user.client.request(
+                self.method, self.path, data=self.body, headers=self.headers, catch_response=True
+            )
+        except (Exception, gevent.Timeout) as error:  # not one Locust reports itself
+            failure = _failure(error, self.timeout)
+            user.environment.events.request.fire(
+                request_type=self.method, name=self.path,
+                response_time=(time.perf_counter() - begin) * 1000, response_length=0,
+                response=None, context={}, exception=failure,
+            )  # fmt: skip
+            return failure
+        finally:
+            timer.close()
+        with response:
+            problem = response.request_meta["exception"]
+            if problem is not None:
+                failure = _failure(problem, self.timeout)
+            elif response.status_code not in self.ok:
+                failure = _Failed(STATUS, f"HttpStatusError: HTTP {response.status_code}")
+            else:
+                response.success()
+                return None
+            response.failure(failure)
+            return failure
+
+
+def _user_class(config: RunnerConfig, share: _Share, request: _Request) -> type[FastHttpUser]:
+    """A FastHttpUser (a greenlet) that sends `request` while the share says another, each
+    timed by cxlab."""
+    target = request_target(config)
+    recorder, clock = share.recorder, time.perf_counter
 
     def contexts(cafile: str | None = None, **_: Any) -> ssl.SSLContext:
         """geventhttpclient's ssl_context_factory: the context the other models use (the CA
@@ -149,74 +251,39 @@ def _environment(
 
     class DeviceUser(FastHttpUser):
         wait_time = constant(0)
-        network_timeout = timeout
-        connection_timeout = timeout
+        network_timeout = request.timeout
+        connection_timeout = request.timeout
         insecure = config.insecure_skip_verify
         ssl_context_factory: Callable[..., ssl.SSLContext] | None = (
             staticmethod(contexts) if target.tls else None
         )
 
         def on_start(self) -> None:
-            users_started.append(1)  # a worker's users: the master decides how many
+            share.users_started.append(1)  # a worker's users: the master decides how many
             agent: Any = self.client.client
             agent.valid_response_codes = frozenset(range(1000))  # --ok-status decides
             agent.redirect_response_codes = frozenset()
 
         def on_stop(self) -> None:
-            # A closed loop's phase ends when its last user has stopped (after the time).
-            users_stopped.append(1)
-            if loop is not None and len(users_stopped) >= len(users_started):
-                all_done.set()
+            share.stopped()
 
         @task
         def one_request(self) -> None:
-            if not another():
+            if not share.another():
                 raise StopUser()
-            started()
+            recorder.started()
             begin = clock()
-            failure = self._request()
+            failure = request.send(self)
             if failure is None:
-                ok_(clock() - begin)
+                recorder.ok(clock() - begin)
             else:
-                failed(failure.message, failure.kind)
-            if loop is not None:
+                recorder.failed(failure.message, failure.kind)
+            if share.loop is not None:
+                loop = share.loop
                 loop.done.append((begin - loop.origin, clock() - loop.origin, failure is None))
-            finish_if_last()
+            share.finish_if_last()
 
-        def _request(self) -> _Failed | None:
-            """One request, reported to Locust's statistics (a master counts them) as a
-            success or as the failure it returns."""
-            timer = gevent.Timeout.start_new(timeout)
-            begin = clock()
-            try:
-                response: Any = self.client.request(
-                    method, path, data=body, headers=headers, catch_response=True
-                )
-            except (Exception, gevent.Timeout) as error:  # not one Locust reports itself
-                failure = _failure(error, timeout)
-                self.environment.events.request.fire(
-                    request_type=method, name=path, response_time=(clock() - begin) * 1000,
-                    response_length=0, response=None, context={}, exception=failure,
-                )  # fmt: skip
-                return failure
-            finally:
-                timer.close()
-            with response:
-                problem = response.request_meta["exception"]
-                if problem is not None:
-                    failure = _failure(problem, timeout)
-                elif response.status_code not in ok:
-                    failure = _Failed(STATUS, f"HttpStatusError: HTTP {response.status_code}")
-                else:
-                    response.success()
-                    return None
-                response.failure(failure)
-                return failure
-
-    environment = Environment(
-        user_classes=[DeviceUser], host=f"{target.scheme}://{target.authority}"
-    )
-    return environment, users_started
+    return DeviceUser
 
 
 def _address(config: RunnerConfig) -> tuple[str, int]:

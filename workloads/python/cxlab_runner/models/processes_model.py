@@ -13,7 +13,7 @@ from __future__ import annotations
 import multiprocessing
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any, cast
 
@@ -204,19 +204,9 @@ def run(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -> int:
     phase.sampler.child_pids = lambda: [p.pid for p, _ in workers if p.pid is not None]
     phase.tasks_off_main_thread = True
     phase.begin()
-    for slot in range(config.workers):
-        receive, send = _CONTEXT.Pipe(duplex=False)
-        process = _CONTEXT.Process(
-            target=_worker, args=(slot, config, next_task, counts, send), daemon=True
-        )
-        try:
-            process.start()
-        except OSError as error:  # out of pids or memory
-            missing = config.workers - slot
-            recorder.note(f"{missing} of {config.workers} worker processes not started: {error}")
-            break
-        send.close()
-        workers.append((process, receive))
+    workers += _fork_workers(
+        config, recorder, lambda slot, send: (_worker, (slot, config, next_task, counts, send))
+    )
     for process, receive in workers:
         try:
             latencies, errors, kinds, switches, peak_vm = receive.recv()
@@ -251,23 +241,13 @@ def _run_for_duration(config: RunnerConfig, recorder: TaskRecorder, phase: TaskP
     free = _CONTEXT.Semaphore(config.workers) if drop else None
     phase.begin()
     start = clock()
-    for slot in range(config.workers):
-        receive, send = _CONTEXT.Pipe(duplex=False)
+
+    def worker_of(slot: int, send: Connection) -> tuple[Any, tuple[Any, ...]]:
         if arrivals is None:
-            args: tuple[Any, ...] = (slot, config, start, budget, counts, send)
-            target: Any = _loop_worker
-        else:
-            args = (slot, config, start, waiting, free, shared, counts, send)
-            target = _arrival_worker
-        process = _CONTEXT.Process(target=target, args=args, daemon=True)
-        try:
-            process.start()
-        except OSError as error:
-            missing = config.workers - slot
-            recorder.note(f"{missing} of {config.workers} worker processes not started: {error}")
-            break
-        send.close()
-        workers.append((process, receive))
+            return _loop_worker, (slot, config, start, budget, counts, send)
+        return _arrival_worker, (slot, config, start, waiting, free, shared, counts, send)
+
+    workers += _fork_workers(config, recorder, worker_of)
     if arrivals is not None:
         arrivals.start = start
 
@@ -281,6 +261,42 @@ def _run_for_duration(config: RunnerConfig, recorder: TaskRecorder, phase: TaskP
         arrivals.generate(issue, time.sleep)
         for _ in workers:
             waiting.put(None)
+    done = _receive_times(workers, recorder, phase)
+    phase.end()
+    recorder.live_view = None
+    phase.times = _phase_times(arrivals, shared, done)
+    _count_ended(recorder, phase.times)
+    return len(workers)
+
+
+def _fork_workers(
+    config: RunnerConfig,
+    recorder: TaskRecorder,
+    worker_of: Callable[[int, Connection], tuple[Any, tuple[Any, ...]]],
+) -> list[tuple[Any, Connection]]:
+    """config.workers processes, each with the pipe it reports on; fewer if the kernel
+    refuses one (out of pids or memory), and the Result says so."""
+    workers: list[tuple[Any, Connection]] = []
+    for slot in range(config.workers):
+        receive, send = _CONTEXT.Pipe(duplex=False)
+        target, args = worker_of(slot, send)
+        process = _CONTEXT.Process(target=target, args=args, daemon=True)
+        try:
+            process.start()
+        except OSError as error:
+            missing = config.workers - slot
+            recorder.note(f"{missing} of {config.workers} worker processes not started: {error}")
+            break
+        send.close()
+        workers.append((process, receive))
+    return workers
+
+
+def _receive_times(
+    workers: list[tuple[Any, Connection]], recorder: TaskRecorder, phase: TaskPhase
+) -> list[tuple[float, float, bool]]:
+    """Each worker's report, once it ends: a closed loop's tasks' (started, ended, ok), its
+    errors, kinds, context switches and peak VM."""
     done: list[tuple[float, float, bool]] = []
     for process, receive in workers:
         try:
@@ -292,22 +308,28 @@ def _run_for_duration(config: RunnerConfig, recorder: TaskRecorder, phase: TaskP
         except EOFError:
             recorder.note(f"worker process {process.pid} died (exit {process.exitcode})")
         process.join()
-    phase.end()
-    recorder.live_view = None
+    return done
+
+
+def _phase_times(
+    arrivals: Arrivals | None, shared: SharedTimes | None, done: list[tuple[float, float, bool]]
+) -> TaskTimes:
+    """A closed loop's times from the workers' reports; an arrival run's from shared memory."""
     if arrivals is None:
-        phase.times = TaskTimes.closed(done)
-    else:
-        assert shared is not None
-        times = arrivals.times
-        times.started[:] = shared.started[:]
-        times.ended[:] = shared.ended[:]
-        times.outcome[:] = bytes(b & 0xFF for b in shared.outcome[:])
-        phase.times = times
-    times = phase.times
-    for k, outcome in enumerate(times.outcome):  # the live figures the children could not keep
+        return TaskTimes.closed(done)
+    assert shared is not None
+    times = arrivals.times
+    times.started[:] = shared.started[:]
+    times.ended[:] = shared.ended[:]
+    times.outcome[:] = bytes(b & 0xFF for b in shared.outcome[:])
+    return times
+
+
+def _count_ended(recorder: TaskRecorder, times: TaskTimes) -> None:
+    """The live figures the children could not keep: tasks started, latencies and waits."""
+    for k, outcome in enumerate(times.outcome):
         if outcome:
             recorder.started()
         if outcome == OK:
             recorder.latencies.append(times.ended[k] - times.scheduled[k])
             recorder.waits.append(max(0.0, times.started[k] - times.scheduled[k]))
-    return len(workers)

@@ -91,8 +91,8 @@ def _on_demand(config: RunnerConfig, recorder: TaskRecorder, phase: TaskPhase) -
             except RuntimeError as error:  # "can't start new thread": the task is queued all
                 refused = refused or error  # the same, for the threads there are
         # Then wait for each result in turn, as pool.map and nornir do. Not only faithful:
-        # joining the threads instead, with the futures dropped, fell into a GIL convoy
-        # (several times the wall time) in 2 of 10 runs where waiting on results did not.
+        # joining the threads instead, with the futures dropped, fell now and then into a GIL
+        # convoy that waiting on results never did (docs/benchmarks.md has the runs).
         for future in futures:  # empty if no thread could start: then nothing runs them
             future.result()
         pool.shutdown(wait=True)

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 from helpers import ROOT, program
-from test_chart_render import CHART, of_kind, only, render
-from test_dashboards import SCHEDULE_STATUS
-from test_docs import anchors
+from helpers.chart import CHART, of_kind, only, render
+from helpers.dashboards import SCHEDULE_STATUS
+from helpers.docs import anchors
 
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.schedules.status import ScheduleStatus

@@ -21,7 +21,7 @@ import jsonschema
 import pytest
 import yaml
 from helpers import EXAMPLES, ROOT
-from test_crd import _openapi_to_jsonschema
+from helpers.schema import openapi_to_jsonschema
 
 from cxlab.cli.parser import build_parser
 from cxlab.cli.wait import wait_command
@@ -74,7 +74,7 @@ def validator(crds: Path, name: str) -> jsonschema.Draft202012Validator:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     crd = yaml.load((crds / name).read_text(), Loader=loader)
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1"]
-    schema = _openapi_to_jsonschema(closed(version["schema"]["openAPIV3Schema"]))
+    schema = openapi_to_jsonschema(closed(version["schema"]["openAPIV3Schema"]))
     return jsonschema.Draft202012Validator(schema)
 
 
@@ -224,7 +224,7 @@ def test_the_experiment_it_applies_is_valid(tmp_path: Path) -> None:
     assert parsed.name == f"canary-gate-{REVISION}"
     assert parsed.spec.objectives, "a gate without objectives passes whatever it measures"
     crd = custom_resource_definition()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    jsonschema.validate(experiment, _openapi_to_jsonschema(crd))
+    jsonschema.validate(experiment, openapi_to_jsonschema(crd))
 
 
 def _container(by_kind: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:

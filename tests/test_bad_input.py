@@ -12,8 +12,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from bad_input import CASES, CATEGORIES, BadInput, names_the_field
 from helpers import ROOT
+from helpers.bad_input import CASES, CATEGORIES, BadInput, names_the_field
 
 from cxlab.cli import main
 from cxlab.cli.exits import USAGE_ERROR

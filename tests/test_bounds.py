@@ -5,37 +5,9 @@ tries every bound from both sides."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from helpers.schema import KUBERNETES_OWN, own, spec_fields
 
-import yaml
-
-from cxlab.crd import CRD_PATH
 from cxlab_contract.durations import DURATION_PATTERN
-
-# Kubernetes' own schemas of Pod fields, embedded as they are (cxlab.placement): their
-# integers carry their format's range, their strings and lists Kubernetes' own limits.
-KUBERNETES_OWN = ("spec.placement.tolerations[]", "spec.placement.affinity")
-
-
-def fields(schema: dict[str, Any], path: str = "spec") -> Iterator[tuple[str, dict[str, Any]]]:
-    yield path, schema
-    for name, sub in schema.get("properties", {}).items():
-        yield from fields(sub, f"{path}.{name}")
-    if "items" in schema:
-        yield from fields(schema["items"], f"{path}[]")
-    if isinstance(schema.get("additionalProperties"), dict):
-        yield from fields(schema["additionalProperties"], f"{path}{{}}")
-
-
-def spec_fields() -> list[tuple[str, dict[str, Any]]]:
-    crd = yaml.safe_load(CRD_PATH.read_text())
-    root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    return list(fields(root["properties"]["spec"]))
-
-
-def own(path: str) -> bool:
-    return not path.startswith(KUBERNETES_OWN)
 
 
 def test_the_walk_sees_every_kind_of_field() -> None:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 from helpers import ROOT
-from test_capacity_plan import result
-from test_followups import entries, experiment, sweep_outcomes
+from helpers.followups import entries, experiment, sweep_outcomes
+from helpers.results import result
 
 from cxlab.analysis.outcome import TrialOutcome
 from cxlab.controller.schedule_pass import run_spec

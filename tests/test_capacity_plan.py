@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import yaml
+from helpers.results import CONSTANT, MIB, arrival_result, result
 
 from cxlab.analysis.capacity_plan import CapacityPlan, ModelPlan
 from cxlab.analysis.outcome import TrialOutcome
@@ -17,7 +18,6 @@ from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab_contract.histogram import build
 
-MIB = 2**20
 TARGET = {"ratePerSecond": 20000, "latency": {"percentile": "p99", "max": "250ms"}}
 
 
@@ -45,25 +45,6 @@ def experiment(
         "spec": spec,
     }
     return parse_experiment(document).spec
-
-
-def result(
-    workers: int, x: float, p99: float, p50: float, cpu_per_task: float, rss: int = 80 * MIB,
-    *, p90: float | None = None, tasks: int = 18000, failed: int = 0,
-    service: list[float] | None = None, pods: int = 1,
-) -> dict[str, Any]:  # fmt: skip
-    """The Result fields a plan reads: throughput X, latencies, CPU seconds per task, peak RSS,
-    and the latency histogram (service: the latencies in it; by default 98 % at p50 and 2 %
-    at p99)."""
-    cpu = cpu_per_task * tasks
-    return {
-        "pods": pods, "workers": workers, "tasks": tasks, "tasksOk": tasks - failed,
-        "tasksFailed": failed, "wallSeconds": tasks / x, "throughputPerSecond": x,
-        "latencySeconds": {"p50": p50, "p90": p90 or p99, "p99": p99, "max": 2 * p99},
-        "latencyHistogram": build(service or [p50] * 98 + [p99] * 2),
-        "cpuUserSeconds": 0.75 * cpu, "cpuSystemSeconds": 0.25 * cpu, "peakRssBytes": rss,
-        "arrival": None,
-    }  # fmt: skip
 
 
 def assert_fewest(
@@ -108,7 +89,6 @@ ASYNCIO = [
     # the fastest, but past the objective: it must not be planned with
     *point("asyncio", 10000, result(10000, x=30000, p99=0.4, p50=0.3, cpu_per_task=30e-6)),
 ]
-CONSTANT = [0.1] * 100  # every task 100 ms: a constant service time
 
 
 def test_a_hand_calculated_plan() -> None:
@@ -228,24 +208,6 @@ def test_a_trial_of_several_pods_plans_per_pod() -> None:
     [alone] = plan_of(spec, point("asyncio", 10, one))["models"]
     assert merged == alone
     assert (merged["ratePerPod"], merged["memoryBytes"]) == (80.0, 80 * MIB)
-
-
-def arrival_result(
-    rate: float, service: list[float], waits: list[float], dropped: int = 0
-) -> dict[str, Any]:
-    """An arrival run's Result: its latency is wait plus service, its service apart."""
-    measured = result(
-        0, x=rate, p99=max(waits) + max(service), p50=service[len(service) // 2],
-        cpu_per_task=50e-6, service=[w + s for w, s in zip(waits, service, strict=True)],
-    )  # fmt: skip
-    measured["arrival"] = {
-        "dropped": dropped,
-        "generatorSaturated": False,
-        "saturation": None,
-        "serviceHistogram": build(service),
-        "waitHistogram": build(waits),
-    }
-    return measured
 
 
 def test_an_arrival_runs_holding_time_is_its_service_without_the_wait() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_schedule_history import START, document
+from helpers.history import START, document
 
 from cxlab.cli import main
 from cxlab.cli.exits import USAGE_ERROR

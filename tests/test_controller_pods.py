@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from test_spec import document
+from helpers.specs import document
 
 from cxlab.config import OperatorConfig
 from cxlab.experiments.plan import plan_trials

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 from helpers import ROOT, program
-from test_operator_metrics import judged
+from helpers.dashboards import SCHEDULE_STATUS
+from helpers.metrics import judged
 
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.schedules.history import METRICS
@@ -149,45 +150,6 @@ def test_every_query_is_valid_promql(name: str, tmp_path: Path) -> None:
     assert check.returncode == 0, check.stdout + check.stderr
 
 
-# What the operator writes in a schedule's status (operator/cxlab/schedules/), by hand.
-SCHEDULE_STATUS = {
-    "startedRuns": 3,
-    "skippedRuns": 1,
-    "regressed": True,
-    "capacityPlan": {
-        "target": {
-            "ratePerSecond": 100.0,
-            "percentile": "p99",
-            "latencySeconds": 0.25,
-            "cpuUtilization": 0.7,
-        },
-        "rttSeconds": 0.1,
-        "choice": "asyncio",
-        "models": [
-            {"variant": "asyncio", "model": "asyncio", "meets": True, "pods": 3, "cores": 3}
-        ],
-        "display": "3 Pods x 1 CPU, asyncio",
-        "message": "asyncio: 3 Pods",
-    },
-    "history": [
-        {
-            "run": "s-1",
-            "phase": "Succeeded",
-            "points": [
-                {
-                    "point": "asyncio w=per-task",
-                    "model": "asyncio",
-                    "n": 1,
-                    "wallSeconds": 0.06,
-                    "throughputPerSecond": 16.0,
-                    "cpuSecondsPerTask": 0.001,
-                    "latencyP99Seconds": 0.05,
-                    "peakRssBytes": 3e7,
-                }
-            ],
-        }
-    ],
-}
 CAPACITY = "capacity-planning.json"
 # A label matcher of a selector: label, operator, value.
 MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"([^"]*)"')

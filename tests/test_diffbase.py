@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 import kopf
-from test_refusals import experiment
+from helpers.refusals import experiment
 
 from cxlab.controller.handlers import SpecDiffBase
 

@@ -7,12 +7,11 @@ Pure text checks: no cluster, no build, no network."""
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers.docs import Page, anchors, slug
 
 ROOT = Path(__file__).resolve().parent.parent
 FRONT_PAGE = ROOT / "README.md"
@@ -41,11 +40,6 @@ PACKAGE_FOLDERS = {
 # What these characters start is a pattern, not a name: only the folder before it is checked.
 WILDCARDS = re.compile(r"[*?\[<{…]|\.\.\.")
 
-FENCE = re.compile(r"^\s*(```|~~~)")
-HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-INLINE_CODE = re.compile(r"(`+)(.+?)\1", re.DOTALL)
-LINK = re.compile(r"!?\[([^\]]*)\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
-HTML_ANCHOR = re.compile(r"<a\s+(?:name|id)=\"([^\"]+)\"")
 URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 # A Makefile rule: `name [name...]:` (or `&:`, `::`), not a variable (`X := ...`, `X ?= ...`).
 RULE = re.compile(r"^([^\s:#=][^:#=]*?)\s*&?::?(?!=)")
@@ -53,44 +47,6 @@ SHELL_SEPARATOR = re.compile(r"&&|\|\||;|\||\$\(|`|\(")
 # Inline code that quotes a message about a command rather than showing one: the command it
 # names (tests/cluster/conftest.py fails with "make {target} failed (exit N)").
 QUOTED_MESSAGES = {"make cluster-up failed": "make cluster-up"}
-
-
-@dataclass(frozen=True)
-class Page:
-    name: str
-    """Its path from the repository root, as the messages name it."""
-    path: Path
-    code: tuple[str, ...]
-    """The lines inside fenced code blocks."""
-    prose: str
-    """Everything else, each fenced block's lines left blank (the line numbers stay)."""
-
-    @classmethod
-    def read(cls, path: Path, text: str | None = None) -> Page:
-        if text is None:
-            text = path.read_text(encoding="utf-8")
-        code: list[str] = []
-        prose: list[str] = []
-        fenced = False
-        for line in text.splitlines():
-            if FENCE.match(line):
-                fenced = not fenced
-                prose.append("")
-            elif fenced:
-                code.append(line)
-                prose.append("")
-            else:
-                prose.append(line)
-        return cls(path.relative_to(ROOT).as_posix(), path, tuple(code), "\n".join(prose))
-
-    def inline_code(self) -> list[str]:
-        """Each inline code span, its line breaks read as spaces."""
-        return [" ".join(m.group(2).split()) for m in INLINE_CODE.finditer(self.prose)]
-
-    def links(self) -> list[str]:
-        """Each link's (and image's) target, outside code."""
-        prose = INLINE_CODE.sub(lambda m: "code", self.prose)
-        return [m.group(2) for m in LINK.finditer(prose)]
 
 
 def doc_paths() -> list[Path]:
@@ -214,31 +170,6 @@ def path_problems(page: Page) -> list[str]:
 
 
 # ---- links and anchors
-
-
-def slug(heading: str) -> str:
-    """GitHub's anchor for a heading: its text, lowercased, punctuation other than - and space
-    dropped, spaces turned into -."""
-    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link: its text
-    text = re.sub(r"<[^>]+>", "", text).replace("`", "").strip().lower()
-    text = re.sub(r"[^\w\- ]", "", text)
-    return text.replace(" ", "-")
-
-
-def anchors(path: Path) -> set[str]:
-    """The anchors of a Markdown page: its headings' (a repeated one gets -1, -2, ...) and any
-    <a name/id>."""
-    page = Page.read(path)
-    seen: Counter[str] = Counter()
-    found: set[str] = set()
-    for line in page.prose.splitlines():
-        heading = HEADING.match(line)
-        if heading:
-            base = slug(heading.group(2))
-            found.add(f"{base}-{seen[base]}" if seen[base] else base)
-            seen[base] += 1
-    found.update(HTML_ANCHOR.findall(page.prose))
-    return found
 
 
 def link_problems(page: Page) -> list[str]:

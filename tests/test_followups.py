@@ -7,41 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_capacity_plan import CONSTANT, arrival_result, result
+from helpers.followups import entries, experiment, sweep_outcomes
+from helpers.results import CONSTANT, arrival_result, result
 
 from cxlab.analysis.outcome import TrialOutcome
 from cxlab.analysis.planning import capacity_plan
 from cxlab.experiments.followups import after, next_rate, trials_of
 from cxlab.experiments.plan import Trial, plan_trials, runner_command
-from cxlab.experiments.record import trial_entry
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.report.capacity import capacity_section
-
-TARGET = {"ratePerSecond": 60, "latency": {"max": "250ms"}}
-
-
-def experiment(
-    verify: dict[str, Any] | None = None, model: str = "asyncio", **target: Any
-) -> ExperimentSpec:
-    capacity: dict[str, Any] = {"target": TARGET | target}
-    if verify is not None:
-        capacity["verify"] = verify
-    document = {
-        "apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
-        "metadata": {"name": "verify"},
-        "spec": {
-            "workload": {"type": "sleep", "tasks": 400, "rtt": "100ms"},
-            "models": [{"model": model, "workers": [4]}], "capacity": capacity,
-        },
-    }  # fmt: skip
-    return parse_experiment(document).spec
-
-
-def sweep_outcomes(spec: ExperimentSpec) -> list[TrialOutcome]:
-    """The hand-calculated plan's point (tests/test_capacity_plan.py): 2 Pods x 6 workers."""
-    measured = result(4, x=40, p99=0.1, p50=0.1, cpu_per_task=50e-6, service=CONSTANT)
-    return [TrialOutcome(t, measured) for t in plan_trials(spec)]
 
 
 def checked(trial: Trial, p99: float, waits: float = 0.0, dropped: int = 0) -> TrialOutcome:
@@ -52,10 +27,6 @@ def checked(trial: Trial, p99: float, waits: float = 0.0, dropped: int = 0) -> T
     measured["arrival"] |= {"achievedRatePerSecond": rate, "waitHistogram": result(
         1, 1, 0, 0, 0, service=[waits] * 100)["latencyHistogram"]}  # fmt: skip
     return TrialOutcome(trial, measured)
-
-
-def entries(outcomes: list[TrialOutcome]) -> list[Any]:
-    return [trial_entry(o) for o in outcomes]
 
 
 def test_the_verification_runs_once_the_sweep_has_ended_as_the_plan_says() -> None:

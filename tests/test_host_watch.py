@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from helpers import until
-from test_spec import document
+from helpers.specs import document
 
 from cxlab.analysis.outcome import parse_result
 from cxlab.config import OperatorConfig

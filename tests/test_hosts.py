@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from test_decide import NOW, pod, result_text, run, spec  # noqa: F401 - result_text: fixture
+from helpers.pods import NOW, pod, run, spec
 
 from cxlab.experiments.hosts import plan_hosts
 from cxlab.experiments.plan import plan_trials
@@ -50,7 +50,7 @@ def test_each_ready_idle_host_takes_the_next_trial() -> None:
 
 
 def test_a_trial_that_ended_is_recorded_let_go_and_its_host_takes_the_next(
-    result_text: str,  # noqa: F811 - the fixture
+    result_text: str,
 ) -> None:
     s = spec(isolation="process")
     first, second, _ = plan_trials(s)
@@ -62,7 +62,7 @@ def test_a_trial_that_ended_is_recorded_let_go_and_its_host_takes_the_next(
     assert decision.create == [(second, 1, 0)] and decision.hosted == {second.name: "x-host0"}
 
 
-def test_hosts_go_as_trials_run_out_and_all_go_at_the_end(result_text: str) -> None:  # noqa: F811
+def test_hosts_go_as_trials_run_out_and_all_go_at_the_end(result_text: str) -> None:
     s = spec(isolation="process", parallelism=3)
     first, second, third = plan_trials(s)
 

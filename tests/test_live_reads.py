@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from helpers import runner_argv
-from test_spec import document
+from helpers.specs import document
 
 from cxlab.config import OperatorConfig
 from cxlab.controller.live import LiveReads

@@ -14,7 +14,7 @@ import weakref
 from typing import Any
 
 from helpers import until
-from test_decide import pod
+from helpers.pods import pod
 
 from cxlab.controller.loop import run_loop
 from cxlab.controller.pass_state import PassReport

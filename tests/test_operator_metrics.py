@@ -7,13 +7,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from helpers import ApiserverBase, program
+from helpers.metrics import judged
 from prometheus_client import generate_latest
 
 from cxlab.config import OperatorConfig
 from cxlab.controller.experiment_pass import Reconciler
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.schedule_pass import ScheduleReconciler
-from cxlab.experiments.status import ExperimentStatus, ObjectiveStatus, Phase, Verdict
+from cxlab.experiments.status import ExperimentStatus, Phase
 from cxlab.schedules.status import ScheduleStatus
 
 
@@ -64,14 +65,6 @@ def test_the_queue_is_its_length_and_its_oldest_wait() -> None:
     )  # fmt: skip
     assert float(oldest.split()[1]) > 3600
     assert "cxlab_operator_queue_wait_seconds_count 1.0" in text
-
-
-def judged(name: str, verdict: Verdict) -> ObjectiveStatus:
-    """An objective as status.objectives holds it (its points do not reach the metrics)."""
-    return ObjectiveStatus(
-        name=name, metric="latency p99", bound="≤ 250ms", unit="seconds", verdict=verdict,
-        message=f"{name}: {verdict}", met=0, broken=0, inconclusive=0, points=[],
-    )  # fmt: skip
 
 
 def objective_series(metrics: OperatorMetrics) -> dict[tuple[str, str, str], tuple[float, ...]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_spec import document
+from helpers.specs import document
 
 from cxlab.experiments.plan import floor_seconds, plan_trials, pod_tasks, runner_command
 from cxlab.experiments.resource import parse_experiment

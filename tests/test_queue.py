@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from test_spec import document
+from helpers.specs import document
 
 from cxlab.config import OperatorConfig
 from cxlab.controller.admission import NodeReader, admit

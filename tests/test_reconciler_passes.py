@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from helpers import Apiserver as InMemory
 from helpers import ApiserverBase, run_runner
-from test_decide import pod
-from test_refusals import experiment
+from helpers.pods import pod
+from helpers.refusals import experiment
 
 from cxlab.config import OperatorConfig
 from cxlab.controller.experiment_pass import Reconciler

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from helpers import ApiserverBase
+from helpers.refusals import document, experiment
 from kubernetes.client.exceptions import ApiException
 
 from cxlab.config import OperatorConfig
@@ -40,19 +41,6 @@ INVALID = (
     'Pod "bad-t000-a1" is invalid: spec.tolerations[0].operator: Invalid value: "x": '
     "value must be empty when `operator` is 'Exists'"
 )
-
-
-def document(**spec: Any) -> dict[str, Any]:
-    base = {
-        "workload": {"type": "sleep", "tasks": 5, "rtt": "10ms"},
-        "models": [{"model": "threads", "workers": [1, 2, 4]}],
-    }
-    return {
-        "apiVersion": "cxlab.dev/v1alpha1",
-        "kind": "ConcurrencyExperiment",
-        "metadata": {"name": "bad"},
-        "spec": base | spec,
-    }
 
 
 def spec(**change: Any) -> ExperimentSpec:
@@ -341,12 +329,6 @@ class Apiserver(ApiserverBase):
 
     def delete_pod(self, namespace: str, name: str) -> None:
         self.deleted.append(name)
-
-
-def experiment(**change: Any) -> dict[str, Any]:
-    body = document(**change)
-    body["metadata"] |= {"namespace": "lab", "uid": "u-1", "generation": 1}
-    return body
 
 
 def operator(kube: Apiserver) -> Reconciler:

@@ -9,8 +9,8 @@ import random
 from datetime import UTC, datetime
 from typing import Any
 
-from test_spec import document
-from test_status_golden import result
+from helpers.golden import result
+from helpers.specs import document
 
 from cxlab.analysis.outcome import TrialOutcome
 from cxlab.analysis.summary import Summary

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 import yaml
 from helpers import EXAMPLES
-from test_crd import _openapi_to_jsonschema
+from helpers.schema import openapi_to_jsonschema
 
 from cxlab.crd import schedule_resource_definition
 from cxlab.experiments.fields import SpecError
@@ -28,7 +28,7 @@ SCHEDULES = sorted((EXAMPLES / "schedules").glob("*.yaml"))
 @pytest.fixture(scope="module")
 def schema() -> dict[str, Any]:
     version = schedule_resource_definition()["spec"]["versions"][0]
-    converted: dict[str, Any] = _openapi_to_jsonschema(version["schema"]["openAPIV3Schema"])
+    converted: dict[str, Any] = openapi_to_jsonschema(version["schema"]["openAPIV3Schema"])
     return converted
 
 

@@ -5,56 +5,18 @@ from __future__ import annotations
 
 import json
 import statistics
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.history import START, document
 
-from cxlab.analysis.outcome import TrialOutcome
 from cxlab.cli import main
-from cxlab.experiments.plan import plan_trials
-from cxlab.experiments.resource import parse_experiment
-from cxlab.local.backend import experiment_document, local_status
 from cxlab.local.history_folder import save_run
 from cxlab.schedules.history import MAX_HISTORY_BYTES, HistoryEntry, appended, entry_of
-from cxlab_contract.histogram import build
 
 MIB = 2**20
-START = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
-
-
-def experiment(rtts: list[str], capacity: bool = True) -> Any:
-    spec: dict[str, Any] = {
-        "workload": {"type": "sleep", "tasks": 100, "rtts": rtts},
-        "models": [{"model": "asyncio", "workers": [10, 0]}],
-        "repetitions": 3,
-    }
-    if capacity:
-        spec["capacity"] = {"target": {"ratePerSecond": 500, "latency": {"max": "1s"}}}
-    return parse_experiment({"apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
-                             "metadata": {"name": "trend"}, "spec": spec})  # fmt: skip
-
-
-def result(wall: float, rss: int = 40 * MIB) -> dict[str, Any]:
-    return {
-        "workers": 10, "tasks": 100, "tasksOk": 100, "tasksFailed": 0, "wallSeconds": wall,
-        "cpuUserSeconds": 0.02, "cpuSystemSeconds": 0.01, "cpuPercent": 3.0 / wall,
-        "peakRssBytes": rss, "baselineRssBytes": 20 * MIB, "efficiency": 1.0 / wall,
-        "throughputPerSecond": 100 / wall, "voluntaryContextSwitches": 5,
-        "involuntaryContextSwitches": 1, "cpus": [1],
-        "latencySeconds": {"p50": 0.1, "p90": 0.1, "p99": wall / 10, "max": wall / 10},
-        "latencyHistogram": build([0.1] * 99 + [wall / 10]), "arrival": None,
-    }  # fmt: skip
-
-
-def document(walls: list[float], when: datetime, rtts: list[str] | None = None) -> dict[str, Any]:
-    """A finished run: every trial's wall time from `walls`, in turn."""
-    made = experiment(rtts or ["100ms"])
-    trials = plan_trials(made.spec)
-    outcomes = [TrialOutcome(t, result(walls[i % len(walls)])) for i, t in enumerate(trials)]
-    status = local_status(made, trials, outcomes, set(), None, when)
-    return experiment_document(made, status)
 
 
 def test_an_entry_holds_each_points_medians_and_samples_and_the_plan() -> None:

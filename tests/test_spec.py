@@ -8,26 +8,13 @@ from typing import Any
 
 import pytest
 from helpers import EXAMPLES
+from helpers.specs import document
 
 from cxlab.experiments.fields import SpecError, memory_bytes
 from cxlab.experiments.resource import load_experiments, parse_experiment
 from cxlab.experiments.spec import MAX_RESULTS, MAX_TRIALS
 
 SLEEP_2_TASKS = {"type": "sleep", "tasks": 2, "rtt": "1ms"}
-
-
-def document(**spec: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "workload": {"type": "sleep", "tasks": 100, "rtt": "100ms"},
-        "models": [{"model": "threads", "workers": [10, 0]}],
-    }
-    base.update(spec)
-    return {
-        "apiVersion": "cxlab.dev/v1alpha1",
-        "kind": "ConcurrencyExperiment",
-        "metadata": {"name": "demo"},
-        "spec": base,
-    }
 
 
 def problems(doc: dict[str, Any]) -> str:

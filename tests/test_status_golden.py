@@ -10,10 +10,10 @@ import copy
 import json
 import os
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from helpers import NODE
+from helpers.golden import GOLDEN, result
 
 from cxlab.analysis.outcome import TrialOutcome
 from cxlab.config import OperatorConfig
@@ -26,7 +26,6 @@ from cxlab.experiments.results_store import SUFFIX, with_full_results
 from cxlab.experiments.status import ExperimentStatus
 from cxlab.local.backend import local_status
 
-GOLDEN = Path(__file__).parent / "golden"
 STARTED = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 ENDED = datetime(2026, 11, 23, 10, 1, tzinfo=UTC)
 DOCUMENT = {
@@ -39,13 +38,6 @@ EXPERIMENT = parse_experiment(DOCUMENT)
 # the spec as both backends keep it in startedSpec: every field, defaults included
 SPEC = EXPERIMENT.spec.model_dump(by_alias=True, exclude_none=True)
 FAILING = "001-threads-w2-rtt1ms-r1"  # ends with exit 1 on both backends
-
-
-def result(trial: Trial) -> dict[str, Any]:
-    frozen = json.loads((GOLDEN / "result.json").read_text())
-    pool = frozen["pool"] if trial.model == "threads" else None  # a pool is threads' only
-    return frozen | {"trial": trial.name, "model": trial.model, "pool": pool,
-                     "cpus": [1]}  # fmt: skip
 
 
 class RecordingKube:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from crd_rules import manifest
+from helpers.rule_cases import manifest
 
 from cxlab.analysis.outcome import classify, too_many_failures
 from cxlab.config import OperatorConfig

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from test_decide import pod
+from helpers.pods import pod
 
 from cxlab.controller.wakes import Wakes
 from cxlab.experiments.nodes import Request

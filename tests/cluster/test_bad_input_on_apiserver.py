@@ -18,10 +18,9 @@ from typing import Any
 
 import pytest
 import yaml
-from bad_input import CASES, BadInput, names_the_field
-from crd_rules import NAME
-from harness import KUBECONFIG
-from test_crd_rules_on_apiserver import BUILT_KUBECTL
+from helpers.bad_input import CASES, BadInput, names_the_field
+from helpers.cluster import BUILT_KUBECTL, KUBECONFIG
+from helpers.rule_cases import NAME
 
 from cxlab.experiments.spec import KIND
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from harness import KUBECONFIG, ROOT, SHARED_POOL, TIMEOUT_SCALE, Lab, experiment_spec, why
+from helpers.cluster import KUBECONFIG, ROOT, SHARED_POOL, TIMEOUT_SCALE, Lab, experiment_spec, why
 
 KUBECTL = str(ROOT / "build" / "k8s" / "bin" / "kubectl")
 ENV = {**os.environ, "KUBECONFIG": str(KUBECONFIG)}

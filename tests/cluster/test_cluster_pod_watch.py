@@ -9,8 +9,8 @@ import asyncio
 from typing import Any
 
 import pytest
-from harness import Lab
 from helpers import until
+from helpers.cluster import Lab
 
 from cxlab.controller.kube import Kube
 from cxlab.controller.pod_watch import PodIndex

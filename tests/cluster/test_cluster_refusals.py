@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from harness import Lab, experiment_spec
+from helpers.cluster import Lab, experiment_spec
 
 ASYNCIO = [{"model": "asyncio"}]
 

@@ -12,10 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
-from crd_rules import CASES, Case, apiserver_problem
-from harness import KUBECONFIG, ROOT
-
-BUILT_KUBECTL = ROOT / "build" / "k8s" / "bin" / "kubectl"
+from helpers.cluster import BUILT_KUBECTL, KUBECONFIG
+from helpers.rule_cases import CASES, Case, apiserver_problem
 
 
 def dry_run_apply(document: dict[str, Any], namespace: str) -> subprocess.CompletedProcess[str]:

@@ -22,7 +22,7 @@ from cxlab.analysis.outcome import parse_result
 from cxlab.barrier import is_ready
 from cxlab.controller.kube import StaleStatus
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "build" / "bin"
 EXAMPLES = ROOT / "manifests" / "examples"
 # One roomy Node, as the apiserver lists it, for fakes of the operator's Kube.

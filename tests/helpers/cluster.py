@@ -274,3 +274,6 @@ class Lab:
             if not missing or time.monotonic() > deadline:
                 return found
             time.sleep(0.5)
+
+
+BUILT_KUBECTL = ROOT / "build" / "k8s" / "bin" / "kubectl"

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from crd_rules import concrete as crd_concrete
-from crd_rules import in_context, manifest
-from test_bounds import own, spec_fields
 
 from cxlab.experiments.fields import IMAGE_MAX_LENGTH, MAX_CPU, MAX_LIST_ITEMS, NAME_MAX_LENGTH
 from cxlab.experiments.spec import MAX_TRIALS
 from cxlab_contract.durations import DURATION_PATTERN, format_duration, parse_duration
+from helpers.rule_cases import concrete as crd_concrete
+from helpers.rule_cases import in_context, manifest
+from helpers.schema import own, spec_fields
 
 
 @dataclass(frozen=True)

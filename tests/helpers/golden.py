@@ -16,4 +16,4 @@ def result(trial: Trial) -> dict[str, Any]:
                      "cpus": [1]}  # fmt: skip
 
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"

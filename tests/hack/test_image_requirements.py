@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "hack" / "image-requirements.py"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 IMAGES = PYPROJECT["tool"]["cxlab"]["images"]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import ROOT
 
 from cxlab.analysis.stats import student_t_sf, welch_t_test
 from cxlab.schedules.history import HistoryEntry
@@ -455,7 +456,7 @@ def test_skewed_noise_keeps_the_nominal_rate_of_one_test() -> None:
 # --- false alarms and detection on simulated histories (make bench-regression's) -------------
 
 _spec = importlib.util.spec_from_file_location(
-    "bench_regression", Path(__file__).parents[1] / "operator/bench/bench_regression.py"
+    "bench_regression", ROOT / "operator/bench/bench_regression.py"
 )
 assert _spec is not None and _spec.loader is not None
 bench = importlib.util.module_from_spec(_spec)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+from helpers import ROOT
 import yaml
 
 from cxlab.analysis.knees import Knee, RateKnee
@@ -116,7 +117,7 @@ def test_running_and_prometheus_entries_are_built_from_the_typed_shape() -> None
 
 # --- status.summary: typed, one object per kind in the CRD --------------------------------------
 
-GOLDEN_STATUS = Path(__file__).parent / "golden" / "status.json"
+GOLDEN_STATUS = ROOT / "tests" / "golden" / "status.json"
 
 
 def test_each_kind_of_point_knee_and_recommendation_reads_back_as_itself() -> None:

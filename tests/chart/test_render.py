@@ -16,7 +16,7 @@ from helpers.chart import CHART, HELM, helm, of_kind, only, render
 from cxlab.config import OperatorConfig
 from cxlab.crd import GENERATED
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RBAC = ROOT / "manifests" / "rbac" / "operator.yaml"
 SCENARIOS = sorted(p.name for p in (CHART / "ci").glob("*.yaml"))
 

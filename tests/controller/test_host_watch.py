@@ -35,7 +35,7 @@ from cxlab.local.delay_target import free_port
 from cxlab.scrape import final_read, result_of
 from cxlab_contract import HOST_TOKEN_ENV
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY = ("lab", "exp")
 TOKEN = "the-hosts-token"  # the host asks it of every call: the index shows it on each
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers.docs import Page, anchors, slug
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FRONT_PAGE = ROOT / "README.md"
 DOCS = ROOT / "docs"
 FRONT_PAGE_MAX_LINES = 260

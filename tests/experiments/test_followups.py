@@ -184,6 +184,8 @@ def test_a_rate_search_runs_probe_by_probe_then_the_plan_uses_the_rate_it_found(
     ]  # fmt: skip
     # 60 tasks/s from the probe that held 40 per Pod, not the burst's 100: 2 Pods
     assert (model.rate_per_pod, model.pods, model.basis) == (40.0, 2, "extrapolated")
+    # and the plan says where each Pod's rate comes from
+    assert model.note is not None and "one Pod's rate search held 40 tasks/s" in model.note
 
 
 def searched_once(spec: ExperimentSpec) -> tuple[list[TrialOutcome], Trial, Trial]:

@@ -300,6 +300,8 @@ class Planner:
                 f"{pods} Pods from measurements of one Pod, assuming Pods add linearly "
                 f"(one trial is one Pod)"
             )
+            if point.searched is not None:  # the Pod's rate from its search, not the sweep
+                note += f"; one Pod's rate search held {rate_text(point.searched)} tasks/s"
         if rate_per_pod < point.throughput:
             note += (
                 f"; {rate_text(rate_per_pod)} tasks/s per Pod keeps its CPUs at "

@@ -1,6 +1,6 @@
 """Every number, duration, string, list and map a user can write in a ConcurrencyExperiment
 has a bound in the CRD (and so, generated from the same models, in the spec): a walk over the
-generated schema fails on the first field without one. The corpus (tests/bad_input.py) then
+generated schema fails on the first field without one. The corpus (tests/helpers/bad_input.py) then
 tries every bound from both sides."""
 
 from __future__ import annotations

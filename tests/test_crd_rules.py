@@ -1,6 +1,6 @@
 """Every CEL rule of both CRDs is a rule a model declares, and each declared rule has its cases
-(tests/crd_rules.py, made from the declaration's own examples); `cxlab plan` agrees with every
-case: the valid manifest plans, the invalid one exits 2 naming the field. The apiserver's side
+(tests/helpers/rule_cases.py, made from the declaration's own examples); `cxlab plan` agrees with
+every case: the valid manifest plans, the invalid one exits 2 naming the field. The apiserver's side
 is tests/cluster/test_crd_rules_on_apiserver.py."""
 
 from __future__ import annotations

@@ -52,8 +52,8 @@ def assert_fewest(
     q: float = 0.99, wait: float = 0.2,
 ) -> None:  # fmt: skip
     """The planned workers are the fewest whose queue keeps the wait bound and the objective
-    (checked through the queueing model, which tests/test_queueing.py holds to published and
-    exact values)."""
+    (checked through the queueing model, which tests/analysis/test_queueing.py holds to published
+    and exact values)."""
     per_pod, workers = rate / model_plan["pods"], model_plan["workersPerPod"]
     held = queue(per_pod, service, workers, q)
     assert held is not None and held.wait_probability <= wait and held.latency <= objective

@@ -1,5 +1,5 @@
-"""The bad-input corpus (tests/bad_input.py) through `cxlab plan`: every case exits 2 with one
-line per problem naming the field (or, for a file wrong as a whole, saying what is wrong), no
+"""The bad-input corpus (tests/helpers/bad_input.py) through `cxlab plan`: every case exits 2 with
+one line per problem naming the field (or, for a file wrong as a whole, saying what is wrong), no
 traceback, and nothing on stdout. `cxlab run` refuses the same files before writing anything
 (one case per category proves it)."""
 

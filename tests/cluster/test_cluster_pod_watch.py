@@ -1,6 +1,6 @@
 """The operator's own watch of cxlab's Pods (cxlab.controller.pod_watch), against the real
 apiserver: what is there before the first pass, each change once, and nothing lost while the
-watch was cut. (A resume point expired, 410 Gone, is in tests/test_pod_watch.py: a fresh
+watch was cut. (A resume point expired, 410 Gone, is in tests/controller/test_pod_watch.py: a fresh
 cluster's watch cache still holds every version.)"""
 
 from __future__ import annotations

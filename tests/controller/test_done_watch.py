@@ -4,7 +4,7 @@ are written, before any probe says so and whatever the apiserver says of them me
 Pods beyond the watches held at once are watched as others end; a Pod without the /done
 probe (unprobed: its watch reserved at its creation) is watched at once and for as long as it
 runs, and shows Ready only when its tasks end, whatever the kubelet says. The apiserver's
-side is scripted; the Pod watch's own protocol is tests/test_pod_watch.py's."""
+side is scripted; the Pod watch's own protocol is tests/controller/test_pod_watch.py's."""
 
 from __future__ import annotations
 

@@ -439,7 +439,7 @@ def test_refused_is_an_exception_with_the_apiservers_words() -> None:
 
 
 def test_the_chart_sets_the_pull_grace() -> None:
-    from test_chart_render import only, render
+    from helpers.chart import only, render
 
     def grace(*sets: str) -> str:
         deployment = only(render(*sets), "Deployment")

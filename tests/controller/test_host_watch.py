@@ -3,7 +3,7 @@ a real trial host (python -m cxlab_runner.trial_host) running a real runner: the
 the trial as a Pod on the host's address, Running, Ready once its Result is written,
 Succeeded with the Result after the final read; a trial let go leaves the index; a host
 that stops answering is lost, with its trials. The apiserver's side is scripted (one host
-Pod, Ready); the Pod watch's own protocol is tests/test_pod_watch.py's."""
+Pod, Ready); the Pod watch's own protocol is tests/controller/test_pod_watch.py's."""
 
 from __future__ import annotations
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-from helpers import ROOT
 import yaml
+from helpers import ROOT
 
 from cxlab.analysis.knees import Knee, RateKnee
 from cxlab.analysis.point import MeasuredPoint, Point

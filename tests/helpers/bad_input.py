@@ -3,8 +3,8 @@ CRD's own schema where a category can be (every bounded number from both sides, 
 with a value of the wrong type, every duration written wrong), handwritten where it cannot
 (references, placement, YAML pathologies, what only this machine can know).
 
-tests/test_bad_input.py runs every case through `cxlab plan` (exit 2, the field named, nothing
-printed but the complaint); tests/cluster/test_bad_input_on_apiserver.py applies every case
+tests/cli/test_plan_bad_input.py runs every case through `cxlab plan` (exit 2, the field named,
+nothing printed but the complaint); tests/cluster/test_bad_input_on_apiserver.py applies every case
 that a cluster can judge with `kubectl apply --dry-run=server` (refused, the field named).
 """
 
@@ -55,8 +55,8 @@ def as_yaml(document: Any) -> str:
 
 def with_value(path: str, value: Any) -> dict[str, Any]:
     """The nearest valid manifest in which the field applies (made from the rules' own valid
-    examples, tests/crd_rules.py) with the field at path set to value; `[]` in the path means
-    the last item, and objects or lists missing on the way are made."""
+    examples, tests/helpers/rule_cases.py) with the field at path set to value; `[]` in the path
+    means the last item, and objects or lists missing on the way are made."""
     found = in_context(path, value, valid=False)
     if found is not None:
         return found
@@ -260,7 +260,7 @@ def placement() -> Iterator[BadInput]:
 
 
 def semantics() -> Iterator[BadInput]:
-    """Rules across fields (each CEL rule has its own case in tests/crd_rules.py; these are
+    """Rules across fields (each CEL rule has its own case in tests/helpers/rule_cases.py; these are
     the values past the limits that span fields)."""
     yield BadInput(
         "semantics", "threads-one-per-task-past-the-thread-limit",

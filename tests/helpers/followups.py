@@ -31,7 +31,8 @@ def experiment(
 
 
 def sweep_outcomes(spec: ExperimentSpec) -> list[TrialOutcome]:
-    """The hand-calculated plan's point (tests/test_capacity_plan.py): 2 Pods x 6 workers."""
+    """The hand-calculated plan's point (tests/analysis/test_capacity_plan.py): 2 Pods x 6
+    workers."""
     measured = result(4, x=40, p99=0.1, p50=0.1, cpu_per_task=50e-6, service=CONSTANT)
     return [TrialOutcome(t, measured) for t in plan_trials(spec)]
 

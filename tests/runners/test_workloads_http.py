@@ -313,7 +313,8 @@ def test_requests_reach_the_service_and_failures_have_their_kind(
         "insecure": _start("insecure", model, misnamed.url("/"), "--target-mode", "direct",
                            "--insecure-skip-verify"),
     }  # fmt: skip
-    if model != "locust":  # (Locust's ?rtt=: test_runners.py's delay target, at 1.5 s a start)
+    # (Locust's ?rtt=: tests/runners/test_result.py's delay target, at 1.5 s a start)
+    if model != "locust":
         runs["delay"] = _start("delay", model, plain.url("/delay?q=1"), "--rtt", "1ms")
     try:
         echo = _ok(runs["echo"], tasks=4)
@@ -526,7 +527,8 @@ def test_a_bad_http_flag_is_a_usage_error_naming_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The Python runner's flags in this process (a start costs 0.2 s, and its usage errors
-    # become exit 2 in one place, which the test below and test_runners.py run for real).
+    # become exit 2 in one place, which the test below and tests/runners/test_result.py run for
+    # real).
     garbage = tmp_path / "garbage.pem"
     garbage.write_text(
         "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n"

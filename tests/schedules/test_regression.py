@@ -9,7 +9,6 @@ import math
 import random
 import statistics
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Argo Rollouts' own CRDs (github.com/argoproj/argo-rollouts, Apache-2.0), the reference
-# tests/test_argo_example.py checks manifests/examples/argo-rollouts/ against: the module's
+# tests/manifests/test_argo_rollouts_example.py checks manifests/examples/argo-rollouts/ against: the module's
 # manifests/crds/ from the Go module proxy, at the version and checksum pinned here, copied
 # into the machine cache once per machine and version and linked as build/argo-rollouts/crds/.
 # Prints that folder.

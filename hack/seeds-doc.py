@@ -5,7 +5,7 @@ machine and writes manifests/examples/seeds.md, where every figure a seed publis
 `make seeds-doc`; `make seeds-doc FROM_RESULTS=1` re-renders from out/<name>/result.json
 without running anything.
 
-The reading and rendering are pure (tests/test_seeds_doc.py); running the examples, reading
+The reading and rendering are pure (tests/hack/test_seeds_doc.py); running the examples, reading
 the results folder and describing the machine are the I/O at the bottom.
 """
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import BIN
+from helpers import BIN, run_runner
 
 from cxlab.local.delay_target import delay_target, free_port
 
@@ -43,3 +44,9 @@ def target_url() -> Iterator[str]:
 @pytest.fixture
 def metrics_port() -> int:
     return free_port()
+
+
+@pytest.fixture(scope="module")
+def result_text() -> str:
+    """A real Result, as a trial Pod's termination message carries it (the deciding tests')."""
+    return json.dumps(run_runner("asyncio", "--workload", "sleep", "--tasks", "5", "--rtt", "1ms"))

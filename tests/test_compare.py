@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_schedule_history import START, document
+from helpers.history import START, document
 
 from cxlab.cli import main
 from cxlab.cli.exits import USAGE_ERROR
@@ -26,7 +26,7 @@ SLOWER = [1.3, 1.31, 1.29], [2.0, 2.01, 1.99]  # w=10 30 % slower, per-task unch
 
 
 def run(walls: tuple[list[float], list[float]], hours: int = 0) -> dict[str, Any]:
-    """A finished run (tests/test_schedule_history.py's): its trials run repetition after
+    """A finished run (tests/schedules/test_history.py's): its trials run repetition after
     repetition, each of both points."""
     in_order = [walls[point][rep] for rep in range(3) for point in range(2)]
     return document(in_order, START + timedelta(hours=hours))

@@ -12,7 +12,8 @@ import jsonschema
 import pytest
 import yaml
 from helpers import EXAMPLES
-from test_spec import document
+from helpers.schema import openapi_to_jsonschema
+from helpers.specs import document
 
 from cxlab.crd import CRD_PATH, GENERATED, custom_resource_definition, render
 from cxlab.experiments.resource import load_experiments
@@ -24,30 +25,10 @@ def test_committed_crd_is_generated_from_the_models() -> None:
     assert CRD_PATH.read_text() == render(), "run `make crd` and commit the result"
 
 
-def _openapi_to_jsonschema(schema: Any) -> Any:
-    """Enough of OpenAPI v3 → JSON Schema to check documents against the CRD's types."""
-    if isinstance(schema, dict):
-        out = {
-            k: _openapi_to_jsonschema(v)
-            for k, v in schema.items()
-            if not k.startswith("x-kubernetes")
-        }
-        if out.pop("nullable", False):
-            out["type"] = [out["type"], "null"]
-        if out.pop("exclusiveMinimum", None) is True:
-            out["exclusiveMinimum"] = out.pop("minimum")
-        if out.pop("exclusiveMaximum", None) is True:
-            out["exclusiveMaximum"] = out.pop("maximum")
-        return out
-    if isinstance(schema, list):
-        return [_openapi_to_jsonschema(v) for v in schema]
-    return schema
-
-
 @pytest.fixture(scope="module")
 def schema() -> dict[str, Any]:
     version = custom_resource_definition()["spec"]["versions"][0]
-    converted: dict[str, Any] = _openapi_to_jsonschema(version["schema"]["openAPIV3Schema"])
+    converted: dict[str, Any] = openapi_to_jsonschema(version["schema"]["openAPIV3Schema"])
     return converted
 
 

@@ -1,6 +1,6 @@
 """Every CEL rule of both CRDs is a rule a model declares, and each declared rule has its cases
-(tests/crd_rules.py, made from the declaration's own examples); `cxlab plan` agrees with every
-case: the valid manifest plans, the invalid one exits 2 naming the field. The apiserver's side
+(tests/helpers/rule_cases.py, made from the declaration's own examples); `cxlab plan` agrees with
+every case: the valid manifest plans, the invalid one exits 2 naming the field. The apiserver's side
 is tests/cluster/test_crd_rules_on_apiserver.py."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from crd_rules import CASES, TEMPLATE, Case, declared_rules, field_path, plan_problems
-from test_crd import _openapi_to_jsonschema
+from helpers.rule_cases import CASES, TEMPLATE, Case, declared_rules, field_path, plan_problems
+from helpers.schema import openapi_to_jsonschema
 
 from cxlab.cli import main
 from cxlab.cli.exits import USAGE_ERROR
@@ -66,7 +66,7 @@ def openapi_schemas() -> dict[str, Any]:
     validators = {}
     for kind, path in CRDS.items():
         crd = yaml.safe_load(path.read_text())
-        schema = _openapi_to_jsonschema(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+        schema = openapi_to_jsonschema(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
         jsonschema.Draft202012Validator.check_schema(schema)
         validators[kind] = jsonschema.Draft202012Validator(schema)
     return validators

@@ -22,7 +22,7 @@ from typing import Any
 
 import kubernetes
 import pytest
-from harness import KUBECONFIG, NAMESPACE_PREFIX, ROOT, WORKER, Lab, Operator, crd_lock
+from helpers.cluster import KUBECONFIG, NAMESPACE_PREFIX, ROOT, WORKER, Lab, Operator, crd_lock
 from kubernetes.client.exceptions import ApiException
 
 from cxlab.crd import GENERATED, GROUP, PLURAL, SCHEDULE_PLURAL, VERSION

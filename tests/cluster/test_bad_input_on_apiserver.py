@@ -1,6 +1,6 @@
-"""The bad-input corpus (tests/bad_input.py) against the real apiserver: every case a cluster
-can judge is refused by `kubectl apply --dry-run=server`, naming the field `cxlab plan` names.
-Nothing is created (a server dry run stops before storage).
+"""The bad-input corpus (tests/helpers/bad_input.py) against the real apiserver: every case a
+cluster can judge is refused by `kubectl apply --dry-run=server`, naming the field `cxlab plan`
+names. Nothing is created (a server dry run stops before storage).
 
 Most cases are one experiment named like the base manifest: those go to the apiserver in one
 `kubectl apply` of many documents, each renamed apart (kubectl applies every document and
@@ -18,10 +18,9 @@ from typing import Any
 
 import pytest
 import yaml
-from bad_input import CASES, BadInput, names_the_field
-from crd_rules import NAME
-from harness import KUBECONFIG
-from test_crd_rules_on_apiserver import BUILT_KUBECTL
+from helpers.bad_input import CASES, BadInput, names_the_field
+from helpers.cluster import BUILT_KUBECTL, KUBECONFIG
+from helpers.rule_cases import NAME
 
 from cxlab.experiments.spec import KIND
 

@@ -23,7 +23,7 @@ from typing import Any
 import kubernetes
 import pytest
 import yaml
-from harness import KUBECONFIG, ROOT, crd_lock
+from helpers.cluster import KUBECONFIG, ROOT, crd_lock
 from kubernetes.client.exceptions import ApiException
 
 from cxlab.crd import CRD_PATH, GROUP, PLURAL, SCHEDULE_PLURAL, VERSION

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness import Lab, experiment_spec, why
+from helpers.cluster import Lab, experiment_spec, why
 
 from cxlab_contract import histogram
 from cxlab_contract.figures import significant

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-from harness import SHARED_POOL, Lab, experiment_spec
+from helpers.cluster import SHARED_POOL, Lab, experiment_spec
 
 from cxlab.config import OperatorConfig
 from cxlab.experiments.plan import plan_trials

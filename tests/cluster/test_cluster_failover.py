@@ -9,7 +9,7 @@ from typing import Any
 
 import kubernetes
 import pytest
-from harness import SHARED_POOL, Lab, Operator, experiment_spec
+from helpers.cluster import SHARED_POOL, Lab, Operator, experiment_spec
 
 pytestmark = pytest.mark.cluster
 

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from harness import SHARED_POOL, Lab, Operator, experiment_spec, why
-from test_spec import document
+from helpers.cluster import SHARED_POOL, Lab, Operator, experiment_spec, why
+from helpers.specs import document
 
 from cxlab.config import OperatorConfig
 from cxlab.experiments.plan import plan_trials

@@ -15,8 +15,8 @@ from typing import Any
 
 import kubernetes
 import pytest
-from harness import ROOT, Lab
-from test_cluster_queue import assert_ran_one_after_another, condition, moment, short, status
+from helpers.cluster import ROOT, Lab
+from helpers.queue import assert_ran_one_after_another, condition, moment, short, status
 
 pytestmark = [pytest.mark.cluster, pytest.mark.solo(tool="kueue")]  # Kueue, its webhooks: alone
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from harness import KUBECONFIG, ROOT, SHARED_POOL, TIMEOUT_SCALE, Lab, experiment_spec, why
+from helpers.cluster import KUBECONFIG, ROOT, SHARED_POOL, TIMEOUT_SCALE, Lab, experiment_spec, why
 
 KUBECTL = str(ROOT / "build" / "k8s" / "bin" / "kubectl")
 ENV = {**os.environ, "KUBECONFIG": str(KUBECONFIG)}
@@ -74,7 +74,7 @@ def printer_column(lab: Lab, name: str) -> str:
 def test_kubectl_wait_and_cxlab_wait_gate_on_the_verdict(lab: Lab, tmp_path: Path) -> None:
     """Met and broken (with trials skipped), applied together so they run side by side, each
     waited for as a pipeline would. Inconclusive's exit status is the same function's
-    (tests/test_objectives.py), shown end to end locally (tests/test_local_backend.py)."""
+    (tests/analysis/test_objectives.py), shown end to end locally (tests/local/test_backend.py)."""
     met: dict[str, Any] = experiment_spec(
         [{"model": "asyncio"}], QUICK, objectives=[{"latency": {"max": "1s"}}], **SHARED_POOL
     )

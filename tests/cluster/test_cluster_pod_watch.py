@@ -1,6 +1,6 @@
 """The operator's own watch of cxlab's Pods (cxlab.controller.pod_watch), against the real
 apiserver: what is there before the first pass, each change once, and nothing lost while the
-watch was cut. (A resume point expired, 410 Gone, is in tests/test_pod_watch.py: a fresh
+watch was cut. (A resume point expired, 410 Gone, is in tests/controller/test_pod_watch.py: a fresh
 cluster's watch cache still holds every version.)"""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import asyncio
 from typing import Any
 
 import pytest
-from harness import Lab
 from helpers import until
+from helpers.cluster import Lab
 
 from cxlab.controller.kube import Kube
 from cxlab.controller.pod_watch import PodIndex

@@ -6,59 +6,19 @@ while they wait loses nobody's place and runs no trial twice."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from datetime import datetime
-from itertools import pairwise
-from typing import Any
 
 import pytest
-from harness import Lab, Operator, experiment_spec
-
-from cxlab.times import parse_time
-
-ASYNCIO = [{"model": "asyncio"}]
-
-
-def short(seconds: int = 3) -> dict[str, Any]:
-    """One trial holding the core for a few seconds."""
-    return experiment_spec(ASYNCIO, {"type": "sleep", "tasks": 1, "rtt": f"{seconds}s"})
-
-
-def status(experiment: dict[str, Any]) -> dict[str, Any]:
-    found: dict[str, Any] = experiment.get("status") or {}
-    return found
-
-
-def condition(experiment: dict[str, Any], kind: str) -> dict[str, Any]:
-    found = {c["type"]: c for c in status(experiment).get("conditions") or []}
-    return found.get(kind, {})
-
-
-def moment(text: str) -> datetime:
-    return parse_time(text)
+from helpers.cluster import Lab, Operator
+from helpers.queue import (
+    assert_ran_one_after_another,
+    condition,
+    short,
+    status,
+)
 
 
 def queued(lab: Lab, name: str) -> bool:
     return bool(status(lab.get(name)).get("queue"))
-
-
-def started_after_it_finished(before: dict[str, Any], after: dict[str, Any]) -> bool:
-    """cxlab's queue: an admitted experiment holds its slot until it has finished, so the next
-    one's first trial starts once the one before has a completion time (1 s stamps)."""
-    return moment(status(after)["startTime"]) >= moment(status(before)["completionTime"])
-
-
-def assert_ran_one_after_another(
-    lab: Lab, names: list[str], follows: Callable[[Any, Any], bool] = started_after_it_finished
-) -> list[dict[str, Any]]:
-    done = [lab.wait_finished(name, timeout=180) for name in names]
-    for experiment in done:
-        assert status(experiment)["phase"] == "Succeeded", status(experiment)
-        [entry] = status(experiment)["trials"]
-        assert entry["attempts"] == 1  # no trial ran twice
-    for before, after in pairwise(done):
-        assert follows(before, after), (status(before), status(after))
-    return done
 
 
 def test_experiments_applied_together_run_one_after_another_in_creation_order(lab: Lab) -> None:

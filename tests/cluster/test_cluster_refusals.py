@@ -1,7 +1,7 @@
 """What only the cluster can tell ends the experiment as Failed with a condition naming the
 field to change, within a bounded time, never Running forever: a trial Pod the apiserver
 refuses, an image the kubelet cannot pull. (The decisions, without a cluster:
-tests/test_refusals.py.)"""
+tests/controller/test_experiment_pass_refusals.py.)"""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from harness import Lab, experiment_spec
+from helpers.cluster import Lab, experiment_spec
 
 ASYNCIO = [{"model": "asyncio"}]
 

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from harness import ROOT, Lab, experiment_spec
+from helpers.cluster import ROOT, Lab, experiment_spec
 
 pytestmark = [pytest.mark.cluster, pytest.mark.solo(tool="kwok")]  # KWOK, 1000 trials: alone
 

@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 import yaml
-from harness import Lab, Operator
+from helpers.cluster import BUILT_KUBECTL, Lab, Operator
 from kubernetes.client.exceptions import ApiException
-from test_crd_rules_on_apiserver import BUILT_KUBECTL
 
 from cxlab.analysis.queueing import Service, queue
 from cxlab.crd import GROUP, SCHEDULE_PLURAL, VERSION

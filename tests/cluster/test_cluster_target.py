@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import yaml
-from harness import KUBECONFIG, LOGS, ROOT, TIMEOUT_SCALE, Lab, experiment_spec, why
+from helpers.cluster import KUBECONFIG, LOGS, ROOT, TIMEOUT_SCALE, Lab, experiment_spec, why
 
 KUBECTL = str(ROOT / "build" / "k8s" / "bin" / "kubectl")
 HEADER = "X-Api-Key"

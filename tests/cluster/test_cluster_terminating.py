@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import kubernetes
 import pytest
-from harness import SHARED_POOL, Lab, Operator, experiment_spec
+from helpers.cluster import SHARED_POOL, Lab, Operator, experiment_spec
 from kubernetes.client.exceptions import ApiException
 
 pytestmark = pytest.mark.cluster

@@ -1,6 +1,6 @@
-"""Every CEL rule of both CRDs on the real apiserver: each case of tests/crd_rules.py applied with
-`kubectl apply --dry-run=server`. The valid manifest is accepted; the invalid one is rejected
-with exactly one error, naming the field `cxlab plan` names (tests/test_crd_rules.py) and
+"""Every CEL rule of both CRDs on the real apiserver: each case of tests/helpers/rule_cases.py
+applied with `kubectl apply --dry-run=server`. The valid manifest is accepted; the invalid one is
+rejected with exactly one error, naming the field `cxlab plan` names (tests/test_crd_rules.py) and
 carrying the rule's message. Nothing is created: a server dry run stops before storage."""
 
 from __future__ import annotations
@@ -12,10 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
-from crd_rules import CASES, Case, apiserver_problem
-from harness import KUBECONFIG, ROOT
-
-BUILT_KUBECTL = ROOT / "build" / "k8s" / "bin" / "kubectl"
+from helpers.cluster import BUILT_KUBECTL, KUBECONFIG
+from helpers.rule_cases import CASES, Case, apiserver_problem
 
 
 def dry_run_apply(document: dict[str, Any], namespace: str) -> subprocess.CompletedProcess[str]:

@@ -9,7 +9,7 @@ was 10,000 handshakes.
 from __future__ import annotations
 
 import pytest
-from harness import Lab
+from helpers.cluster import Lab
 
 from cxlab.controller.kube import Kube
 

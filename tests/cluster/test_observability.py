@@ -22,7 +22,7 @@ from unittest import mock
 import kubernetes
 import pytest
 import yaml
-from harness import NAMESPACE_PREFIX, ROOT, Lab, Operator, experiment_spec, why
+from helpers.cluster import NAMESPACE_PREFIX, ROOT, Lab, Operator, experiment_spec, why
 
 pytestmark = [pytest.mark.cluster, pytest.mark.solo(tool="prometheus")]  # on 18081: alone
 

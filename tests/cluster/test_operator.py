@@ -13,8 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import KUBECONFIG, ROOT, SHARED_POOL, SLEEP, Lab, Operator, experiment_spec, why
 from helpers import program, scrape
+from helpers.cluster import (
+    KUBECONFIG,
+    ROOT,
+    SHARED_POOL,
+    SLEEP,
+    Lab,
+    Operator,
+    experiment_spec,
+    why,
+)
 from kubernetes.client.exceptions import ApiException
 
 from cxlab.controller.kube import Kube

@@ -28,7 +28,7 @@ from cxlab_contract.durations import DURATION_PATTERN, parse_duration
 # Limits that let the apiserver bound the cost of the CRD's validation rules.
 MAX_LIST_ITEMS = 32
 
-# Every number and duration is bounded (tests/test_bounds.py walks the schema for any that
+# Every number and duration is bounded (tests/test_crd_bounds.py walks the schema for any that
 # is not). Those the runners take as flags come from the runner contract, which both runners
 # enforce with the same numbers; the rest are Kubernetes' or this project's own.
 LIMITS = runner_contract().limits

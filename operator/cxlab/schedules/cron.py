@@ -3,9 +3,9 @@ user writes it, and its fire times ("slots") computed from the resource alone, s
 operator finds the same slots.
 
 The fields are read as CronJob reads them, with github.com/robfig/cron/v3's standard parser
-(tests/test_cron_robfig.py compares the two on hundreds of schedules). Its day rule: a day field
-is unrestricted only when one of its items is ``*`` or ``?`` with no step (or step 1); when
-both day fields are restricted, a day matches if either does (``0 0 */2 * 1``: odd days and
+(tests/schedules/test_cron_robfig.py compares the two on hundreds of schedules). Its day rule: a
+day field is unrestricted only when one of its items is ``*`` or ``?`` with no step (or step 1);
+when both day fields are restricted, a day matches if either does (``0 0 */2 * 1``: odd days and
 Mondays). ``sun`` is 0, so a range ending in it (``fri-sun``) runs backwards and is refused.
 Where cxlab differs on purpose (listed in docs/schedules.md): ``7`` is Sunday too, a schedule
 that never fires is refused, a wall time the clocks repeat is one slot (below), and slots follow

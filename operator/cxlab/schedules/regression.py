@@ -20,7 +20,7 @@ a two-way (run x point) decomposition. Two kinds of hypotheses are then tested:
   freedom: 2(k - 1) in all). Shared noise leaves the residuals, so a point that moved on its own
   stands out of a noisy run; the moderation gives five baseline runs the power of eight without
   trusting the other points' spread more than the point's own (a point three times noisier
-  than the rest keeps its false alarms bounded, tests/test_regression.py).
+  than the rest keeps its false alarms bounded, tests/schedules/test_regression.py).
 
 With fewer than three points there is nothing to split: each point's value is tested on its
 own (k - 1 degrees of freedom). With fewer than two baseline runs nothing is tested: a single

@@ -28,7 +28,7 @@ func TestTheHistogramLeavesFailedTasksOut(t *testing.T) {
 // (base - 1) / (base + 1) at the histogram's schema, read as the contract reads it
 // (cxlab_contract.histogram.quantile, which the operator uses): the middle
 // 2 x base^i / (base + 1) of the bucket holding rank r, kept within [min, max]. The Python
-// half is tests/test_histogram_bounds.py.
+// half is tests/contract/test_histogram_bounds.py.
 func TestTheHistogramKeepsItsBoundFromAMicrosecond(t *testing.T) {
 	for _, v := range []time.Duration{time.Microsecond, 1400, 1500, 2500, 1400 * time.Microsecond,
 		100 * time.Millisecond, 7770 * time.Millisecond, 100 * time.Second} {

@@ -165,7 +165,7 @@ func TestResultKeysMatchSchema(t *testing.T) {
 }
 
 // A trial's Result carries this machine's host: a CPU model and the kernel uname -r prints
-// (tests/test_runners.py checks both runners write the same).
+// (tests/runners/test_result.py checks both runners write the same).
 func TestTheResultHasItsHost(t *testing.T) {
 	out, err := exec.Command("uname", "-r").Output()
 	if err != nil {

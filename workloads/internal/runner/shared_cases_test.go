@@ -15,10 +15,10 @@ import (
 )
 
 // The contract's shared cases (workloads/testdata), the Python half in
-// tests/test_contract.py.
+// tests/contract/test_runner_contract.py.
 
 // The same oversized Result the Python runner's test truncates (workloads/testdata): both
-// runners must cut it to the same document (tests/test_contract.py holds the Python half).
+// runners must cut it to the same document (tests/contract/test_runner_contract.py holds the Python half).
 func TestTruncationIsTheContractsRule(t *testing.T) {
 	var r Result
 	readJSON(t, "../../testdata/oversized-result.json", &r)
@@ -42,7 +42,7 @@ func TestTruncationIsTheContractsRule(t *testing.T) {
 }
 
 // The host is never cut: the oversized Result with the longest host the schema allows is cut
-// as far as it needs and keeps it whole (the Python half in tests/test_contract.py).
+// as far as it needs and keeps it whole (the Python half in tests/contract/test_runner_contract.py).
 func TestTheCutKeepsTheHost(t *testing.T) {
 	host := measure.Host{CPUModel: strings.Repeat("c", 256), Kernel: strings.Repeat("k", 256)}
 	for _, path := range []string{"../../testdata/oversized-result.json", "../../testdata/oversized-arrival-result.json"} {
@@ -209,7 +209,7 @@ func TestTheCutOfAnArrivalResultIsTheContractsRule(t *testing.T) {
 	}
 }
 
-// arrivals.json: duration runs computed alike by both runners (tests/test_contract.py).
+// arrivals.json: duration runs computed alike by both runners (tests/contract/test_runner_contract.py).
 type arrivalCases struct {
 	Schedules []struct {
 		Name             string       `json:"name"`

@@ -98,7 +98,7 @@ def count(histogram: Histogram) -> int:
 
 def merge(histograms: list[Histogram]) -> Histogram:
     """One histogram of every latency the given ones hold: bucket for bucket what build()
-    makes of all the latencies together (tests/test_merge.py)."""
+    makes of all the latencies together (tests/analysis/test_merge.py)."""
     schema = min(h["schema"] for h in histograms)
     buckets: Counter[int] = Counter()
     for histogram in histograms:
@@ -130,7 +130,7 @@ def quantile(histogram: Histogram, fraction: float) -> float:
     approximates v_r with r = max(1, ceil(fraction x n)), the smallest value with at least
     that fraction of the values at or below it. Read as the middle of the bucket holding rank
     r, kept within [min, max]: within error_bound(schema) of v_r, relative to it (1.08 % at
-    schema 5; tests/test_histogram_bounds.py). 0 for an empty histogram."""
+    schema 5; tests/contract/test_histogram_bounds.py). 0 for an empty histogram."""
     total = count(histogram)
     if total == 0:
         return 0.0

@@ -4,8 +4,8 @@ runners build one, the operator and the local backend read, merge and summarise 
 `Result` is a TypedDict, not a model class: a Result is JSON from its first byte (a runner
 prints it, a Pod's termination message carries it, a ConfigMap stores it), so a type checker
 reads it as a typed document and nothing is converted or imported at a runner's start-up
-(the runners' overhead is measured against bare programs). tests/test_contract.py keeps the
-keys and the schema's properties the same.
+(the runners' overhead is measured against bare programs). tests/contract/test_runner_contract.py
+keeps the keys and the schema's properties the same.
 
 No `from __future__ import annotations` here: on Python 3.11 a TypedDict whose annotations
 are strings counts a NotRequired key as required (Result.__required_keys__), and the test

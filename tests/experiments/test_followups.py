@@ -141,6 +141,14 @@ def test_the_next_probe_doubles_halves_then_bisects_to_the_precision() -> None:
     assert next_rate([1000], [1001], 0.0001) is None  # no rate of 3 figures between them
 
 
+def test_the_probes_stop_at_search_rate_max() -> None:
+    assert next_rate([100], [], 0.1, most=150) == 150  # doubling would pass it: the most
+    assert next_rate([100, 150], [], 0.1, most=150) is None  # held at the most: found
+    assert next_rate([100], [], 0.1, most=1000) == 200  # below it, as without
+    assert next_rate([100, 150], [300], 0.1, most=150) is None  # never past it, failed or not
+    assert next_rate([100], [150], 0.1, most=150) == 125  # below it a failure bisects as ever
+
+
 def searching(max_probes: int = 4, **verify: Any) -> ExperimentSpec:
     spec = experiment(verify or None)  # the experiment above, with a rate search
     document = {"apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",

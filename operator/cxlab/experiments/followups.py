@@ -223,18 +223,23 @@ def _search(
             break
         [outcome] = outcomes_of([probe], [entry])
         (held if verification_of(spec, outcome).holds else failed).append(rate)
-        rate = next_rate(held, failed, search.precision)
+        rate = next_rate(held, failed, search.precision, search.max)
     return probes
 
 
-def next_rate(held: list[float], failed: list[float], precision: float) -> float | None:
-    """The next probe's rate, None when the search has found its rate (to 3 figures)."""
+def next_rate(
+    held: list[float], failed: list[float], precision: float, most: float | None = None
+) -> float | None:
+    """The next probe's rate, None when the search has found its rate (to 3 figures); it
+    doubles up to `most` at the most (search.rate.max), and a rate held there ends it."""
     low = max(held, default=None)
+    if most is not None and low is not None and low >= most:
+        return None  # it held where it may go at the most
     above = [f for f in failed if low is None or f > low]
     high = min(above, default=None)
     if high is None:
         assert low is not None
-        return _figures(low * 2)
+        return _figures(low * 2) if most is None else min(_figures(low * 2), float(most))
     if low is None:
         return _figures(high / 2)
     if (high - low) / low <= precision:

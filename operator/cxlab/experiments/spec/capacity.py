@@ -18,7 +18,9 @@ from cxlab.experiments.fields import (
     Strict,
     TargetRate,
 )
+from cxlab.experiments.spec.examples import CAPACITY
 from cxlab.experiments.spec.limits import MAX_PROBES, MAX_VERIFY_ATTEMPTS
+from cxlab.rules import Rule
 
 
 class LatencyTarget(Strict):
@@ -85,6 +87,20 @@ class RateSearchSpec(Strict):
     other."""
     max_probes: Annotated[int, Field(strict=True, ge=1, le=MAX_PROBES)] = 8
     """Probes per model at most."""
+    max: ArrivalRate | None = None
+    """The highest rate a probe tries, tasks per second for one Pod (what your service may be
+    sent, say): holding there, the search stops. Unset: the probes double until one fails."""
+
+    rules = (
+        Rule(
+            "search.rate.max is below start: the first probe would already pass it",
+            holds=lambda r: r.max is None or r.max >= r.start,
+            cel="!has(self.max) || self.max >= self.start",
+            field="max",
+            valid={"capacity": CAPACITY, "search": {"rate": {"start": 100, "max": 100}}},
+            invalid={"capacity": CAPACITY, "search": {"rate": {"start": 100, "max": 99.5}}},
+        ),
+    )
 
 
 class SearchSpec(Strict):

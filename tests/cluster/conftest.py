@@ -4,8 +4,8 @@ brought down again at the end if this run started it. The operator runs as a sub
 so a test can kill it (-9) and start it again.
 
 Side by side (make test runs these tests in pytest-xdist workers), each worker has an
-operator of its own, serving only its own namespaces (harness.py): a test that kills or
-restarts its worker's operator disturbs no other test. What every test shares — the cluster
+operator of its own, serving only its own namespaces (tests/helpers/cluster.py): a test that
+kills or restarts its worker's operator disturbs no other test. What every test shares — the cluster
 itself, KWOK's nodes, Kueue's webhooks, Prometheus, the apiserver's load of a thousand
 trials, room on the node for all the Pods of a trial at once — is started, stopped or
 loaded only by the tests marked `solo`, which run alone."""

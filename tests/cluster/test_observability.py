@@ -91,7 +91,7 @@ def operator_with_prometheus(operator: Operator, prometheus: str) -> Iterator[Op
         return popen(command, **{**options, "env": {**options["env"], **settings}})
 
     operator.stop()
-    with mock.patch("harness.subprocess.Popen", with_settings):
+    with mock.patch("helpers.cluster.subprocess.Popen", with_settings):
         operator.start()
     yield operator
     operator.stop()
@@ -158,7 +158,7 @@ def finished(
 ) -> Iterator[tuple[str, dict[str, Any], float]]:
     """One experiment run to the end; (name, the finished resource, when it started). After
     the drifting schedule started (its runs go on beside)."""
-    # the only namespaces the tests' operator watches (harness.py)
+    # the only namespaces the tests' operator watches (tests/helpers/cluster.py)
     namespace = f"{NAMESPACE_PREFIX}obs-{uuid.uuid4().hex[:6]}"
     core = kubernetes.client.CoreV1Api()
     core.create_namespace({"metadata": {"name": namespace}})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cxlab.controller.kube import _items
 from cxlab.controller.terminating import held, matches, terminating
 
 FINALIZER = "cxlab.dev/finalizer"
@@ -44,3 +45,9 @@ def test_only_deleted_experiments_holding_our_finalizer_are_released() -> None:
         experiment("someone-elses", True, ["example.com/keep"]),
     ]
     assert held(found, FINALIZER) == ["held"]
+
+
+def test_an_empty_metadata_list_is_no_experiments() -> None:
+    """The apiserver answers an empty PartialObjectMetadataList with "items": null."""
+    assert _items({"kind": "PartialObjectMetadataList", "items": None}) == []
+    assert _items({"items": [{"metadata": {"name": "a"}}]}) == [{"metadata": {"name": "a"}}]

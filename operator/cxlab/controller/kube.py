@@ -292,7 +292,8 @@ class Kube:
 
 
 def _items(listed: dict[str, Any]) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = listed["items"]
+    """A list's items; an empty PartialObjectMetadataList says "items": null (Go's nil slice)."""
+    items: list[dict[str, Any]] = listed.get("items") or []
     return items
 
 

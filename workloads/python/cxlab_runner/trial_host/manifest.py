@@ -7,9 +7,8 @@ import os
 import re
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
-
-from cxlab_runner.trial_host.pod_document import rfc3339
 
 DEFAULT_GRACE_SECONDS = 5  # the brief's default, not Kubernetes' 30: trial Pods set 5
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # a DNS-1123 subdomain: a file name
@@ -115,3 +114,9 @@ def _seconds(spec: dict[str, Any], key: str, low: int, default: int | None) -> i
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise BadRequest(f"spec.{key}: must be an integer >= {low}")
     return value
+
+
+def rfc3339(moment: float) -> str:
+    """As Kubernetes writes a time, with milliseconds (cxlab.times.parse_time reads both)."""
+    text = datetime.fromtimestamp(moment, UTC).isoformat(timespec="milliseconds")
+    return text.replace("+00:00", "Z")

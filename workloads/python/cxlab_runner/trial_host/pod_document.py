@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from cxlab_runner.trial_host.manifest import rfc3339
 from cxlab_runner.trial_host.trial_record import RUNNING, Trial
 
 if TYPE_CHECKING:
@@ -90,9 +90,3 @@ def _tail(path: str, size: int) -> bytes:
             return file.read()
     except OSError:
         return b""
-
-
-def rfc3339(moment: float) -> str:
-    """As Kubernetes writes a time, with milliseconds (cxlab.times.parse_time reads both)."""
-    text = datetime.fromtimestamp(moment, UTC).isoformat(timespec="milliseconds")
-    return text.replace("+00:00", "Z")

@@ -139,7 +139,19 @@ format: deps ## Rewrite Python and Go sources in the house style
 deps: $(VENV)/.installed $(GO_BINARIES) $(VENV_GO_LINKS) ## What `make run` needs: the Python packages and the Go programs
 
 .PHONY: test-deps
-test-deps: deps helm build/.promtool build/.chromium ## What the tests need besides: Helm (the chart tests), promtool (metrics lint) and headless Chromium (the report test)
+test-deps: deps helm build/.promtool build/.chromium services ## What the tests need besides: Helm (the chart tests), promtool (metrics lint), headless Chromium (the report test) and the services under test
+
+# Services under test that nobody here wrote (pyproject.toml [tool.cxlab.services]), each in a
+# virtualenv of its own, apart from cxlab's: build/services/<name>/bin/gunicorn ...
+SERVICES := build/services
+.PHONY: services
+services: $(SERVICES)/httpbin/.installed ## The services under test, each in its own virtualenv under build/services/ (httpbin served by gunicorn)
+$(SERVICES)/%/.installed: pyproject.toml hack/image-requirements.py | $(VENV)/.installed
+	rm -rf $(SERVICES)/$*
+	$(VENV)/bin/uv venv --quiet --python $(VENV)/bin/python $(SERVICES)/$*
+	$(VENV)/bin/python hack/image-requirements.py service:$* > $(SERVICES)/$*/requirements.txt
+	$(VENV)/bin/uv pip install --quiet --python $(SERVICES)/$*/bin/python -r $(SERVICES)/$*/requirements.txt
+	touch $@
 
 # uv installs the same pins as pip, in seconds instead of a minute (its cache is machine-wide).
 UV_VERSION := 0.13.9

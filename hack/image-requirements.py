@@ -5,6 +5,7 @@ The single source of the images' Python packages: hack/images.sh, operator/Conta
 workloads/Containerfile all install what this prints.
 
     python3 hack/image-requirements.py runner|operator [pyproject.toml]
+    python3 hack/image-requirements.py service:httpbin [pyproject.toml]   (a service under test's)
 """
 
 import re
@@ -37,12 +38,28 @@ def image_requirements(pyproject: dict[str, Any], image: str) -> list[str]:
     return lines
 
 
+def service_requirements(pyproject: dict[str, Any], service: str) -> list[str]:
+    """A service under test's pins ([tool.cxlab.services]): its own, not cxlab's."""
+    services = pyproject["tool"]["cxlab"]["services"]
+    if service not in services:
+        raise SystemExit(f"pyproject.toml: no service {service!r} under [tool.cxlab.services]")
+    unpinned = [pin for pin in services[service] if "==" not in pin]
+    if unpinned:
+        raise SystemExit(f"pyproject.toml: {', '.join(unpinned)} not pinned with ==")
+    return list(services[service])
+
+
 def main() -> None:
     if len(sys.argv) not in (2, 3):
         raise SystemExit(__doc__)
     path = Path(sys.argv[2]) if len(sys.argv) == 3 else Path(__file__).parents[1] / "pyproject.toml"
     with path.open("rb") as f:
-        print("\n".join(image_requirements(tomllib.load(f), sys.argv[1])))
+        pyproject = tomllib.load(f)
+    name = sys.argv[1]
+    if name.startswith("service:"):
+        print("\n".join(service_requirements(pyproject, name.removeprefix("service:"))))
+    else:
+        print("\n".join(image_requirements(pyproject, name)))
 
 
 if __name__ == "__main__":

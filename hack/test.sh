@@ -144,7 +144,7 @@ fi
 # run beside them (their output in build/test/<phase>.log, printed if they fail).
 phase_in_background kubernetes make -s cluster-bin helm
 phase deps make -s deps
-phase_in_background test-deps make -s build/.promtool build/.chromium
+phase_in_background test-deps make -s build/.promtool build/.chromium services
 phase_in_background bring-up builds_and_bring_up
 phase_in_background tools tools_after_k8s
 phase_in_background checks checks

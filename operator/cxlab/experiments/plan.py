@@ -45,6 +45,8 @@ class Trial:
     verify: int = 0  # a capacity plan's verification: its attempt (1, 2, ...); 0: the sweep
     probe: int = 0  # a rate search's probe of this model: 1, 2, ...; 0: not one
     calibrate: str = ""  # a calibration trial: "cpu" or "sleep"; "": not one
+    service_variant: int = 0  # spec.service's variant it measures (1, 2, ...); 0: none
+    service: str = ""  # that variant's name (a line of its own: "sync-2 / asyncio")
 
     @property
     def follows(self) -> bool:
@@ -57,7 +59,8 @@ class Trial:
         """Stable, DNS-label-safe id, e.g. 007-threads-w100-rtt100ms-r2, with the Pods when
         there are several: 008-threads-n3-w100-rtt100ms-r2 (3 Pods of 100 workers), and an
         arrival run's rate: 009-asyncio-w0-rtt50ms-a2000-r1 (2,000 a second), and a capacity
-        plan's verification its attempt: 012-v1-asyncio-n2-w6-rtt100ms-a60-r1."""
+        plan's verification its attempt: 012-v1-asyncio-n2-w6-rtt100ms-a60-r1, and a service
+        subject's variant its number: 013-sv2-asyncio-w8-r1."""
         parts = [f"{self.index:03d}", self.model]
         if self.calibrate:
             parts.insert(1, f"cal{self.calibrate}")
@@ -65,6 +68,8 @@ class Trial:
             parts.insert(1, f"v{self.verify}")
         if self.probe:
             parts.insert(1, f"s{self.probe}")
+        if self.service_variant:
+            parts.insert(1, f"sv{self.service_variant}")
         if self.pods > 1:
             parts.append(f"n{self.pods}")
         parts.append(f"w{self.workers}")
@@ -79,32 +84,39 @@ class Trial:
 
     @property
     def variant(self) -> str:
-        """The model as a line on a plot: goroutines differ by GOMAXPROCS."""
-        if self.gomaxprocs is None:
-            return self.model
-        return f"{self.model} (GOMAXPROCS {self.gomaxprocs or 'default'})"
+        """The model as a line on a plot: goroutines differ by GOMAXPROCS, and against a
+        service subject each of its variants is a line of its own."""
+        line = self.model
+        if self.gomaxprocs is not None:
+            line = f"{self.model} (GOMAXPROCS {self.gomaxprocs or 'default'})"
+        return f"{self.service} / {line}" if self.service else line
 
 
 def plan_trials(spec: ExperimentSpec) -> list[Trial]:
     """Every trial of the experiment in run order.
 
-    Repetitions are the outer loop so a drift of the machine (a noisy neighbour, thermal
+    A service subject's variants are the outermost loop: each variant's trials run together,
+    against its own copy, which is gone before the next variant's starts. Within them,
+    repetitions are the outer loop so a drift of the machine (a noisy neighbour, thermal
     throttling) spreads over all points instead of biasing one of them.
     """
     trials: list[Trial] = []
-    for repetition in range(1, spec.repetitions + 1):
-        for rtt in spec.workload.rtt_seconds():
-            for rate in spec.workload.rate_axis():
-                for entry in spec.models:
-                    for gomaxprocs in entry.gomaxprocs_axis():
-                        for pods in entry.pods:
-                            for workers in entry.workers:
-                                trials.append(
-                                    Trial(
-                                        len(trials), entry.model, workers, gomaxprocs, rtt,
-                                        repetition, pods, rate,
-                                    )
-                                )  # fmt: skip
+    for variant in spec.variants():
+        for repetition in range(1, spec.repetitions + 1):
+            for rtt in spec.workload.rtt_seconds():
+                for rate in spec.workload.rate_axis():
+                    for entry in spec.models:
+                        for gomaxprocs in entry.gomaxprocs_axis():
+                            for pods in entry.pods:
+                                for workers in entry.workers:
+                                    trials.append(
+                                        Trial(
+                                            len(trials), entry.model, workers, gomaxprocs, rtt,
+                                            repetition, pods, rate,
+                                            service_variant=variant.index if variant else 0,
+                                            service=variant.name if variant else "",
+                                        )
+                                    )  # fmt: skip
     return trials
 
 

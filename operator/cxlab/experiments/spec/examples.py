@@ -39,3 +39,15 @@ def targeted(**target: Any) -> dict[str, Any]:
         "tasks": 10,
         "target": {k: v for k, v in fields.items() if v is not None},
     }
+
+
+def served(**service: Any) -> dict[str, Any]:
+    """A service subject (the Deployment api, behind the Service api) and the http workload
+    that calls it (deployment=None: a command's, listening on 127.0.0.1:8000)."""
+    subject = {k: v for k, v in {"deployment": "api", **service}.items() if v is not None}
+    target = (
+        {"service": {"name": "api", "port": 80}}
+        if "deployment" in subject
+        else {"url": "http://127.0.0.1:8000/"}
+    )
+    return {"service": subject, "workload": {"type": "http", "tasks": 10, "target": target}}

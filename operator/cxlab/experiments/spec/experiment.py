@@ -22,7 +22,7 @@ from cxlab.experiments.fields import (
     repeated,
 )
 from cxlab.experiments.spec.capacity import Capacity, SearchSpec
-from cxlab.experiments.spec.examples import CAPACITY, arriving, looping, workload
+from cxlab.experiments.spec.examples import CAPACITY, arriving, looping, served, workload
 from cxlab.experiments.spec.limits import (
     MAX_MODELS,
     MAX_PROCESS_WORKERS,
@@ -32,6 +32,7 @@ from cxlab.experiments.spec.limits import (
 )
 from cxlab.experiments.spec.models import ModelSpec, Placement, Resources
 from cxlab.experiments.spec.objectives import ACROSS_THE_SPEC, Objectives
+from cxlab.experiments.spec.service import ServiceSubject, Variant, variant_count_cel
 from cxlab.experiments.spec.workload import WorkloadSpec
 from cxlab.rules import Rule
 from cxlab_contract.durations import parse_duration
@@ -53,7 +54,8 @@ def _trial_count_cel() -> str:
         "(has(self.workload.arrival) && has(self.workload.arrival.ratesPerSecond) ? "
         "size(self.workload.arrival.ratesPerSecond) : 1)"
     )
-    return f"({per_model}) * {rtts} * {rates} * self.repetitions <= {MAX_TRIALS}"
+    variants = f"(has(self.service) ? {variant_count_cel('self.service')} : 1)"
+    return f"({per_model}) * {rtts} * {rates} * {variants} * self.repetitions <= {MAX_TRIALS}"
 
 
 # 20 trials per RTT (1 + 10 + 2 + 2 + 2 + 2 + 1) x 5 RTTs x 10 repetitions: every term of the
@@ -123,7 +125,50 @@ def _most_pods(spec: ExperimentSpec) -> int:
     return max(p for m in spec.models for p in m.pods)
 
 
+def _subject_target(spec: ExperimentSpec) -> bool:
+    """Whether a Deployment subject has the Service in front of it as its target."""
+    target = spec.workload.target
+    return target is not None and target.service is not None and target.service.namespace is None
+
+
+_COMMAND = ["gunicorn", "httpbin:app"]
 _RULES = (
+    Rule(
+        "service.deployment: the load goes to each variant's copy, behind a copy of the "
+        "Service in front of the Deployment: set workload.type http and workload.target.service "
+        "(that Service, in the experiment's namespace)",
+        holds=lambda s: s.service is None or s.service.deployment is None or _subject_target(s),
+        cel="!has(self.service) || !has(self.service.deployment) || (has(self.workload.target) "
+        "&& has(self.workload.target.service) && !has(self.workload.target.service.namespace))",
+        valid=served(),
+        invalid={**served(), "workload": workload(rtt="10ms")},
+    ),
+    Rule(  # the apiserver refuses service.command itself
+        "service.command: set workload.target.url, the loopback address the command listens on",
+        holds=lambda s: (
+            s.service is None
+            or s.service.command is None
+            or (s.workload.target is not None and s.workload.target.url is not None)
+        ),
+        valid=served(deployment=None, command=_COMMAND),
+        invalid={**served(deployment=None, command=_COMMAND), "workload": served()["workload"]},
+    ),
+    Rule(
+        "service: a capacity plan and a rate search against a service subject are not "
+        "supported yet: measure its variants with the matrix (tasks, duration or "
+        "workload.arrival's rates) and leave capacity and search out",
+        holds=lambda s: s.service is None or (s.capacity is None and s.search is None),
+        cel="!has(self.service) || (!has(self.capacity) && !has(self.search))",
+        valid=served(),
+        invalid={**served(), "capacity": CAPACITY},
+    ),
+    Rule(
+        "service: each variant's trials run in Pods of their own: leave isolation: process out",
+        holds=lambda s: s.service is None or s.isolation == "pod",
+        cel="!has(self.service) || !has(self.isolation) || self.isolation == 'pod'",
+        valid={**served(), "isolation": "pod"},
+        invalid={**served(), "isolation": "process"},
+    ),
     Rule(
         "each model may be listed once: put all its worker counts in one entry",
         holds=lambda s: repeated(_names(s)) is None,
@@ -323,7 +368,8 @@ _RULES = (
     ),
     *ACROSS_THE_SPEC,
     Rule(
-        f"the matrix (models x workers x gomaxprocs x pods x rtts x rates x repetitions) may "
+        f"the matrix (variants x models x workers x gomaxprocs x pods x rtts x rates x "
+        f"repetitions) may "
         f"hold at most {MAX_TRIALS} trials: split the experiment",
         holds=lambda s: s.trial_count() <= MAX_TRIALS,
         cel=_trial_count_cel(),
@@ -412,6 +458,9 @@ class ExperimentSpec(Strict):
     """A capacity plan for a target load, from this experiment's measured points."""
     search: SearchSpec | None = None
     """Trials searched after the matrix's (search.rate: each model's largest rate per Pod)."""
+    service: ServiceSubject | None = None
+    """The system under test, run once per variant (the workload's target is then the
+    variant's own copy of it): its capacity and its own CPU and memory per trial."""
     objectives: Objectives | None = None
     """What the measurements must show: the ObjectivesMet condition (True, False, or Unknown
     when the repetitions cannot tell), status.objectives and cxlab run's exit status."""
@@ -423,7 +472,11 @@ class ExperimentSpec(Strict):
             len(m.workers) * len(m.gomaxprocs_axis()) * len(m.pods) for m in self.models
         )
         axes = len(self.workload.rtt_seconds()) * len(self.workload.rate_axis())
-        return per_repetition * axes * self.repetitions
+        return per_repetition * axes * len(self.variants()) * self.repetitions
+
+    def variants(self) -> list[Variant | None]:
+        """The service's variants in run order; [None] without a service subject."""
+        return list(self.service.variant_list()) if self.service else [None]
 
     def result_count(self) -> int:
         """Results the trials keep in status: one per trial of one Pod, N + 1 for N Pods
@@ -435,7 +488,7 @@ class ExperimentSpec(Strict):
             for m in self.models
         )
         axes = len(self.workload.rtt_seconds()) * len(self.workload.rate_axis())
-        return per_repetition * axes * self.repetitions
+        return per_repetition * axes * len(self.variants()) * self.repetitions
 
 
 def spec_json(spec: Any) -> str:

@@ -1,0 +1,353 @@
+"""spec.service: the system under test as a subject of the experiment. On a cluster, a
+Deployment of the experiment's namespace that the operator copies once per variant (the
+user's is never changed); locally, a command that cxlab run starts once per variant. The
+variants are axes over its Pod template (replicas, resources, the values of environment
+variables) and named variants for anything else (another image, other arguments): the
+experiment's matrix is the variants times the client's."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from cxlab.experiments.fields import (
+    DURATION,
+    NAME_PATTERN,
+    Cpu,
+    Image,
+    Quantity,
+    Strict,
+    duration,
+    memory_bytes,
+    repeated,
+)
+from cxlab.experiments.spec.examples import served
+from cxlab.experiments.target import EnvName, ObjectName
+from cxlab.rules import Check, Rule
+
+# Variants run one after another, each its own copy: 16 is a day's comparison, not a sweep.
+MAX_VARIANTS = 16
+# A copy's replicas: a node's worth of Pods for a capacity run.
+MAX_REPLICAS = 64
+MAX_ENV_AXES = 4
+MAX_AXIS_VALUES = 16
+MAX_ARGS = 64
+MAX_ENV = 32
+ARG_MAX_LENGTH = 4096
+# A named variant's name goes into trial names, labels and the status: short.
+VARIANT_NAME_MAX_LENGTH = 20
+DEFAULT_READY_TIMEOUT = "3m"
+
+Replicas = Annotated[int, Field(strict=True, ge=1, le=MAX_REPLICAS)]
+VariantName = Annotated[
+    str, Field(strict=True, min_length=1, max_length=VARIANT_NAME_MAX_LENGTH, pattern=NAME_PATTERN)
+]
+Arg = Annotated[str, Field(strict=True, max_length=ARG_MAX_LENGTH)]
+Args = Annotated[list[Arg], Field(min_length=1, max_length=MAX_ARGS)]
+EnvValue = Annotated[str, Field(strict=True, max_length=ARG_MAX_LENGTH)]
+ReadyTimeout = Annotated[str, DURATION, duration("1s", "30m")]
+
+
+def _once(what: str, valid: list[Any], invalid: list[Any], key: str = "name") -> Check:
+    """A list whose entries' `key` appears once: the CRD names the list, cxlab the value."""
+
+    def keys(items: list[Any]) -> list[Any]:
+        return [getattr(item, key) for item in items]
+
+    return Check(
+        f"{what} is listed twice",
+        holds=lambda items: repeated(keys(items)) is None,
+        cel=f"self.all(e, self.exists_one(f, f.{key} == e.{key}))",
+        found=lambda items: f"{keys(items)[repeated(keys(items)) or 0]}",
+        valid=valid,
+        invalid=invalid,
+    )
+
+
+class EnvVar(Strict):
+    """One environment variable a named variant sets in the container."""
+
+    name: EnvName
+    """The variable's name."""
+    value: EnvValue
+    """Its value (over the Deployment's own, if it sets one)."""
+
+
+class EnvAxis(Strict):
+    """An axis of variants: one environment variable and the values it takes, one a variant."""
+
+    name: EnvName
+    """The variable's name."""
+    values: Annotated[
+        list[EnvValue],
+        Field(min_length=1, max_length=MAX_AXIS_VALUES),
+        Check(
+            "a value is listed twice",
+            holds=lambda values: repeated(values) is None,
+            cel="self.all(x, self.exists_one(y, y == x))",
+            found=lambda values: f"{values[repeated(values) or 0]!r}",
+            valid=["2", "4"],
+            invalid=["2", "2"],
+        ),
+    ]
+    """Its values: a variant each."""
+
+
+class VariantResources(Strict):
+    """A variant's CPU and memory for the service's container: requests = limits, so the
+    CPU limit throttles it as it would in production (status says how often)."""
+
+    cpu: Cpu | None = None
+    """CPUs (0.5 is 500m); unset: the Deployment's."""
+    memory: Quantity | None = None
+    """Memory; unset: the Deployment's."""
+
+    rules = (
+        Rule(
+            "service.variants.resources[]: give cpu, memory or both",
+            holds=lambda r: r.cpu is not None or r.memory is not None,
+            cel="has(self.cpu) || has(self.memory)",
+            valid=served(variants={"resources": [{"cpu": 1}]}),
+            invalid=served(variants={"resources": [{}]}),
+        ),
+    )
+
+    def label(self) -> str:
+        parts = []
+        if self.cpu is not None:
+            parts.append(f"cpu{self.cpu:g}")
+        if self.memory is not None:
+            parts.append(f"mem{self.memory}")
+        return "-".join(parts)
+
+
+_ENV = [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]
+
+
+class NamedVariant(Strict):
+    """A variant by name: what the axes cannot say (another image, other arguments)."""
+
+    name: VariantName
+    """Its name in trial names, the report and the status (a DNS label of at most 20)."""
+    image: Image | None = None
+    """Another image for the container (another release: an A/B of two tags); locally
+    refused (cxlab run starts a command)."""
+    command: Args | None = None
+    """The container's command instead of the Deployment's; locally the process's, instead
+    of service.command."""
+    args: Args | None = None
+    """The container's arguments instead of the Deployment's (as a Pod's args replace an
+    image's CMD); locally appended to the command."""
+    env: (
+        Annotated[
+            list[EnvVar],
+            Field(min_length=1, max_length=MAX_ENV),
+            _once("an environment variable", _ENV, [_ENV[0], {"name": "A", "value": "2"}]),
+        ]
+        | None
+    ) = None
+    """Variables set in the container, over the Deployment's own."""
+
+
+class Variants(Strict):
+    """Axes over the service's Pod template; each variant is one value of every axis given
+    (their product), and each named variant is crossed with them."""
+
+    replicas: (
+        Annotated[
+            list[Replicas],
+            Field(min_length=1, max_length=MAX_AXIS_VALUES),
+            Check(
+                "a replica count is listed twice",
+                holds=lambda values: repeated(values) is None,
+                cel="self.all(x, self.exists_one(y, y == x))",
+                found=lambda values: f"{values[repeated(values) or 0]}",
+                valid=[1, 2],
+                invalid=[2, 2],
+            ),
+        ]
+        | None
+    ) = None
+    """Replica counts; unset: the Deployment's own."""
+    resources: (
+        Annotated[list[VariantResources], Field(min_length=1, max_length=MAX_AXIS_VALUES)] | None
+    ) = None
+    """CPU and memory of the service's container, a variant each."""
+    env: (
+        Annotated[
+            list[EnvAxis],
+            Field(min_length=1, max_length=MAX_ENV_AXES),
+            _once(
+                "an environment variable",
+                [{"name": "A", "values": ["1"]}, {"name": "B", "values": ["1"]}],
+                [{"name": "A", "values": ["1"]}, {"name": "A", "values": ["2"]}],
+            ),
+        ]
+        | None
+    ) = None
+    """Environment variables and their values: each value a variant."""
+    named: (
+        Annotated[
+            list[NamedVariant],
+            Field(min_length=1, max_length=MAX_VARIANTS),
+            _once("a variant name", [{"name": "a"}, {"name": "b"}], [{"name": "a"}] * 2),
+        ]
+        | None
+    ) = None
+    """Variants by name, each crossed with the axes above."""
+
+    def count(self) -> int:
+        sizes = [len(self.replicas or [0]), len(self.resources or [0]), len(self.named or [0])]
+        sizes += [len(axis.values) for axis in self.env or ()]
+        return _product(sizes)
+
+    def labels(self) -> list[str]:
+        """Each resources entry's label, as in a variant's name."""
+        return [r.label() for r in self.resources or ()]
+
+
+def _product(sizes: list[int]) -> int:
+    total = 1
+    for size in sizes:
+        total *= size
+    return total
+
+
+def variant_count_cel(service: str = "self") -> str:
+    """The variants' count in CEL: the axes' sizes multiplied (env unrolled: CEL has no
+    product over a list)."""
+    variants = f"{service}.variants"
+    sizes = [
+        f"(has({variants}.{axis}) ? size({variants}.{axis}) : 1)"
+        for axis in ("replicas", "resources", "named")
+    ]
+    sizes += [
+        f"(has({variants}.env) && size({variants}.env) > {i} ? "
+        f"size({variants}.env[{i}].values) : 1)"
+        for i in range(MAX_ENV_AXES)
+    ]
+    return f"(has({service}.variants) ? " + " * ".join(sizes) + " : 1)"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One variant as the operator and cxlab run apply it: the changes to the service's Pod
+    template (None: the Deployment's own, or service.command's)."""
+
+    index: int  # 1-based, in run order
+    name: str  # "sync-2-r1", or "default" without variants
+    replicas: int | None = None
+    cpu: float | None = None
+    memory: str | None = None
+    image: str | None = None
+    command: tuple[str, ...] | None = None
+    args: tuple[str, ...] | None = None
+    env: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def memory_bytes(self) -> int | None:
+        return None if self.memory is None else memory_bytes(self.memory)
+
+
+# Every axis at once, 16 variants: 2 named x 2 replica counts x 1 resources x 4 values.
+_SIXTEEN = {
+    "named": [
+        {"name": "a", "args": ["-w", "2"], "command": ["serve"], "image": "app:2",
+         "env": [{"name": "A", "value": "1"}]},
+        {"name": "b"},
+    ],
+    "replicas": [1, 2],
+    "resources": [{"cpu": 1, "memory": "256Mi"}],
+    "env": [{"name": "A", "values": ["1", "2", "3", "4"]}],
+}  # fmt: skip
+
+
+class ServiceSubject(Strict):
+    """The system under test: the user's Deployment (on a cluster) or a command (cxlab run),
+    run once per variant, with the workload's target pointed at the variant's own copy."""
+
+    deployment: ObjectName | None = None
+    """A Deployment of the experiment's namespace: each variant runs as a copy of it (owned
+    by the experiment, behind a Service of its own); the user's is read, never changed.
+    Needs workload.target.service, the user's Service in front of it, whose ports and path
+    the load keeps."""
+    container: ObjectName | None = None
+    """The container the variants change; unset: the Pod template's first."""
+    command: Args | None = None
+    """cxlab run's counterpart of the Deployment: the service's command, started once per
+    variant on cores of its own and ready when the target answers. A cluster refuses it."""
+    ready_timeout: ReadyTimeout = DEFAULT_READY_TIMEOUT
+    """How long a variant may take to be Ready (every replica) before it ends, with the
+    Pods' own reason (ImagePullBackOff, CrashLoopBackOff, Unschedulable ...)."""
+    variants: Variants | None = None
+    """Axes and named variants; unset: one variant, the Deployment (or command) as it is."""
+
+    rules = (
+        Rule(
+            "spec.service needs deployment (a cluster) or command (cxlab run), not both",
+            holds=lambda s: (s.deployment is None) != (s.command is None),
+            cel="has(self.deployment) != has(self.command)",
+            valid=served(),
+            invalid=served(command=["gunicorn", "app:app"]),
+        ),
+        Rule(  # a cluster's rule alone: cxlab run starts the command itself
+            "service.command is what cxlab run starts: on a cluster name the Deployment "
+            "(service.deployment)",
+            holds=None,
+            cel="!has(self.command)",
+            valid=served(),
+            invalid=served(deployment=None, command=["gunicorn", "app:app"]),
+        ),
+        Rule(
+            f"service.variants may make at most {MAX_VARIANTS} variants (the product of the "
+            f"axes' sizes, and the named ones): split the experiment",
+            holds=lambda s: s.variants is None or s.variants.count() <= MAX_VARIANTS,
+            cel=f"{variant_count_cel()} <= {MAX_VARIANTS}",
+            found=lambda s: f"they make {s.variants.count() if s.variants else 1}",
+            valid=served(variants=_SIXTEEN),
+            invalid=served(variants={**_SIXTEEN, "replicas": [1, 2, 3]}),
+        ),
+    )
+
+    def variant_list(self) -> list[Variant]:
+        """Every variant in run order: named outermost, then replicas, resources and env."""
+        axes = self.variants or Variants()
+        named: list[NamedVariant | None] = list(axes.named) if axes.named else [None]
+        replicas: list[int | None] = list(axes.replicas) if axes.replicas else [None]
+        resources: list[VariantResources | None] = (
+            list(axes.resources) if axes.resources else [None]
+        )
+        envs = list(itertools.product(*[[(a.name, v) for v in a.values] for a in axes.env or ()]))
+        found: list[Variant] = []
+        for one, count, sized in itertools.product(named, replicas, resources):
+            for env in envs:
+                found.append(_variant(len(found) + 1, one, count, sized, env))
+        return found
+
+
+def _variant(
+    index: int,
+    one: NamedVariant | None,
+    count: int | None,
+    sized: VariantResources | None,
+    env: tuple[tuple[str, str], ...],
+) -> Variant:
+    parts = [one.name] if one else []
+    parts += [f"r{count}"] if count is not None else []
+    parts += [sized.label()] if sized else []
+    parts += [f"{name}={value}" for name, value in env]
+    own = tuple((e.name, e.value) for e in one.env or ()) if one else ()
+    return Variant(
+        index=index,
+        name="-".join(parts) or "default",
+        replicas=count,
+        cpu=sized.cpu if sized else None,
+        memory=sized.memory if sized else None,
+        image=one.image if one else None,
+        command=tuple(one.command) if one and one.command else None,
+        args=tuple(one.args) if one and one.args else None,
+        env=own + env,
+    )

@@ -287,7 +287,7 @@ class ServiceSubject(Strict):
 
     rules = (
         Rule(
-            "spec.service needs deployment (a cluster) or command (cxlab run), not both",
+            "spec.service needs exactly one of deployment (a cluster) and command (cxlab run)",
             holds=lambda s: (s.deployment is None) != (s.command is None),
             cel="has(self.deployment) != has(self.command)",
             valid=served(),

@@ -424,6 +424,44 @@ def targets() -> Iterator[BadInput]:
         yield BadInput("targets", label, text, field)
 
 
+def services() -> Iterator[BadInput]:
+    """A service subject that cannot run: no Deployment, one outside the experiment's
+    namespace, replica counts and variables Kubernetes refuses, a variant twice, a simulated
+    RTT beside the service's own latency."""
+    target = {"type": "http", "tasks": 10, "target": {"service": {"name": "api", "port": 80}}}
+
+    def served(service: dict[str, Any], **workload: Any) -> str:
+        return as_yaml(manifest(workload={**target, **workload}, service=service))
+
+    for label, text, field, says in [
+        ("variants-without-deployment", served({"variants": {"replicas": [1, 2]}}),
+         "spec.service", "exactly one of deployment"),
+        ("deployment-in-another-namespace", served({"deployment": "api", "namespace": "other"}),
+         "spec.service.namespace", ""),
+        ("target-in-another-namespace",
+         served({"deployment": "api"},
+                target={"service": {"name": "api", "namespace": "other", "port": 80}}),
+         "spec", "workload.target.service"),
+        ("replicas-zero", served({"deployment": "api", "variants": {"replicas": [0]}}),
+         "spec.service.variants.replicas[0]", ""),
+        ("replicas-over-the-bound", served({"deployment": "api", "variants": {"replicas": [65]}}),
+         "spec.service.variants.replicas[0]", ""),
+        ("env-name-with-a-dash",
+         served({"deployment": "api", "variants": {"env": [{"name": "GUNICORN-WORKERS",
+                                                            "values": ["2"]}]}}),
+         "spec.service.variants.env[0].name", ""),
+        ("variant-twice",
+         served({"deployment": "api", "variants": {"named": [{"name": "sync-2"},
+                                                             {"name": "sync-2"}]}}),
+         "spec.service.variants.named", "listed twice"),
+        ("beside-rtt",
+         as_yaml(manifest(workload={"type": "sleep", "tasks": 10, "rtt": "10ms"},
+                          service={"deployment": "api"})),
+         "spec", "workload.target.service"),
+    ]:  # fmt: skip
+        yield BadInput("services", label, text, field, says=says)
+
+
 def numbers() -> Iterator[BadInput]:
     """What YAML reads as a number but is none to use (NaN, infinities), or a word for one:
     one line each, in words, never an internal path (.float) or a bound "(got nan)"."""
@@ -523,6 +561,7 @@ CATEGORIES: dict[str, Callable[[], Iterator[BadInput]]] = {
     "semantics": semantics,
     "objectives": objectives,
     "targets": targets,
+    "services": services,
     "numbers": numbers,
     "echoes": echoes,
     "yaml": yaml_pathologies,

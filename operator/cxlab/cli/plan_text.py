@@ -37,11 +37,29 @@ def plan_text(experiment: ConcurrencyExperiment) -> str:
             row.append(f"{trial.rate_per_second:g}/s")
         rows.append([*row, str(trial.repetition), "?" if floor is None else format_duration(floor)])
     headers = ["trial", "model", "workers", "rtt", *(["rate"] if arrivals else []), "rep", "floor"]
-    estimate = _estimate(experiment, total, unknown) + _followups_text(spec)
+    estimate = _estimate(experiment, total, unknown) + _followups_text(spec) + _service_text(spec)
     if spec.workload.target is not None:
         called = "\n".join(spec.workload.target.describe(experiment.metadata.namespace))
         estimate += f"\ntarget (its latency measured, not simulated): {called}"
     return f"{render_table(headers, rows)}\n{estimate}\n\n{commands_text(experiment)}"
+
+
+def _service_text(spec: ExperimentSpec) -> str:
+    """The subject and its variants, one after another, each what it changes."""
+    service = spec.service
+    if service is None:
+        return ""
+    target = spec.workload.target
+    if service.deployment is not None and target is not None and target.service is not None:
+        subject = (
+            f"Deployment {service.deployment}, each variant a copy of it behind a copy of "
+            f"Service {target.service.name}"
+        )
+    else:
+        subject = f"the command {shlex.join(service.command or [])}"
+    lines = [f"\nservice under test: {subject}; the variants in turn:"]
+    lines += [f"  sv{v.index} {v.name}: {v.changes()}" for v in service.variant_list()]
+    return "\n".join(lines)
 
 
 def _followups_text(spec: ExperimentSpec) -> str:

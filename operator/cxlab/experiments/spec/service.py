@@ -8,6 +8,7 @@ experiment's matrix is the variants times the client's."""
 from __future__ import annotations
 
 import itertools
+import shlex
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -250,6 +251,17 @@ class Variant:
     @property
     def memory_bytes(self) -> int | None:
         return None if self.memory is None else memory_bytes(self.memory)
+
+    def changes(self) -> str:
+        """What the variant changes, in words: 'replicas 2, cpu 0.5, args [...]'."""
+        said = [f"replicas {self.replicas}"] if self.replicas is not None else []
+        said += [f"cpu {self.cpu:g}"] if self.cpu is not None else []
+        said += [f"memory {self.memory}"] if self.memory is not None else []
+        said += [f"image {self.image}"] if self.image is not None else []
+        said += [f"command {shlex.join(self.command)}"] if self.command else []
+        said += [f"args {shlex.join(self.args)}"] if self.args else []
+        said += [f"{name}={shlex.quote(value)}" for name, value in self.env]
+        return ", ".join(said) or "as it is"
 
 
 # Every axis at once, 16 variants: 2 named x 2 replica counts x 1 resources x 4 values.

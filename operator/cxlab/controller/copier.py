@@ -13,7 +13,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from cxlab.controller.kube import Kube, status_reason
+from cxlab.controller.kube import Kube, Objects, status_reason
 from cxlab.controller.memory import Memory
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.pass_state import EventSink, Pass
@@ -39,8 +39,13 @@ def _variant(item: dict[str, Any]) -> int:
 
 class Copier:
     def __init__(self, kube: Kube, metrics: OperatorMetrics) -> None:
-        self.objects = kube.objects
+        self.kube = kube
         self.metrics = metrics
+
+    @property
+    def objects(self) -> Objects:
+        """Read when an experiment has a service (a test's stand-in for Kube may have none)."""
+        return self.kube.objects
 
     def observe(
         self, namespace: str, experiment: str, pods: list[PodView], memory: Memory

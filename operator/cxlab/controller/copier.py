@@ -94,7 +94,7 @@ class Copier:
             self.objects.delete(DEPLOYMENTS, namespace, copy_name(experiment, index))
             state.memory.copy_deleted.setdefault(index, time.monotonic())
             log.info("%s/%s: deleting variant %d's copy", namespace, experiment, index)
-        if plan.create is not None:
+        if plan.create is not None and state.admission.place is None:  # not while queued
             self._make(state, plan.create, event)
 
     def _timed_gone(self, state: Pass, plan: ServicePlan) -> None:

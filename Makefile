@@ -219,7 +219,7 @@ kwok-down: ## Stop KWOK and delete its fake nodes
 	hack/kwok.sh stop
 
 .PHONY: images
-images: $(VENV)/.installed ## Build cxlab.dev/pause:dev, runner:dev and operator:dev (only when their inputs changed); import them if the cluster runs
+images: $(VENV)/.installed ## Build cxlab.dev/pause:dev, runner:dev, operator:dev and httpbin:dev (only when their inputs changed); import them if the cluster runs
 	hack/images.sh
 
 .PHONY: cluster-bin

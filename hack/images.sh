@@ -6,7 +6,12 @@
 #                         needs no writable root filesystem
 #   cxlab.dev/operator:dev the same base, the operator (`python3 -m cxlab.cli operator`) with its
 #                         pinned packages, under /app as in the repository; uid 65532, read-only
-# The Python packages of both come from hack/image-requirements.py (pyproject.toml), as in
+#   cxlab.dev/httpbin:dev the same base and httpbin served by gunicorn, pinned in pyproject.toml
+#                         ([tool.cxlab.services] httpbin): a service under test that nobody in
+#                         this project wrote (spec.service, docs/service.md); uid 65532, read-only
+#                         root filesystem; entrypoint python3 -m gunicorn, default arguments
+#                         --bind 0.0.0.0:8080 httpbin:app (a variant's args replace them)
+# The Python packages of each come from hack/image-requirements.py (pyproject.toml), as in
 # operator/Containerfile and workloads/Containerfile.
 # Each image is rebuilt only when the hash of its inputs changes (build/images/<name>/.inputs),
 # and imported only when containerd does not hold that build (image label cxlab.dev/inputs).
@@ -194,6 +199,30 @@ build_operator() {
     --entrypoint python3 --entrypoint=-m --entrypoint cxlab.cli --entrypoint operator
 }
 
+# httpbin served by gunicorn: no code of this checkout, only its pinned packages (the
+# service:httpbin pins, a packages layer cached per machine like the runner's). gunicorn's
+# worker temporary files go to /tmp (its default --worker-tmp-dir), writable in Pods as an
+# emptyDir or the container's own layer; nothing else is written.
+build_httpbin() {
+  local dir="$IMAGES/httpbin" hash app pins
+  build_base
+  need_python311
+  mapfile -t pins < <(read_pins service:httpbin)
+  packages_layer httpbin "${pins[@]}"
+  hash=$(hash_inputs "$IMAGES/base-bookworm/.inputs" "$IMAGES/packages-httpbin/.inputs" \
+    "$ROOT/hack/image-requirements.py" "$ROOT/hack/images/docker-archive.py" "$ROOT/hack/images.sh" \
+    -- "$HTTPBIN_IMAGE" "$("$PYTHON" -VV)" "${pins[*]}")
+  if [[ -f $dir/image.tar && $(cat "$dir/.inputs" 2>/dev/null) == "$hash" ]]; then return; fi
+  log "building image $HTTPBIN_IMAGE"
+  rm -rf "$dir" && mkdir -p "$dir"
+  app="$dir/app"
+  mkdir -p "$app/etc"
+  chmod -R 0755 "$app"
+  finish_python_image "$dir" "$app" "$HTTPBIN_IMAGE" "$hash" httpbin \
+    --entrypoint python3 --entrypoint=-m --entrypoint gunicorn \
+    --cmd=--bind --cmd 0.0.0.0:8080 --cmd httpbin:app
+}
+
 containerd_running() { [[ -S $CONTAINERD_SOCK ]] && ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; }
 
 import_image() { # name tag
@@ -212,7 +241,11 @@ cluster_lock
 build_pause
 build_runner
 build_operator
-import_all() { import_image pause "$PAUSE_IMAGE"; import_image runner "$RUNNER_IMAGE"; import_image operator "$OPERATOR_IMAGE"; }
+build_httpbin
+import_all() {
+  import_image pause "$PAUSE_IMAGE"; import_image runner "$RUNNER_IMAGE"
+  import_image operator "$OPERATOR_IMAGE"; import_image httpbin "$HTTPBIN_IMAGE"
+}
 case $mode in
   --build) ;;
   --import) containerd_running || die "the cluster's containerd does not run (make cluster-up)"

@@ -22,6 +22,7 @@ KUBECONFIG_FILE="$CLUSTER/kubeconfig"
 PAUSE_IMAGE=cxlab.dev/pause:dev
 RUNNER_IMAGE=cxlab.dev/runner:dev
 OPERATOR_IMAGE=cxlab.dev/operator:dev
+HTTPBIN_IMAGE=cxlab.dev/httpbin:dev
 
 # The Go checksum database does not answer for k8s.io/kubernetes here; go.sum pins the modules.
 export GOSUMDB=off

@@ -48,6 +48,9 @@ def main() -> None:
     parser.add_argument(
         "--entrypoint", action="append", default=[], help="one argv element per flag"
     )
+    parser.add_argument(
+        "--cmd", action="append", default=[], help="default arguments, one argv element per flag"
+    )
     args = parser.parse_args()
 
     diff_ids = [sha256_file(layer) for layer in args.layer]
@@ -58,6 +61,8 @@ def main() -> None:
         container_config["WorkingDir"] = args.workdir
     if args.entrypoint:
         container_config["Entrypoint"] = args.entrypoint
+    if args.cmd:
+        container_config["Cmd"] = args.cmd
     config = {
         "architecture": "amd64",
         "os": "linux",

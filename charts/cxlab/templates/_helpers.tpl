@@ -101,6 +101,18 @@ differ). Cluster-scoped reads: kopf discovers the resources it serves and namesp
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [get, list, create, patch]
+# spec.service: each variant's copy of the user's Deployment, behind a Service of its own
+# (the user's are read, never changed; the copies' Pods come with the pods rule above)
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [get, list, create, delete]
+- apiGroups: [""]
+  resources: [services]
+  verbs: [get, list, create, delete]
+# ... and when its Service routes to every replica (its trials start then)
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [list]
 {{- end }}
 
 {{/* The namespace of the helm test's experiment: the release's if the operator watches it. */}}

@@ -23,7 +23,7 @@ from cxlab.controller.memory import Memory
 from cxlab.controller.metrics import OperatorMetrics
 from cxlab.controller.pass_state import EventSink, Pass, PassReport
 from cxlab.experiments.deadline import next_deadline
-from cxlab.experiments.decide import Decision, Refusal
+from cxlab.experiments.decide import Decision
 from cxlab.experiments.plan import Trial
 from cxlab.experiments.pod_view import PodPhase, PodView, view_pod
 from cxlab.experiments.pods import (
@@ -34,6 +34,8 @@ from cxlab.experiments.pods import (
     trial_pod_name,
 )
 from cxlab.experiments.queue import candidate_created
+from cxlab.experiments.refusal import Refusal
+from cxlab.experiments.service_copy import copy_url
 from cxlab.experiments.status import ExperimentStatus, Phase
 from cxlab_contract.durations import parse_duration
 
@@ -151,8 +153,11 @@ class Actor:
         if spec.workload.target is not None:  # the user's own service
             url = spec.workload.target.resolved_url(state.namespace)
         hosts = {p.name: p for p in state.observed.pods}
+        subject = spec.workload.target.service if spec.workload.target else None
         for trial, attempt, index in trials:
             host = hosts.get(decision.hosted.get(trial.name, ""))
+            if trial.service_variant and subject is not None:  # its variant's copy
+                url = copy_url(subject, state.name, trial.service_variant, state.namespace)
             pod_key = f"{state.namespace}/{trial_pod_name(state.name, trial, attempt, index)}"
             watches = self.done_watches if host is None and trial.pods == 1 else None
             unprobed = watches is not None and watches.reserve(pod_key)

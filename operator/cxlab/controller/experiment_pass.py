@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from cxlab.config import OperatorConfig
 from cxlab.controller.actor import Actor
 from cxlab.controller.admission import Admission, NodeReader, admit, impossible, kueue_place
+from cxlab.controller.copier import Copier
 from cxlab.controller.done_watch import DoneWatches
 from cxlab.controller.full_entries import Full, FullReader
 from cxlab.controller.kube import Kube, StaleStatus
@@ -36,6 +37,7 @@ from cxlab.experiments.nodes import Request, trials_fitting
 from cxlab.experiments.plan import Trial, plan_trials, pod_indexes
 from cxlab.experiments.pod_view import HOLDING, PodPhase, PodView, view_pod
 from cxlab.experiments.pods import (
+    COMPONENT_COPY,
     COMPONENT_HOST,
     COMPONENT_TARGET,
     COMPONENT_TRIAL,
@@ -43,6 +45,7 @@ from cxlab.experiments.pods import (
 )
 from cxlab.experiments.queue import Candidate, spec_of
 from cxlab.experiments.record import rejected_status
+from cxlab.experiments.service_run import GONE_RECHECK_SECONDS, plan_copies
 from cxlab.experiments.spec import ExperimentSpec, spec_json
 from cxlab.experiments.status import (
     ExperimentStatus,
@@ -80,6 +83,7 @@ class Reconciler:
         self.reader = FullReader(kube, self.nodes)
         self.recorder = Recorder(kube, config, metrics, self.live)
         self.actor = Actor(kube, config, metrics, crowded, done_watches)
+        self.copier = Copier(kube, metrics)
 
     def reconcile(
         self,
@@ -130,13 +134,20 @@ class Reconciler:
             return PassReport(written=self._reject(body, status, str(error), event, moment))
         state = self._gather(body, status, spec, pods, queue, moment)
         decision = self._decide(state)
+        self._plan_copies(state, decision)
         running = self.live.running(state.name, decision, spec.workload.tasks, state.memory, moment)
         recorded = self.recorder.record(state, decision, running)
         planned = decision.planned
         if planned is not None and planned.followed:  # the next pass starts from this plan
             names = frozenset(e.name for e in planned.entries)
             state.memory.followed = (names, Trials(planned.trials, planned.unverified))
-        return self.actor.act(state, decision, recorded, event)
+        if state.service_plan is not None:  # the copies first: a new one is made now
+            self.copier.act(state, state.service_plan, event)
+        report = self.actor.act(state, decision, recorded, event)
+        again = state.service_plan.recheck_seconds if state.service_plan else None
+        if again is not None and not recorded.finished:
+            report.recheck_seconds = min(report.recheck_seconds or again, again)
+        return report
 
     # ---- gather ----
 
@@ -181,7 +192,32 @@ class Reconciler:
             admission = admit(body, observed, why_impossible, queue, self.nodes, held)
         current = spec_json(body.get("spec") or {})
         spec_changed = (status.started_spec or current) != current
-        return Pass(body, status, spec, spec_changed, observed, memory, admission)
+        state = Pass(body, status, spec, spec_changed, observed, memory, admission)
+        if spec.service is not None and spec.service.deployment is not None:
+            state.copies = self.copier.observe(
+                metadata["namespace"], metadata["name"], pods, memory
+            )
+            before = plan_copies(
+                spec, metadata["name"], trials, recorded, state.copies,
+                status.service_variants or [], moment,
+            )  # fmt: skip
+            state.observed = replace(state.observed, service=before.gate)
+            state.service_plan = before
+        return state
+
+    def _plan_copies(self, state: Pass, decision: Decision) -> None:
+        """spec.service: what to do about the copies once this decision's trials have ended
+        (from what the pass saw before deciding: a variant whose copy failed has failed)."""
+        if state.copies is None or state.service_plan is None:
+            return
+        ended = set(state.observed.recorded) | {e.name for e in decision.finished}
+        before = state.service_plan
+        state.service_plan = plan_copies(
+            state.spec, state.name, state.observed.trials, ended, state.copies,
+            before.statuses, state.observed.now,
+        )  # fmt: skip
+        state.service_plan.became_ready[:0] = before.became_ready  # seen by either: logged
+        state.service_plan.gone[:0] = before.gone
 
     def _trials(
         self, namespace: str, name: str, spec: ExperimentSpec, status: ExperimentStatus,
@@ -331,10 +367,14 @@ class Reconciler:
         for pod in pods:
             if pod.deleting or (keep_failed and pod.trial in failed):
                 continue
-            if pod.host:  # a trial a host ran: not a Pod; it goes with its host
+            if pod.host or pod.component == COMPONENT_COPY:  # they go with their host, copy
                 continue
             self.kube.delete_pod(metadata["namespace"], pod.name)
-        self.memory.pop((metadata["namespace"], metadata["name"]), None)
+        key = (metadata["namespace"], metadata["name"])
+        serves = bool((spec.get("service") or {}).get("deployment"))
+        if serves and self.copier.tidy(*key, self.memory.get(key)):  # events may be over
+            return GONE_RECHECK_SECONDS
+        self.memory.pop(key, None)
         ttl = spec.get("ttlSecondsAfterFinished")
         if ttl is None or status.completion_time is None:
             return None

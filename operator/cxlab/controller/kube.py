@@ -98,6 +98,7 @@ class Kube:
         not needed is drained, so its connection is pooled rather than closed: unread, the
         next request paid a TLS handshake, two per trial (its Pod created and deleted)."""
         self.rest = Rest(on_request, connections)
+        self.objects = Objects(self.rest)
 
     def write_status(
         self, namespace: str, name: str, status: dict[str, Any], version: str | None = None
@@ -289,6 +290,57 @@ class Kube:
             "DELETE", pods_path(namespace),
             query={"labelSelector": selector, "gracePeriodSeconds": 0}, read=False,
         )  # fmt: skip
+
+
+def objects_path(kind: str, namespace: str, *name: str) -> str:
+    """The path of a namespaced kind a service's copy is made of (deployments, services), or
+    that says where its Service routes (endpointslices)."""
+    if kind == "deployments":
+        return path("apis", "apps", "v1", "namespaces", namespace, kind, *name)
+    if kind == "endpointslices":
+        return path("apis", "discovery.k8s.io", "v1", "namespaces", namespace, kind, *name)
+    return path("api", "v1", "namespaces", namespace, kind, *name)
+
+
+class Objects:
+    """Deployments and Services, as a service variant's copy needs them (create idempotent,
+    delete in the foreground: the Deployment goes after its Pods)."""
+
+    def __init__(self, rest: Rest) -> None:
+        self.rest = rest
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            found: dict[str, Any] = self.rest.request("GET", objects_path(kind, namespace, name))
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return found
+
+    def list(self, kind: str, namespace: str, selector: str) -> list[dict[str, Any]]:
+        query = {"labelSelector": selector}
+        return _items(self.rest.request("GET", objects_path(kind, namespace), query=query))
+
+    def create(self, kind: str, manifest: dict[str, Any]) -> bool:
+        """False when it exists already (made before a restart)."""
+        try:
+            url = objects_path(kind, manifest["metadata"]["namespace"])
+            self.rest.request("POST", url, manifest, read=False)
+        except ApiException as error:
+            if error.status == 409:
+                return False
+            raise
+        return True
+
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        query = {"propagationPolicy": "Foreground"}
+        try:
+            url = objects_path(kind, namespace, name)
+            self.rest.request("DELETE", url, query=query, read=False)
+        except ApiException as error:
+            if error.status != 404:
+                raise
 
 
 def _items(listed: dict[str, Any]) -> list[dict[str, Any]]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cxlab.experiments.decide import Refusal
 from cxlab.experiments.followups import Trials
 from cxlab.experiments.pod_view import PodView
+from cxlab.experiments.refusal import Refusal
 
 
 @dataclass
@@ -32,3 +32,8 @@ class Memory:
     # the next pass's decision (gather hands it to decide). Lost in a restart, the attempt
     # counted in status finds no Pod and is created again, refused again the same way.
     refused: Refusal | None = None
+    # spec.service: variants whose copy this process could not make, and why (their trials
+    # fail in the next pass; lost in a restart, the copy is tried again and refused again).
+    copy_refused: dict[int, str] = field(default_factory=dict)
+    # Copies this process deleted (variant → time.monotonic()), until seen gone: timed.
+    copy_deleted: dict[int, float] = field(default_factory=dict)

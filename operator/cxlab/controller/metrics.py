@@ -223,6 +223,18 @@ class OperatorMetrics:
             ["outcome"],
             registry=registry,
         )
+        self.copy_ready = Histogram(
+            "cxlab_operator_service_copy_ready_seconds",
+            "From a service variant's copy made to every replica Ready (spec.service).",
+            buckets=(0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300),
+            registry=registry,
+        )
+        self.copy_deletion = Histogram(
+            "cxlab_operator_service_copy_deletion_seconds",
+            "From a service variant's copy deleted to its Deployment and Pods gone.",
+            buckets=(0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120),
+            registry=registry,
+        )
         self.reconcile_errors = Counter(
             "cxlab_operator_reconcile_errors", "Reconcile passes that raised.", registry=registry
         )

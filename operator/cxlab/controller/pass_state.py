@@ -12,6 +12,7 @@ from cxlab.controller.memory import Memory
 from cxlab.experiments.decide import Observed
 from cxlab.experiments.pod_view import PodView
 from cxlab.experiments.pods import COMPONENT_TARGET
+from cxlab.experiments.service_run import Copies, ServicePlan
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import ExperimentStatus
 
@@ -52,6 +53,9 @@ class Pass:
     memory: Memory
     admission: Admission
     written: Body | None = None
+    # spec.service: its copies as listed, and what this pass does about them (once decided)
+    copies: Copies | None = None
+    service_plan: ServicePlan | None = None
 
     @property
     def namespace(self) -> str:

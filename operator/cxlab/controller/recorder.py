@@ -52,6 +52,8 @@ class Recorder:
             entry.metrics_scraped = entry.name in state.memory.scraped
             entry.prometheus = self._prometheus_usage(entry, state)
         new = self._status_after(state, decision, running)
+        if state.service_plan is not None:  # spec.service: each variant's copy
+            new.service_variants = state.service_plan.statuses
         self.metrics.phases[state.key] = new.phase or Phase.PENDING
         if new.finished:  # the verdict from the pass that finishes it, not the one after
             self.metrics.observe_objectives(*state.key, new.objectives)

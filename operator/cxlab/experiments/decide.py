@@ -39,22 +39,11 @@ from cxlab.experiments.plan import LOCUST_MASTER_PORT, Trial, locust_master, pod
 from cxlab.experiments.pod_view import HOLDING, PodPhase, PodView
 from cxlab.experiments.pods import COMPONENT_TARGET, COMPONENT_TRIAL
 from cxlab.experiments.record import trial_entry
+from cxlab.experiments.refusal import Refusal as Refusal
+from cxlab.experiments.service_run import ServiceGate
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import TrialEntry
 from cxlab_contract.durations import parse_duration
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A Pod the apiserver refused for what it is (400, 422; a 403 from admission) when a
-    pass's act step created it: a fact the next pass decides on (Observed.refused), as it
-    would on a Pod's phase. `created`: the Pods that step created before it, which go too."""
-
-    pod: str
-    code: int
-    reason: str
-    message: str
-    created: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +70,7 @@ class Observed:
     full: Mapping[str, TrialEntry] | None = None
     fits: Fits | None = None  # why the Nodes read with `full` cannot hold a verification
     refused: Refusal | None = None  # a Pod the last pass's act step could not create
+    service: ServiceGate | None = None  # spec.service: the variant whose copy runs (service_run)
 
     def image(self, config: OperatorConfig) -> str:
         return self.spec.image or config.runner_image
@@ -194,6 +184,10 @@ def decide(observed: Observed, config: OperatorConfig) -> Decision:
     gathered = _Pass(hosts_unlisted=unlisted(observed.pods))
     for trial in observed.trials:
         mine = sorted(by_trial.get(trial.name, []), key=lambda p: (p.attempt, p.pod))
+        why = observed.service.failed.get(trial.service_variant) if observed.service else None
+        if why is not None and trial.name not in observed.recorded:  # its copy never got Ready
+            gathered.decision.fail(trial, why, mine)
+            continue
         _decide_trial(trial, mine, observed, config, gathered)
     return follow(observed, _decide_experiment(observed, config, gathered))
 
@@ -453,6 +447,8 @@ def _start(observed: Observed, gathered: _Pass) -> Decision:
     if gathered.pending and slots > 0 and delay and not observed.target_ready:
         decision.waiting_for_target = True
         return decision
+    if observed.service is not None:  # only the running variant's, once its copy is Ready
+        gathered.pending = [p for p in gathered.pending if observed.service.runs(p[0])]
     starting = gathered.pending[: max(0, slots)]
     if observed.room is not None:
         fit_now, fit_after = observed.room

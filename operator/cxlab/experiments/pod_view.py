@@ -18,6 +18,7 @@ from cxlab.experiments.pods import (
     LABEL_COMPONENT,
     LABEL_POD,
     LABEL_TRIAL,
+    LABEL_VARIANT,
 )
 from cxlab.times import parse_time
 from cxlab_contract import HOST_TOKEN_ENV
@@ -85,6 +86,10 @@ class PodView:
     # A trial host's: what the operator shows it on every request (HOST_TOKEN_ENV in its
     # container's environment, set when the operator made the Pod).
     host_token: str | None = field(default=None, repr=False)
+    # A service variant's copy's Pod (cxlab.experiments.service_copy): its variant's index,
+    # and why its container last ended (OOMKilled, Error) when it restarts.
+    variant: int = 0
+    last_termination_reason: str | None = None
 
     @property
     def live(self) -> bool:
@@ -119,7 +124,10 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
     waiting: Mapping[str, Any] = {}
     container_started = False
     image_id = None
+    last_reason = None
     for container in status.get("containerStatuses") or []:
+        last = (container.get("lastState") or {}).get("terminated") or {}
+        last_reason = last.get("reason") or last_reason
         image_id = container.get("imageID") or None
         terminated = (container.get("state") or {}).get("terminated") or {}
         waiting = (container.get("state") or {}).get("waiting") or {}
@@ -163,6 +171,8 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         image_id=image_id,
         unprobed=unprobed,
         host_token=host_token,
+        variant=int(labels.get(LABEL_VARIANT, "0") or 0),
+        last_termination_reason=last_reason,
     )
 
 

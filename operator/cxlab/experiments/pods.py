@@ -37,6 +37,8 @@ LABEL_COMPONENT = "app.kubernetes.io/component"
 COMPONENT_TRIAL = "trial"
 COMPONENT_HOST = "trial-host"  # isolation: process: a Pod that runs trials as processes
 COMPONENT_TARGET = "delay-target"
+COMPONENT_COPY = "service-copy"  # a spec.service variant's copy (cxlab.experiments.service_copy)
+LABEL_VARIANT = "cxlab.dev/service-variant"  # its variant's index (1, 2, ...)
 RUNNER_UID = 65532  # the runner image's non-root user
 TERMINATION_LOG = "/dev/termination-log"
 

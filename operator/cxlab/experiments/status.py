@@ -237,6 +237,29 @@ class ObjectiveStatus(Shape):
     """Broken points first, then inconclusive, then met; at most 50 (the counts are whole)."""
 
 
+class ServiceVariantStatus(Shape):
+    """One spec.service variant's copy (cxlab.experiments.service_run): made before its
+    first trial, deleted after its last, before the next variant's is made."""
+
+    index: int
+    name: str
+    copy_name: Maybe[str] = None
+    """The copy's Deployment and Service (cx-<experiment>-v<index>)."""
+    phase: Maybe[str] = None
+    """Starting (made, not every replica Ready), Ready, Deleting, Deleted, or Failed (it
+    did not get Ready within service.readyTimeout: its trials failed)."""
+    reason: Maybe[str] = None
+    """Why it did not get Ready: the Pods' own reason (ImagePullBackOff, CrashLoopBackOff,
+    Unschedulable, OOMKilled, ...)."""
+    message: Maybe[str] = None
+    created_at: Maybe[datetime] = None
+    ready_seconds: Maybe[float] = None
+    """From the pass that made the copy to the one that saw every replica Ready."""
+    deleting_since: Maybe[datetime] = None
+    deleted_seconds: Maybe[float] = None
+    """From the pass that deleted the copy to the one that saw it gone (its Pods with it)."""
+
+
 class ExperimentStatus(Shape):
     """Written by the operator: progress as trials end, the summary at the end."""
 
@@ -269,6 +292,9 @@ class ExperimentStatus(Shape):
     objectives: Maybe[list[ObjectiveStatus]] = None
     """Each objective's verdict and table (spec.objectives, once finished); the condition
     ObjectivesMet sums them up."""
+    service_variants: Maybe[list[ServiceVariantStatus]] = None
+    """spec.service's variants as they run, each as its copy: Ready wait, deletion time, or
+    why it could not get Ready."""
 
     @classmethod
     def read(cls, document: Any) -> Self:

@@ -24,7 +24,8 @@ class ServiceFigures(Shape):
     the Result's tasksOk);
     absent when none completed."""
     peak_memory_bytes: int
-    """The largest resident memory of the whole tree (summed RSS) sampled in the window."""
+    """The largest memory of the whole tree sampled in the window: locally its processes'
+    PSS summed (a page shared by a master and its forked workers counted once)."""
     restarts: int
     """Worker processes that died during the trial."""
     samples: int
@@ -49,7 +50,7 @@ class ServiceMedians(Shape):
     service_cpu_per_request_seconds: Maybe[float] = None
     """The service's CPU per completed request, the median."""
     service_peak_memory_bytes: Maybe[int] = None
-    """The service's peak memory (its tree's summed RSS), the median."""
+    """The service's peak memory (locally its tree's PSS summed), the median."""
     service_restarts: Maybe[int] = None
     """Worker processes of the service that died, over the repetitions."""
 

@@ -3,8 +3,9 @@
 # `memory` group named by $CXLAB_TEST_CGROUP (made by helpers/cgroups.py; a page is charged
 # where it is first touched and this kernel moves no charges, so COMMAND joins before its
 # first page) and, once PORT answers HTTP, moves it and its descendants into the `cpuacct`
-# group of that name: the kernel's own CPU counter then holds the service's CPU from its
-# readiness on, its start-up left out. On SIGTERM (cxlab run stopping the variant; it reaches
+# group of that name, and takes the counter's base once it grew by at most 10 ms in 0.2 s
+# (its other workers' start-up over, as cxlab run waits for it): the kernel's own CPU counter
+# then holds the service's CPU from its readiness on, its start-up left out. On SIGTERM (cxlab run stopping the variant; it reaches
 # COMMAND too, from their process group) both counters go at once to
 # $CXLAB_TEST_CGROUP_OUT/<group>.json, before COMMAND's own shutdown adds to them.
 # Pure bash apart from pgrep: no interpreter of its own in the memory group.
@@ -14,8 +15,9 @@ shift
 group=/sys/fs/cgroup
 name=$CXLAB_TEST_CGROUP
 echo $$ >"$group/memory/$name/cgroup.procs"
+base=0
 snapshot() {
-  echo "{\"cpuNanoseconds\": $(cat "$group/cpuacct/$name/cpuacct.usage"), \"peakBytes\": $(cat "$group/memory/$name/memory.max_usage_in_bytes")}" \
+  echo "{\"cpuNanoseconds\": $(($(cat "$group/cpuacct/$name/cpuacct.usage") - base)), \"peakBytes\": $(cat "$group/memory/$name/memory.max_usage_in_bytes")}" \
     >"$CXLAB_TEST_CGROUP_OUT/$name.json"
   exit 143
 }
@@ -39,4 +41,12 @@ while [ -n "$pids" ]; do
   for pid in $pids; do echo "$pid" >"$group/cpuacct/$name/cgroup.procs"; done
   pids=$(pgrep -d ' ' -P "$(echo $pids | tr ' ' ,)")
 done
+usage() { cat "$group/cpuacct/$name/cpuacct.usage"; }
+before=$(usage)
+while sleep 0.2; do
+  now=$(usage)
+  ((now - before <= 10000000)) && break
+  before=$now
+done
+base=$now
 wait $service

@@ -6,6 +6,7 @@ estimated."""
 from __future__ import annotations
 
 import threading
+import time
 
 from cxlab.analysis.service_figures import ServiceFigures, per_request
 from cxlab.local.proc_tree import (
@@ -24,6 +25,32 @@ from cxlab.local.proc_tree import (
 # whose cores the service and the generator share with cxlab run). A server's memory grows
 # with its requests over seconds; a spike shorter than this can be missed.
 SAMPLE_SECONDS = 0.5
+
+
+# Start-up has ended when the tree used at most this share of a core over SETTLE_SECONDS: a
+# pre-forking server answers as soon as its first worker has imported the application, while
+# the others still import theirs (httpbin under gunicorn: 0.3 s of CPU each), which would
+# otherwise count in the first trial's window.
+SETTLE_SECONDS = 0.2
+SETTLED_SHARE = 0.05
+SETTLE_POLL_SECONDS = 0.05
+
+
+def settle(root: int, timeout: float) -> bool:
+    """Wait until the tree's CPU over the last SETTLE_SECONDS is at most SETTLED_SHARE of a
+    core (or `timeout` seconds have passed: False)."""
+    deadline = time.monotonic() + timeout
+    readings = [(time.monotonic(), cpu_ticks(tree(root, read_stats()).values()))]
+    while time.monotonic() < deadline:
+        time.sleep(SETTLE_POLL_SECONDS)
+        readings.append((time.monotonic(), cpu_ticks(tree(root, read_stats()).values())))
+        old = [r for r in readings if r[0] <= readings[-1][0] - SETTLE_SECONDS]
+        if old:
+            since, ticks = old[-1]
+            used = window_cpu_seconds(ticks, readings[-1][1])
+            if used <= SETTLED_SHARE * (readings[-1][0] - since):
+                return True
+    return False
 
 
 class TreeMeter:

@@ -17,6 +17,7 @@ from cxlab.analysis.summary import Summary, syscalls_requested
 from cxlab.compare import VERDICTS, Comparison
 from cxlab.conditions import condition_of
 from cxlab.experiments.status import ExperimentStatus, ObjectivePoint, ObjectiveStatus, Progress
+from cxlab.service_rows import SERVICE_HEADERS, SERVICE_LEGEND, has_service_figures, service_rows
 from cxlab_contract.durations import format_duration
 
 
@@ -286,6 +287,8 @@ def _answer(name: str, summary: Summary) -> list[str]:
             f"noisy: CV over the {tolerance} tolerance."
         )
         parts = [points_table(points), legend, ""]
+    if points and has_service_figures(points):
+        parts += [render_table(SERVICE_HEADERS, service_rows(points)), SERVICE_LEGEND, ""]
     if knees and rates:
         parts += [
             "Knees (the largest rate at and below which every rate held; + : the highest "

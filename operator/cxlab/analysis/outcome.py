@@ -11,6 +11,7 @@ from typing import cast
 import jsonschema
 
 from cxlab.analysis.merge import merge_locust, merge_results
+from cxlab.analysis.service_figures import ServiceFigures
 from cxlab.experiments.plan import Trial, locust_master
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab_contract import result_schema
@@ -27,6 +28,7 @@ class TrialOutcome:
     unpinned: str | None = None  # why the trial did not run on exactly its own cores
     pod_results: list[Result] | None = None  # each Pod's own Result when it had several
     skipped: str | None = None  # not run: why (abortOnFail, cxlab.analysis.objectives)
+    service: ServiceFigures | None = None  # spec.service's own figures over the trial
 
     @property
     def succeeded(self) -> bool:

@@ -10,6 +10,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from cxlab.analysis.service_figures import ServiceMedians
 from cxlab.analysis.stats import Spread
 from cxlab.shape import ONE_OBJECT, Maybe, Shape, nullable
 
@@ -56,8 +57,9 @@ class Point(Shape):
         return isinstance(self, MeasuredPoint)
 
 
-class MeasuredPoint(Point):
-    """A point with repetitions that count: the medians knees and recommendations go by."""
+class MeasuredPoint(Point, ServiceMedians):
+    """A point with repetitions that count: the medians knees and recommendations go by (and,
+    against a service subject, the service's own figures: ServiceMedians)."""
 
     effective_workers: int
     """Workers per Pod as run: the spec's 0 resolved to one per task."""

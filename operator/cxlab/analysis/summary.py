@@ -14,6 +14,7 @@ from cxlab.analysis.knees import AnyKnee, LatencyObjective, find_knees, find_rat
 from cxlab.analysis.outcome import TrialOutcome
 from cxlab.analysis.point import AnyPoint, ArrivalPoint, MeasuredPoint, Point, SyscallSummary
 from cxlab.analysis.recommend import AnyRecommendation, recommend, recommend_rates
+from cxlab.analysis.service_figures import ServiceMedians, service_medians
 from cxlab.analysis.stats import present_stats, stats
 from cxlab.experiments.plan import Trial
 from cxlab.shape import Maybe, Shape
@@ -92,9 +93,14 @@ class PointRuns:
 
     trial: Trial  # the first repetition's: the point's model, variant, Pods, workers, RTT, rate
     members: list[TrialOutcome]
-    results: list[Result]
+    counted: list[TrialOutcome]  # the members whose Results count, in order
     unpinned: int  # measured, but not on the cores asked for (left out under "required")
     saturated: int = 0  # measured by a generator that could not keep its rate (left out)
+
+    @property
+    def results(self) -> list[Result]:
+        """The counted members' Results."""
+        return [o.result for o in self.counted if o.result is not None]
 
     @property
     def skipped(self) -> int:
@@ -118,7 +124,7 @@ def group_points(outcomes: Iterable[TrialOutcome], pinning: str) -> list[PointRu
         PointRuns(
             trial=members[0].trial,
             members=members,
-            results=[o.result for o in members if o.counts(pinning) and o.result is not None],
+            counted=[o for o in members if o.counts(pinning) and o.result is not None],
             unpinned=sum(
                 o.succeeded and o.saturated is None and not o.counts(pinning) for o in members
             ),
@@ -143,7 +149,9 @@ def _identity(group: PointRuns) -> Point:
     )  # fmt: skip
 
 
-def _measured(identity: Point, results: list[Result], tolerance: float) -> MeasuredPoint:
+def _measured(
+    identity: Point, results: list[Result], tolerance: float, service: ServiceMedians
+) -> MeasuredPoint:
     """A point's measurements over its counted repetitions."""
     wall = stats([r["wallSeconds"] for r in results])
     cpu = stats([r["cpuUserSeconds"] + r["cpuSystemSeconds"] for r in results])
@@ -153,7 +161,7 @@ def _measured(identity: Point, results: list[Result], tolerance: float) -> Measu
     checked = {"wallSeconds": wall, "cpuSeconds": cpu, "peakRssBytes": rss}
     noisy = [key for key, spread in checked.items() if spread.cv > tolerance]
     return MeasuredPoint(
-        **dict(identity),
+        **dict(identity), **dict(service),
         effective_workers=results[0]["workers"], workers_started=_workers_started(results),
         pool=next((r["pool"] for r in results if r.get("pool")), None),
         tasks_failed=sum(r["tasksFailed"] for r in results), wall_seconds=wall,
@@ -205,7 +213,8 @@ def summary_points(outcomes: Iterable[TrialOutcome], pinning: str, tolerance: fl
     for group in group_points(outcomes, pinning):
         point = _identity(group)
         if group.results:
-            point = _arrival(_measured(point, group.results, tolerance), group.results)
+            service = service_medians([o.service for o in group.counted])
+            point = _arrival(_measured(point, group.results, tolerance, service), group.results)
         points.append(point)
     return points
 

@@ -4,7 +4,9 @@ machine (cxlab.local), each one's summary printed, exiting with the gravest stat
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+from types import FrameType
 
 from cxlab.cli.exits import GRAVITY, USAGE_ERROR, exit_status
 from cxlab.cli.settings import Settings
@@ -18,7 +20,15 @@ from cxlab.table import render_summary
 from cxlab_contract.durations import parse_duration
 
 
+def _exit(signum: int, _: FrameType | None) -> None:
+    """SIGTERM or SIGHUP ends cxlab run as Ctrl-C does: through its cleanups, so no runner or
+    service process it started outlives it."""
+    raise SystemExit(128 + signum)
+
+
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _exit)
     experiments = experiments_of(args.file)
     if args.out and len(experiments) > 1:
         print(

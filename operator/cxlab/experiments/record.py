@@ -49,7 +49,7 @@ def trial_entry(outcome: TrialOutcome) -> TrialEntry:
         phase=_phase(outcome),
         pods=trial.pods if trial.pods > 1 else None, message=message,
         pinned=None if result is None else outcome.unpinned is None,
-        result=result, pod_results=outcome.pod_results or None,
+        result=result, pod_results=outcome.pod_results or None, service=outcome.service,
     )  # fmt: skip
 
 
@@ -72,7 +72,9 @@ def outcome_of(trial: Trial, entry: TrialEntry) -> TrialOutcome:
     unpinned = (entry.message or "not pinned") if entry.pinned is False else None
     error = entry.message if entry.failed else None
     skipped = (entry.message or "skipped") if entry.skipped else None
-    return TrialOutcome(trial, entry.result, error, unpinned, entry.pod_results, skipped)
+    return TrialOutcome(
+        trial, entry.result, error, unpinned, entry.pod_results, skipped, entry.service
+    )
 
 
 def outcomes_of(trials: Iterable[Trial], entries: Iterable[TrialEntry]) -> list[TrialOutcome]:

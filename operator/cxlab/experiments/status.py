@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from cxlab.analysis.capacity_plan import CapacityPlan
+from cxlab.analysis.service_figures import ServiceFigures
 from cxlab.analysis.summary import Summary
 from cxlab.conditions import Condition
 from cxlab.shape import Maybe, Shape, nullable, optional
@@ -124,6 +125,8 @@ class TrialEntry(Shape):
     their merged Result (cxlab.analysis.merge)."""
     pod_results: Maybe[list[Result]] = None
     """Each Pod's own Result, in Pod order, for a trial of several Pods."""
+    service: Maybe[ServiceFigures] = None
+    """spec.service's own figures over the trial's window (its process tree locally)."""
 
     @property
     def failed(self) -> bool:

@@ -5,6 +5,7 @@ keeps what it measured) → summary and HTML report."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -26,6 +27,7 @@ from cxlab.analysis.outcome import (
     failure_bound,
     parse_result,
 )
+from cxlab.analysis.service_figures import completed_requests
 from cxlab.barrier import is_ready, release
 from cxlab.experiments.followups import trials_of
 from cxlab.experiments.plan import (
@@ -41,9 +43,17 @@ from cxlab.experiments.record import Live, build_status, trial_entry
 from cxlab.experiments.resource import ConcurrencyExperiment
 from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES, GO_MODELS, spec_json
 from cxlab.experiments.status import ExperimentStatus
-from cxlab.local.cores import available_cores, check_fits, helper_cores, trial_cores
+from cxlab.local.cores import (
+    available_cores,
+    check_fits,
+    helper_cores,
+    service_cores,
+    trial_cores,
+)
 from cxlab.local.delay_target import delay_target, find_program, free_port
 from cxlab.local.progress import Progress
+from cxlab.local.service import check_local_service
+from cxlab.local.service_runs import ServiceRuns
 from cxlab.local.target import local_target
 from cxlab.report import render_report
 from cxlab.scrape import final_read, is_done, tasks_done
@@ -138,6 +148,7 @@ class LocalBackend:
         self.unverified: str | None = None
         # Checked before anything is written: a run that cannot start leaves no files.
         check_fits(self.spec.resources)
+        check_local_service(self.spec)  # before the target: service.deployment names the cause
         target = self.spec.workload.target
         self.target = (
             local_target(target, os.environ, allow_remote_target) if target is not None else None
@@ -145,6 +156,8 @@ class LocalBackend:
         # The delay target keeps off the cores of the trial with the most Pods.
         most = max(len(pod_indexes(t)) for t in self.trials)
         self.cores = trial_cores(self.spec.resources, most).all
+        # spec.service's process keeps off every core a trial may take
+        self.service_cores = service_cores(self.cores) if self.spec.service else set()
         self.go_runner = ""
         if any(t.model in GO_MODELS for t in self.trials):
             self.go_runner = find_program("cxlab-runner-go")
@@ -169,9 +182,14 @@ class LocalBackend:
                         DEFAULT_RESPONSE_BYTES if response_bytes is None else response_bytes,
                     )
                 )
+            services = None
+            if self.spec.service is not None and target_url is not None:
+                services = stack.enter_context(
+                    ServiceRuns(self.spec, target_url, self.service_cores)
+                )
             self._save(outcomes)
             while (trial := self._next(outcomes)) is not None:
-                outcome = self.run_trial(trial, target_url)
+                outcome = self.measured_trial(trial, target_url, services)
                 outcomes.append(outcome)
                 self.progress.finished(outcome)
                 self._save(outcomes)
@@ -243,6 +261,22 @@ class LocalBackend:
         if tuple(argv[: len(PYTHON_RUNNER)]) == PYTHON_RUNNER:
             return [sys.executable, *argv[1:]]
         return [self.go_runner, *argv[1:]]
+
+    def measured_trial(
+        self, trial: Trial, target_url: str | None, services: ServiceRuns | None
+    ) -> TrialOutcome:
+        """The trial, and against a service subject its variant started first (a variant
+        that cannot start fails its trials) and the service's own figures over the trial."""
+        if services is None:
+            return self.run_trial(trial, target_url)
+        if problem := services.ready_for(trial):
+            return TrialOutcome(trial, None, problem)
+        meter = services.meter().start()
+        outcome = self.run_trial(trial, target_url)
+        figures = meter.stop(completed_requests(outcome.result) if outcome.result else 0)
+        if problem := services.exited():
+            return TrialOutcome(trial, None, problem)
+        return dataclasses.replace(outcome, service=figures)
 
     def run_trial(self, trial: Trial, target_url: str | None) -> TrialOutcome:
         """The trial's runner processes (one per Pod, and a distributed Locust trial's

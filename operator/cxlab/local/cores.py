@@ -83,3 +83,17 @@ def helper_cores(trial: set[int], available: list[int] | None = None) -> set[int
     """Cores for everything that is not the trial; all of them if the trial took every core."""
     cores = set(available if available is not None else available_cores())
     return (cores - trial) or cores
+
+
+def service_cores(trials: set[int], available: list[int] | None = None) -> set[int]:
+    """The cores of spec.service's process: every core the trials do not take (on a 2-core
+    machine one each); none left is refused, naming the field that takes them."""
+    cores = available if available is not None else available_cores()
+    left = set(cores) - trials
+    if not left:
+        raise NotEnoughCores(
+            f"resources.cpu: the trials take all {len(cores)} cores this machine lets cxlab "
+            f"use ({cores}) and spec.service needs cores of its own, apart from the "
+            f"generator's: lower resources.cpu or the Pods, or run on a cluster"
+        )
+    return left

@@ -1,0 +1,29 @@
+"""A service's start-up is over when its tree goes idle: settle() on real processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from cxlab.local.service_meter import settle
+
+
+@pytest.fixture
+def process(request: pytest.FixtureRequest) -> Iterator[int]:
+    child = subprocess.Popen([sys.executable, "-c", request.param])
+    yield child.pid
+    child.kill()
+    child.wait()
+
+
+@pytest.mark.parametrize("process", ["import time; time.sleep(30)"], indirect=True)
+def test_an_idle_tree_has_settled(process: int) -> None:
+    assert settle(process, timeout=5) is True
+
+
+@pytest.mark.parametrize("process", ["while True: pass"], indirect=True)
+def test_a_busy_tree_has_not(process: int) -> None:
+    assert settle(process, timeout=0.6) is False

@@ -6,6 +6,7 @@ cannot start failing alone, and no service process left after cxlab run, interru
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -93,8 +94,16 @@ def _start(tmp_path: Path, document: dict[str, Any], nice: int = 0) -> subproces
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "CXLAB_TEST_CGROUP_OUT": str(tmp_path)},
         start_new_session=True,  # a SIGINT of the test's own reaches cxlab run only
-        preexec_fn=lambda: os.nice(nice),  # inherited by the runner and the service
+        preexec_fn=functools.partial(_child, nice),
     )  # fmt: skip
+
+
+def _child(nice: int) -> None:
+    """cxlab run as a terminal starts it: Ctrl-C's SIGINT not ignored (make test runs the
+    unit tests as a background job of a shell, whose children inherit SIGINT ignored), and
+    niced (inherited by the runner and the service)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.nice(nice)
 
 
 @pytest.fixture(scope="module")
@@ -219,14 +228,19 @@ def test_an_interrupted_run_leaves_no_service_process(tmp_path: Path, signum: in
     document["spec"]["service"]["command"] = [str(GUNICORN), "--bind", f"127.0.0.1:{port}",
                                               "httpbin:app"]  # fmt: skip
     process = _start(tmp_path, document)
-    deadline = time.monotonic() + 30
-    while not answers(f"http://127.0.0.1:{port}/get") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(_marked(port)) == 3  # the master and its 2 workers, the trial under way
-    time.sleep(1)
-    os.kill(process.pid, signum)
-    process.communicate(timeout=30)
-    assert _marked(port) == []
+    try:
+        deadline = time.monotonic() + 30
+        while not answers(f"http://127.0.0.1:{port}/get") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(_marked(port)) == 3  # the master and its 2 workers, the trial under way
+        time.sleep(1)
+        os.kill(process.pid, signum)
+        process.communicate(timeout=30)
+        assert _marked(port) == []
+    finally:  # a failed check leaves nothing running: SIGTERM unwinds cxlab run
+        if process.poll() is None:
+            process.terminate()
+            process.communicate(timeout=30)
 
 
 def test_cxlab_run_refuses_what_a_process_cannot_have(tmp_path: Path) -> None:

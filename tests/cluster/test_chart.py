@@ -146,7 +146,15 @@ def test_helm_test_runs_an_experiment_to_succeeded(release: Release) -> None:
         ("watch", "concurrencyexperiments.cxlab.dev", "release", True),
         ("create", "events", "release", True),
         ("get", "secrets", "release", False),
-        ("create", "deployments.apps", "release", False),
+        # spec.service: copies of the user's Deployment and Service, never a change to theirs
+        ("create", "deployments.apps", "release", True),
+        ("delete", "deployments.apps", "release", True),
+        ("patch", "deployments.apps", "release", False),
+        ("update", "deployments.apps", "release", False),
+        ("create", "deployments.apps", "default", False),  # only the watched namespace
+        ("create", "services", "release", True),
+        ("patch", "services", "release", False),
+        ("list", "endpointslices.discovery.k8s.io", "release", True),
         ("create", "pods", "default", False),  # only the watched namespace
         ("create", "concurrencyexperiments.cxlab.dev", "release", True),  # schedules' runs
         ("watch", "experimentschedules.cxlab.dev", "release", True),

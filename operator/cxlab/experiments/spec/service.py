@@ -303,7 +303,7 @@ class ServiceSubject(Strict):
             holds=lambda s: (s.deployment is None) != (s.command is None),
             cel="has(self.deployment) != has(self.command)",
             valid=served(),
-            invalid=served(command=["gunicorn", "app:app"]),
+            invalid=served(deployment=None),  # neither (both: a cluster refuses command too)
         ),
         Rule(  # a cluster's rule alone: cxlab run starts the command itself
             "service.command is what cxlab run starts: on a cluster name the Deployment "

@@ -129,7 +129,7 @@ tools_after_k8s() { make -s cluster-bin && lower_priority && make -s tools; }
 # tests that need several threads alive at once, or 4 connections for 4 workers, saw fewer.
 unit() {
   make -s helm || return
-  pytest -m "not cluster" -n "$WORKERS" --junitxml="$REPORT/unit.xml" "${EXTRA[@]}"
+  pytest -m "not cluster and not quiet" -n "$WORKERS" --junitxml="$REPORT/unit.xml" "${EXTRA[@]}"
 }
 
 # Taken down at the end only if this run brought it up.
@@ -181,7 +181,7 @@ test_namespaces_gone
 # build is on the critical path now: at nice 10 beside two busy cores (a cold run, 2026-11-28)
 # Prometheus' build got a few percent of the CPU and the solo phase waited 15 minutes for it.
 [[ -n ${background[tools]:-} ]] && normal_priority "${background[tools]}"
-phase solo pytest -m "cluster and solo" --junitxml="$REPORT/solo.xml" "${EXTRA[@]}"
+phase solo pytest -m "(cluster and solo) or quiet" --junitxml="$REPORT/solo.xml" "${EXTRA[@]}"
 wait_background kubernetes
 wait_background checks
 wait_background tools

@@ -152,6 +152,7 @@ def _by_variant(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {t["variant"].split(" / ")[0]: t for t in document["status"]["trials"]}
 
 
+@pytest.mark.quiet
 def test_each_variant_serves_what_its_workers_allow(measured: dict[str, Any]) -> None:
     trials = _by_variant(measured["document"])
     rates = {name: _steady_rate(trials[name]["result"]) for name in VARIANTS}
@@ -170,6 +171,7 @@ def test_each_variant_serves_what_its_workers_allow(measured: dict[str, Any]) ->
     assert 2 * rates["gthread-2x4"] < rates["gevent-2"] < PREDICTED["gevent-2"] * 1.15
 
 
+@pytest.mark.quiet
 def test_the_service_figures_agree_with_its_cgroup(measured: dict[str, Any]) -> None:
     if not available():
         pytest.skip("no cgroup v1 cpuacct and memory hierarchy here")

@@ -202,8 +202,10 @@ func TestWithoutABarrierTheTasksStartAtOnce(t *testing.T) {
 	if r.PodIndex == nil || *r.PodIndex != 0 || r.Pods != 1 {
 		t.Errorf("pods %d, podIndex %v", r.Pods, r.PodIndex)
 	}
-	if r.LatencyHistogram.Schema != initialSchema || len(r.LatencyHistogram.Counts) == 0 {
-		t.Errorf("histogram %+v", r.LatencyHistogram)
+	// The initial schema, or a coarser one when a loaded machine spread the 1 ms sleeps wider
+	// than its buckets span (1.2 to 14.5 ms once: schema 4)
+	if h := r.LatencyHistogram; h.Schema > initialSchema || len(h.Counts) == 0 || len(h.Counts) > maxBuckets {
+		t.Errorf("histogram %+v", h)
 	}
 }
 

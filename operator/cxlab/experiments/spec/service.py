@@ -23,6 +23,7 @@ from cxlab.experiments.fields import (
     Strict,
     duration,
     memory_bytes,
+    no_repeats,
     repeated,
 )
 from cxlab.experiments.spec.examples import served
@@ -85,14 +86,7 @@ class EnvAxis(Strict):
     values: Annotated[
         list[EnvValue],
         Field(min_length=1, max_length=MAX_AXIS_VALUES),
-        Check(
-            "a value is listed twice",
-            holds=lambda values: repeated(values) is None,
-            cel="self.all(x, self.exists_one(y, y == x))",
-            found=lambda values: f"{values[repeated(values) or 0]!r}",
-            valid=["2", "4"],
-            invalid=["2", "2"],
-        ),
+        no_repeats("a value", valid=["2", "4"], invalid=["2", "2"]),
     ]
     """Its values: a variant each."""
 
@@ -161,14 +155,7 @@ class Variants(Strict):
         Annotated[
             list[Replicas],
             Field(min_length=1, max_length=MAX_AXIS_VALUES),
-            Check(
-                "a replica count is listed twice",
-                holds=lambda values: repeated(values) is None,
-                cel="self.all(x, self.exists_one(y, y == x))",
-                found=lambda values: f"{values[repeated(values) or 0]}",
-                valid=[1, 2],
-                invalid=[2, 2],
-            ),
+            no_repeats("a replica count", valid=[1, 2], invalid=[2, 2]),
         ]
         | None
     ) = None

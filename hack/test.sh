@@ -181,7 +181,13 @@ test_namespaces_gone
 # build is on the critical path now: at nice 10 beside two busy cores (a cold run, 2026-11-28)
 # Prometheus' build got a few percent of the CPU and the solo phase waited 15 minutes for it.
 [[ -n ${background[tools]:-} ]] && normal_priority "${background[tools]}"
-phase solo pytest -m "(cluster and solo) or quiet" --junitxml="$REPORT/solo.xml" "${EXTRA[@]}"
+# The two solo modules that share nothing but the apiserver side by side (marker `paired`:
+# KWOK's thousand trials on tainted fake nodes, Prometheus' module with its own worker's
+# operator), each in a worker of its own; then the rest, one at a time.
+phase solo-paired pytest -m "cluster and solo and paired" -n 2 --dist loadfile \
+  --junitxml="$REPORT/solo-paired.xml" "${EXTRA[@]}"
+phase solo pytest -m "((cluster and solo) or quiet) and not paired" \
+  --junitxml="$REPORT/solo.xml" "${EXTRA[@]}"
 wait_background kubernetes
 wait_background checks
 wait_background tools

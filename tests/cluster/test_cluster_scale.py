@@ -11,7 +11,9 @@ from collections.abc import Iterator
 import pytest
 from helpers.cluster import ROOT, Lab, experiment_spec
 
-pytestmark = [pytest.mark.cluster, pytest.mark.solo(tool="kwok")]  # KWOK, 1000 trials: alone
+# KWOK, 1000 trials: not beside the cluster phase, but beside the Prometheus module (paired):
+# its fake nodes are tainted, so that module's trials never go there.
+pytestmark = [pytest.mark.cluster, pytest.mark.solo(tool="kwok"), pytest.mark.paired]
 
 FAKE_NODES = {"nodeSelector": {"type": "kwok"},
               "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import os
 import re
 import subprocess
 import time
@@ -22,9 +23,19 @@ from unittest import mock
 import kubernetes
 import pytest
 import yaml
-from helpers.cluster import NAMESPACE_PREFIX, ROOT, Lab, Operator, experiment_spec, why
+from helpers.cluster import (
+    NAMESPACE_PREFIX,
+    OPERATOR_METRICS_PORT,
+    ROOT,
+    Lab,
+    Operator,
+    experiment_spec,
+    why,
+)
 
-pytestmark = [pytest.mark.cluster, pytest.mark.solo(tool="prometheus")]  # on 18081: alone
+# Prometheus scrapes this worker's operator only (its port, given to hack/prometheus.sh): beside
+# the KWOK module (paired), not beside tests whose trials share the node's core.
+pytestmark = [pytest.mark.cluster, pytest.mark.solo(tool="prometheus"), pytest.mark.paired]
 
 PROMETHEUS = ROOT / "hack" / "prometheus.sh"
 URL = "http://127.0.0.1:19090"
@@ -74,7 +85,10 @@ def instant(promql: str, at: float) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def prometheus(cluster: None) -> Iterator[str]:
     was_running = subprocess.run([PROMETHEUS, "status"], capture_output=True).returncode == 0
-    subprocess.run([PROMETHEUS, "start"], check=True, timeout=1200)
+    # It scrapes the operator of this pytest-xdist worker (tests/helpers/cluster.py's port):
+    # the solo phase runs this module in either of its two workers.
+    env = {**os.environ, "OPERATOR_METRICS_PORT": str(OPERATOR_METRICS_PORT)}
+    subprocess.run([PROMETHEUS, "start"], check=True, timeout=1200, env=env)
     yield URL
     if not was_running:
         subprocess.run([PROMETHEUS, "stop"], check=True, timeout=60)

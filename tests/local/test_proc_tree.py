@@ -4,17 +4,8 @@ from __future__ import annotations
 
 import os
 
-from cxlab.local.proc_tree import (
-    CLOCK_TICKS,
-    ProcStat,
-    cpu_ticks,
-    died,
-    parse_stat,
-    pss_bytes,
-    read_stats,
-    tree,
-    window_cpu_seconds,
-)
+from cxlab.local.proc_tree import cpu_ticks, died, pss_bytes, read_stats, tree, window_cpu_seconds
+from cxlab_contract.proc_stat import CLOCK_TICKS, ProcStat, parse_stat
 
 
 def _line(pid: int, ppid: int, times: tuple[int, int, int, int], comm: str = "w") -> str:

@@ -1,5 +1,6 @@
 """A process and all its descendants read from /proc: their CPU time and memory. The
-arithmetic is pure (ProcStat values and smaps_rollup text in, figures out); `read_stats` and
+arithmetic is pure (ProcStat values, cxlab_contract.proc_stat, and smaps_rollup text in,
+figures out); `read_stats` and
 `read_pss_bytes` are the readers.
 
 CPU of a tree at an instant is the sum over its live processes of utime + stime + cutime +
@@ -12,54 +13,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+from cxlab_contract.proc_stat import CLOCK_TICKS, ProcStat, read_stat
 
 
-@dataclass(frozen=True)
-class ProcStat:
-    """The fields of /proc/PID/stat this module uses (times in clock ticks)."""
-
-    pid: int
-    ppid: int
-    state: str
-    utime: int
-    stime: int
-    cutime: int
-    cstime: int
-
-    @property
-    def ticks(self) -> int:
-        """Its own CPU and its reaped descendants'."""
-        return self.utime + self.stime + self.cutime + self.cstime
-
-
-def parse_stat(text: str) -> ProcStat:
-    """One /proc/PID/stat line. The command (field 2) is in parentheses and may hold spaces
-    and parentheses itself: the fields after it start after its last ')'."""
-    pid = int(text[: text.index(" ")])
-    rest = text[text.rindex(")") + 2 :].split()
-    # rest[0] is field 3 (state): field n is rest[n - 3]
-    return ProcStat(
-        pid=pid, ppid=int(rest[1]), state=rest[0], utime=int(rest[11]), stime=int(rest[12]),
-        cutime=int(rest[13]), cstime=int(rest[14]),
-    )  # fmt: skip
-
-
-def read_stats(proc: Path = Path("/proc")) -> dict[int, ProcStat]:
+def read_stats() -> dict[int, ProcStat]:
     """Every process of the machine now (one that exits while read is left out)."""
     stats = {}
-    for entry in os.scandir(proc):
+    for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            text = Path(entry.path, "stat").read_text()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        stat = parse_stat(text)
-        stats[stat.pid] = stat
+        stat = read_stat(entry.name)
+        if stat is not None:  # None: it exited while read
+            stats[stat.pid] = stat
     return stats
 
 

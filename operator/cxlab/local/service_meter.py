@@ -10,7 +10,6 @@ import time
 
 from cxlab.analysis.service_figures import ServiceFigures, per_request
 from cxlab.local.proc_tree import (
-    ProcStat,
     cpu_ticks,
     died,
     read_pss_bytes,
@@ -18,6 +17,7 @@ from cxlab.local.proc_tree import (
     tree,
     window_cpu_seconds,
 )
+from cxlab_contract.proc_stat import ProcStat
 
 # A sample this often. Reading PSS walks each process's page tables: 11.6 ms for httpbin's
 # master and 4 sync workers, and finding the tree reads every /proc/PID/stat (2.9 ms here):

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from cxlab_contract.proc_stat import CLOCK_TICKS, read_stat
 from cxlab_runner import sampler_process
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -78,15 +79,12 @@ def thread_switches() -> Switches:
     return Switches(own.ru_nvcsw, own.ru_nivcsw)
 
 
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
 def live_child_usage(pid: int) -> Usage:
     """CPU and switches of a child that has not been reaped yet (getrusage misses it)."""
+    stat = read_stat(pid)
+    if stat is None:
+        return _ZERO
     try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            # Fields after the parenthesised command name; utime and stime are 14 and 15.
-            fields = stat.read().rsplit(b")", 1)[1].split()
         voluntary = involuntary = 0
         with open(f"/proc/{pid}/status", "rb") as status:
             for line in status:
@@ -94,9 +92,7 @@ def live_child_usage(pid: int) -> Usage:
                     voluntary = int(line.split()[1])
                 elif line.startswith(b"nonvoluntary_ctxt_switches:"):
                     involuntary = int(line.split()[1])
-        return Usage(
-            int(fields[11]) / _CLOCK_TICKS, int(fields[12]) / _CLOCK_TICKS, voluntary, involuntary
-        )
+        return Usage(stat.utime / CLOCK_TICKS, stat.stime / CLOCK_TICKS, voluntary, involuntary)
     except (OSError, IndexError, ValueError):
         return _ZERO
 

@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from cxlab_contract.proc_stat import read_stat
+
 if TYPE_CHECKING:
     from cxlab_runner.trial_host.manifest import TrialSpec
 
@@ -99,14 +101,10 @@ def _reap(session: int) -> int:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rpartition(b")")[2].split()
-        except OSError:
+        stat = read_stat(entry)
+        if stat is None or stat.session != session:  # None: it exited meanwhile
             continue
-        if int(fields[3]) != session:  # state, ppid, pgrp, session
-            continue
-        if fields[0] == b"Z" and int(fields[1]) == me:
+        if stat.state == "Z" and stat.ppid == me:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(int(entry), os.WNOHANG)
         else:

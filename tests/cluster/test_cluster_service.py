@@ -8,6 +8,7 @@ keep every worker busy."""
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import threading
 import time
@@ -17,6 +18,7 @@ from typing import Any
 import kubernetes
 import pytest
 from helpers.cluster import TIMEOUT_SCALE, Lab, Operator, why
+from helpers.queue import started_after_it_finished
 
 IMAGE = "cxlab.dev/httpbin:dev"
 DELAY = 0.05
@@ -94,8 +96,8 @@ def _experiment(*variants: dict[str, Any], ready_timeout: str = "60s") -> dict[s
 
 
 class CopyWatch:
-    """Every 0.1 s, the copies of the namespace (Deployments and Pods, by variant): the most
-    variants seen at once, and the copies' Pod labels."""
+    """Every 0.1 s, the copies of the namespace (Deployments and Pods, by experiment and
+    variant): the most variants seen at once, and the copies' Pod labels."""
 
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
@@ -118,14 +120,18 @@ class CopyWatch:
         while not self._stop.is_set():
             deployments = apps.list_namespaced_deployment(self.namespace, label_selector=COPY)
             pods = core.list_namespaced_pod(self.namespace, label_selector=COPY)
-            variants = {d.metadata.labels["cxlab.dev/service-variant"] for d in deployments.items}
-            variants |= {p.metadata.labels["cxlab.dev/service-variant"] for p in pods.items}
+            variants = {_copy_of(d.metadata.labels) for d in deployments.items}
+            variants |= {_copy_of(p.metadata.labels) for p in pods.items}
             self.most = max(self.most, len(variants))
             for d in deployments.items:
                 if d.metadata.name not in self.seen:
                     self.seen.add(d.metadata.name)
                     self.template_labels.append(d.spec.template.metadata.labels)
             self._stop.wait(0.1)
+
+
+def _copy_of(labels: dict[str, str]) -> tuple[str, str]:
+    return labels["cxlab.dev/experiment"], labels["cxlab.dev/service-variant"]
 
 
 def _copies_left(lab: Lab) -> list[str]:
@@ -265,3 +271,36 @@ def test_a_kill_9_of_the_operator_mid_variant_runs_each_trial_once_and_leaks_no_
     assert len(names) == len(set(names)) == 2, names
     assert all((t.get("attempts") or 1) == 1 for t in experiment["status"]["trials"])
     assert watch.most == 1 and watch.seen == {"cx-kill-v1", "cx-kill-v2"}
+
+
+def test_runs_against_the_same_deployment_or_its_service_take_turns(
+    lab: Lab, httpbin: tuple[dict[str, Any], dict[str, Any]]
+) -> None:
+    """Two capacity runs of Deployment api and a load test of its Service api, applied
+    together: one after another in creation order (the node has room for all three's
+    trials), the later ones Queued for the service, never two copies at once."""
+    subject = _experiment(_sync(2))
+    subject["workload"]["duration"] = "4s"
+    load = {**subject, "workload": {**subject["workload"], "target": {
+        "service": {"name": "api", "port": 80, "path": "/get"}}}}  # fmt: skip
+    del load["service"]
+    names = ["turn-a", "turn-b", "turn-c"]  # the same second: then by name
+    with CopyWatch(lab.namespace) as watch:
+        for name, spec in zip(names, (subject, subject, load), strict=True):
+            lab.apply(name, spec)
+        waiting = lab.wait(
+            "turn-c", lambda e: bool((e.get("status") or {}).get("queue")), timeout=30
+        )
+        done = [lab.wait_finished(name, timeout=240) for name in names]
+        _wait_no_copies(lab)
+    service = f"Deployment {lab.namespace}/api"
+    queue = waiting["status"]["queue"]
+    assert queue["service"] in (service, f"Service {lab.namespace}/api"), queue
+    assert queue["behind"] in (f"{lab.namespace}/turn-a", f"{lab.namespace}/turn-b"), queue
+    for experiment in done:
+        assert lab.phase(experiment) == "Succeeded", why(experiment)
+    for before, after in itertools.pairwise(done):
+        assert started_after_it_finished(before, after), (before["status"], after["status"])
+        held = {c["type"]: c for c in after["status"]["conditions"]}["Queued"]
+        assert held["reason"] == "Admitted" and "same service" in held["message"], held
+    assert watch.most == 1 and watch.seen == {"cx-turn-a-v1", "cx-turn-b-v1"}

@@ -90,8 +90,8 @@ def admit(
         )
         return Admission(fail_experiment(observed, message, "QueueTimeout"))
     place = QueuePlace(
-        position=seen.position, length=seen.length, behind=seen.behind, since=me.created,
-        message=seen.message,
+        position=seen.position, length=seen.length, behind=seen.behind, service=seen.service,
+        since=me.created, message=seen.message,
     )  # fmt: skip
     return Admission(Decision(), place)
 

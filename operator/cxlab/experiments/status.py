@@ -157,7 +157,11 @@ class QueuePlace(Shape):
     length: Maybe[int] = None
     """Experiments waiting, this one included."""
     behind: Maybe[str] = None
-    """namespace/name of the experiment ahead that does not fit yet, if any."""
+    """namespace/name of the experiment ahead that does not fit yet, or that runs against
+    the same service, if any."""
+    service: Maybe[str] = None
+    """The Deployment or Service whose turn it waits for ("Service lab/api"): one run at a
+    time per service."""
     since: Maybe[datetime] = None
     message: Maybe[str] = None
 

@@ -45,8 +45,8 @@ def _deploy_httpbin(lab: Lab, cpu: str | None = None) -> tuple[dict[str, Any], d
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
         # a request, no limit, where it is measured: BestEffort, the server would get the CPU
         # last of every process on the node (the control plane's, the client's). Elsewhere
-        # none: the trials of the tests beside it may hold every core's request (the queue
-        # does not count a copy's requests yet), and a copy that cannot be scheduled fails
+        # none: the trials of the tests beside it (other workers' operators, whose queues do
+        # not see this one's copy) may hold every core's request
         "resources": {"requests": {"cpu": cpu, "memory": "64Mi"} if cpu else {}},
     }  # fmt: skip
     deployment = {
@@ -304,3 +304,32 @@ def test_runs_against_the_same_deployment_or_its_service_take_turns(
         held = {c["type"]: c for c in after["status"]["conditions"]}["Queued"]
         assert held["reason"] == "Admitted" and "same service" in held["message"], held
     assert watch.most == 1 and watch.seen == {"cx-turn-a-v1", "cx-turn-b-v1"}
+
+
+def test_a_copy_that_does_not_fit_beside_the_trials_waits_instead_of_unschedulable(
+    lab: Lab, httpbin: tuple[dict[str, Any], dict[str, Any]]
+) -> None:
+    """The node's one allocatable CPU: another experiment's trial holds half of it, and a
+    variant's copy of 0.5 CPU beside a trial of 0.25 does not fit until that one ends. The
+    queue counts the copy, so the experiment waits (no copy, no Pods) and then runs, rather
+    than making a copy the scheduler cannot place (its variant would fail Unschedulable)."""
+    holder = {
+        "workload": {"type": "sleep", "tasks": 1, "rtt": "12s"},
+        "models": [{"model": "asyncio"}], "resources": {"cpu": 0.5}, "pinning": "preferred",
+    }  # fmt: skip
+    lab.apply("holder", holder)
+    lab.wait("holder", lambda _: lab.running_pod("holder"), timeout=60)
+    spec = _experiment(_sync(2))
+    spec["service"]["variants"]["resources"] = [{"cpu": 0.5, "memory": "128Mi"}]
+    spec["workload"]["duration"] = "4s"
+    lab.apply("beside", spec)
+    waiting = lab.wait("beside", lambda e: bool((e.get("status") or {}).get("queue")), timeout=30)
+    assert "waiting for capacity" in waiting["status"]["queue"]["message"], waiting["status"]
+    assert waiting["status"]["serviceCopy"]["cpu"] == 0.5, waiting["status"]
+    assert not _copies_left(lab)  # no copy while it waits
+    done = lab.wait_finished("beside", timeout=180)
+    assert lab.phase(done) == "Succeeded", why(done)
+    [variant] = done["status"]["serviceVariants"]
+    assert variant["phase"] != "Failed", variant  # never Unschedulable
+    assert started_after_it_finished(lab.wait_finished("holder", timeout=60), done)
+    _wait_no_copies(lab)

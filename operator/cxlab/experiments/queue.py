@@ -12,6 +12,10 @@ The rule, chosen so that nobody starves:
 - An admitted experiment holds min(parallelism, trials left) trial slots (each of as many
   Pods as its largest trial has) until it finishes:
   the gap between two of its trials is not room for someone else.
+- An experiment with a service subject also holds its copy (status.serviceCopy: the
+  largest variant's replicas x a Pod's requests) beside its trial slots, and is admitted
+  only when a trial's Pods and the copy fit together: a copy that cannot be scheduled
+  would end its variant.
 - One run at a time per service: experiments that name the same Deployment or Service (see
   services_of) take turns in that same order, so two capacity runs never measure each
   other. One waiting for its turn holds no room, so experiments of other services are
@@ -28,6 +32,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,6 +45,7 @@ from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.service_copy import copy_name
 from cxlab.experiments.spec import API_VERSION, KIND, ExperimentSpec
+from cxlab.experiments.status import ServiceCopyRequest
 from cxlab.times import parse_time
 
 AGING_SECONDS = 300.0
@@ -64,6 +70,8 @@ class Candidate:
     pods: int = 1  # Pods of its largest trial: admitted when that many fit
     # the Deployments and Services it runs against ("Service lab/api"): services_of
     services: frozenset[str] = frozenset()
+    copy: Request | None = None  # one Pod of its service's copy (status.serviceCopy)
+    copy_pods: int = 0  # the copy's replicas
 
     @property
     def key(self) -> str:
@@ -72,7 +80,14 @@ class Candidate:
     def held(self) -> list[Held]:
         on_nodes = [Held(self.request, node) for node in self.bound[: self.slots]]
         rest = [Held(self.request) for _ in range(max(0, self.slots - len(on_nodes)))]
-        return on_nodes + rest
+        return on_nodes + rest + [Held(c) for c in self._copies()]
+
+    def needs(self) -> list[Request]:
+        """The Pods that must fit at once for it to start: a trial's and its copy's."""
+        return [self.request] * self.pods + self._copies()
+
+    def _copies(self) -> list[Request]:
+        return [self.copy] * self.copy_pods if self.copy is not None else []
 
 
 def effective_priority(candidate: Candidate, now: datetime) -> int:
@@ -112,7 +127,7 @@ def verdict(
         if _waits_its_turn(ahead, turns):
             _claim(ahead, turns)  # it holds no room yet, but its place on its services
             continue
-        if not capacity.fits(ahead.request):
+        if not capacity.fits_all(ahead.needs()):
             return Verdict(
                 False, position, len(waiting), ahead.key,
                 f"waiting behind {ahead.key} (position {position} of {len(waiting)}): "
@@ -134,7 +149,7 @@ def verdict(
             f"service, so that two runs never measure each other",
             service=shared[0],
         )  # fmt: skip
-    if capacity.fits(me.request, me.pods):
+    if capacity.fits_all(me.needs()):
         return Verdict(True, 0, len(waiting) - 1, None, "admitted")
     named = ", ".join(users[:3]) + (f" and {len(users) - 3} more" if len(users) > 3 else "")
     return Verdict(
@@ -266,7 +281,29 @@ def _candidate(
         admitted=status.get("phase") == "Running",
         pods=pods,
         services=qualified(services, namespace),
+        copy=copy_request_of(status.get("serviceCopy")),
+        copy_pods=int((status.get("serviceCopy") or {}).get("replicas") or 0),
     )
+
+
+def copy_request_of(written: dict[str, Any] | None) -> Request | None:
+    """One Pod of a service's copy as status.serviceCopy recorded it."""
+    if not written:
+        return None
+    return Request(
+        cpu=Decimal(str(written.get("cpu") or 0)),
+        memory=Decimal(int(written.get("memoryBytes") or 0)),
+        node_selector=dict(written.get("nodeSelector") or {}),
+        tolerations=tuple(written.get("tolerations") or ()),
+        affinity=dict(written.get("affinity") or {}),
+    )
+
+
+def with_copy(candidate: Candidate, copy: ServiceCopyRequest | None) -> Candidate:
+    """The candidate with its copy as this pass read it from the user's Deployment."""
+    if copy is None:
+        return candidate
+    return replace(candidate, copy=copy_request_of(copy.document()), copy_pods=copy.replicas)
 
 
 def candidate_created(body: dict[str, Any], now: datetime) -> datetime:

@@ -527,6 +527,20 @@ def apply_target(
     return apply_schedule(namespace, None, name="target-check", target=target)
 
 
+def apply_subject(
+    namespace: str, kind: str, target_namespace: str | None
+) -> subprocess.CompletedProcess[str]:
+    """A server dry run of an experiment (or a schedule of one) whose subject is Deployment
+    api, behind its target Service api (in `target_namespace`, else its own). The copy is
+    made beside the experiment (its owner) from the Deployment of its own namespace, so the
+    CRD refuses a target elsewhere beside a service, at any targetPolicy."""
+    spec = experiment_spec(None, {"service": service(target_namespace)})
+    spec["service"] = {"deployment": "api"}
+    if kind == "experiment":
+        return apply(namespace, "ConcurrencyExperiment", spec, "subject-check")
+    return apply(namespace, "ExperimentSchedule", schedule_spec(spec), "subject-check")
+
+
 def upgrade(release: Release, values: dict[str, Any]) -> None:
     """helm upgrade with these values (--set-json: a pattern's backslashes stay)."""
     sets = [
@@ -643,6 +657,11 @@ def test_target_policy_follows_the_values_on_upgrade(release: Release, target_po
             done = apply_target(namespace, kind, {"service": service(THIRD)})
             rule = f"own namespace {namespace} or in {ELSEWHERE}."
             assert_service_refused(done, release, kind, THIRD, rule)
+            # a service subject stays in its own namespace whatever targetPolicy allows
+            done = apply_subject(namespace, kind, ELSEWHERE)
+            assert done.returncode != 0 and "workload.target.service" in done.stderr, done
+            done = apply_subject(namespace, kind, None)
+            assert done.returncode == 0, f"{kind}: {done.stderr}"
             # the whole url must match, not a part of it: the host ends where the pattern says
             evil = "https://api.example.com.evil.example/items"
             done = apply_target(namespace, kind, {"url": evil})

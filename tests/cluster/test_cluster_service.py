@@ -8,6 +8,7 @@ keep every worker busy."""
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import threading
 import time
@@ -17,6 +18,7 @@ from typing import Any
 import kubernetes
 import pytest
 from helpers.cluster import TIMEOUT_SCALE, Lab, Operator, why
+from helpers.queue import started_after_it_finished
 
 IMAGE = "cxlab.dev/httpbin:dev"
 DELAY = 0.05
@@ -43,8 +45,8 @@ def _deploy_httpbin(lab: Lab, cpu: str | None = None) -> tuple[dict[str, Any], d
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
         # a request, no limit, where it is measured: BestEffort, the server would get the CPU
         # last of every process on the node (the control plane's, the client's). Elsewhere
-        # none: the trials of the tests beside it may hold every core's request (the queue
-        # does not count a copy's requests yet), and a copy that cannot be scheduled fails
+        # none: the trials of the tests beside it (other workers' operators, whose queues do
+        # not see this one's copy) may hold every core's request
         "resources": {"requests": {"cpu": cpu, "memory": "64Mi"} if cpu else {}},
     }  # fmt: skip
     deployment = {
@@ -94,8 +96,8 @@ def _experiment(*variants: dict[str, Any], ready_timeout: str = "60s") -> dict[s
 
 
 class CopyWatch:
-    """Every 0.1 s, the copies of the namespace (Deployments and Pods, by variant): the most
-    variants seen at once, and the copies' Pod labels."""
+    """Every 0.1 s, the copies of the namespace (Deployments and Pods, by experiment and
+    variant): the most variants seen at once, and the copies' Pod labels."""
 
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
@@ -118,14 +120,18 @@ class CopyWatch:
         while not self._stop.is_set():
             deployments = apps.list_namespaced_deployment(self.namespace, label_selector=COPY)
             pods = core.list_namespaced_pod(self.namespace, label_selector=COPY)
-            variants = {d.metadata.labels["cxlab.dev/service-variant"] for d in deployments.items}
-            variants |= {p.metadata.labels["cxlab.dev/service-variant"] for p in pods.items}
+            variants = {_copy_of(d.metadata.labels) for d in deployments.items}
+            variants |= {_copy_of(p.metadata.labels) for p in pods.items}
             self.most = max(self.most, len(variants))
             for d in deployments.items:
                 if d.metadata.name not in self.seen:
                     self.seen.add(d.metadata.name)
                     self.template_labels.append(d.spec.template.metadata.labels)
             self._stop.wait(0.1)
+
+
+def _copy_of(labels: dict[str, str]) -> tuple[str, str]:
+    return labels["cxlab.dev/experiment"], labels["cxlab.dev/service-variant"]
 
 
 def _copies_left(lab: Lab) -> list[str]:
@@ -265,3 +271,65 @@ def test_a_kill_9_of_the_operator_mid_variant_runs_each_trial_once_and_leaks_no_
     assert len(names) == len(set(names)) == 2, names
     assert all((t.get("attempts") or 1) == 1 for t in experiment["status"]["trials"])
     assert watch.most == 1 and watch.seen == {"cx-kill-v1", "cx-kill-v2"}
+
+
+def test_runs_against_the_same_deployment_or_its_service_take_turns(
+    lab: Lab, httpbin: tuple[dict[str, Any], dict[str, Any]]
+) -> None:
+    """Two capacity runs of Deployment api and a load test of its Service api, applied
+    together: one after another in creation order (the node has room for all three's
+    trials), the later ones Queued for the service, never two copies at once."""
+    subject = _experiment(_sync(2))
+    subject["workload"]["duration"] = "4s"
+    load = {**subject, "workload": {**subject["workload"], "target": {
+        "service": {"name": "api", "port": 80, "path": "/get"}}}}  # fmt: skip
+    del load["service"]
+    names = ["turn-a", "turn-b", "turn-c"]  # the same second: then by name
+    with CopyWatch(lab.namespace) as watch:
+        for name, spec in zip(names, (subject, subject, load), strict=True):
+            lab.apply(name, spec)
+        waiting = lab.wait(
+            "turn-c", lambda e: bool((e.get("status") or {}).get("queue")), timeout=30
+        )
+        done = [lab.wait_finished(name, timeout=240) for name in names]
+        _wait_no_copies(lab)
+    service = f"Deployment {lab.namespace}/api"
+    queue = waiting["status"]["queue"]
+    assert queue["service"] in (service, f"Service {lab.namespace}/api"), queue
+    assert queue["behind"] in (f"{lab.namespace}/turn-a", f"{lab.namespace}/turn-b"), queue
+    for experiment in done:
+        assert lab.phase(experiment) == "Succeeded", why(experiment)
+    for before, after in itertools.pairwise(done):
+        assert started_after_it_finished(before, after), (before["status"], after["status"])
+        held = {c["type"]: c for c in after["status"]["conditions"]}["Queued"]
+        assert held["reason"] == "Admitted" and "same service" in held["message"], held
+    assert watch.most == 1 and watch.seen == {"cx-turn-a-v1", "cx-turn-b-v1"}
+
+
+def test_a_copy_that_does_not_fit_beside_the_trials_waits_instead_of_unschedulable(
+    lab: Lab, httpbin: tuple[dict[str, Any], dict[str, Any]]
+) -> None:
+    """The node's one allocatable CPU: another experiment's trial holds half of it, and a
+    variant's copy of 0.5 CPU beside a trial of 0.25 does not fit until that one ends. The
+    queue counts the copy, so the experiment waits (no copy, no Pods) and then runs, rather
+    than making a copy the scheduler cannot place (its variant would fail Unschedulable)."""
+    holder = {
+        "workload": {"type": "sleep", "tasks": 1, "rtt": "12s"},
+        "models": [{"model": "asyncio"}], "resources": {"cpu": 0.5}, "pinning": "preferred",
+    }  # fmt: skip
+    lab.apply("holder", holder)
+    lab.wait("holder", lambda _: lab.running_pod("holder"), timeout=60)
+    spec = _experiment(_sync(2))
+    spec["service"]["variants"]["resources"] = [{"cpu": 0.5, "memory": "128Mi"}]
+    spec["workload"]["duration"] = "4s"
+    lab.apply("beside", spec)
+    waiting = lab.wait("beside", lambda e: bool((e.get("status") or {}).get("queue")), timeout=30)
+    assert "waiting for capacity" in waiting["status"]["queue"]["message"], waiting["status"]
+    assert waiting["status"]["serviceCopy"]["cpu"] == 0.5, waiting["status"]
+    assert not _copies_left(lab)  # no copy while it waits
+    done = lab.wait_finished("beside", timeout=180)
+    assert lab.phase(done) == "Succeeded", why(done)
+    [variant] = done["status"]["serviceVariants"]
+    assert variant["phase"] != "Failed", variant  # never Unschedulable
+    assert started_after_it_finished(lab.wait_finished("holder", timeout=60), done)
+    _wait_no_copies(lab)

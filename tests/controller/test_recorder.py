@@ -25,7 +25,7 @@ from cxlab.experiments.followups import Planned
 from cxlab.experiments.plan import calibration_trials, plan_trials
 from cxlab.experiments.record import trial_entry
 from cxlab.experiments.resource import parse_experiment
-from cxlab.experiments.status import ExperimentStatus
+from cxlab.experiments.status import ExperimentStatus, ServiceCopyRequest
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 
@@ -100,3 +100,22 @@ def test_the_status_is_written_only_against_the_version_the_pass_read(result: An
     with pytest.raises(StaleStatus):
         record(kube, True, result)
     assert "status" not in kube.body
+
+
+def test_the_copys_request_read_before_admission_is_written_and_kept(result: Any) -> None:
+    kube = NoReads(body())
+    document = kube.get_experiment("lab", "rec")
+    spec = parse_experiment(document).spec
+    observed = Observed(spec, plan_trials(spec), {}, {}, [], NOW)
+    config, metrics = OperatorConfig(), OperatorMetrics()
+    recorder = Recorder(kube, config, metrics, LiveReads(config, metrics))  # type: ignore[arg-type]
+    copy = ServiceCopyRequest(replicas=2, cpu=0.5, memory_bytes=2**26)
+    state = Pass(document, ExperimentStatus(), spec, False, observed, Memory(), Admission())
+    state.service_copy = copy
+    decision = Decision(planned=Planned(plan_trials(spec), [], followed=True))
+    first = recorder.record(state, decision, [])
+    assert kube.body["status"]["serviceCopy"] == {"replicas": 2, "cpu": 0.5, "memoryBytes": 2**26}
+    # an admitted pass reads no Deployment: the request stays, for the queue to hold
+    later = Pass(kube.get_experiment("lab", "rec"), first, spec, False, observed, Memory(),
+                 Admission())  # fmt: skip
+    assert recorder.record(later, decision, []).service_copy == copy

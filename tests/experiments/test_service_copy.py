@@ -13,6 +13,7 @@ from cxlab.experiments.service_copy import (
     build_copy_deployment,
     build_copy_service,
     copy_name,
+    copy_request,
     copy_url,
 )
 from cxlab.experiments.spec.service import Variant
@@ -106,3 +107,23 @@ def test_copy_names_are_short_dns_labels_of_their_own(experiment: str) -> None:
 def test_the_trials_call_the_copy_with_the_targets_port_path_and_scheme() -> None:
     target = ServiceRef(name="api", port=443, path="/delay/0.05", scheme="https")
     assert copy_url(target, "exp", 3, "shop") == "https://cx-exp-v3.shop.svc:443/delay/0.05"
+
+
+def test_the_copy_requests_its_largest_variants_replicas_cpu_and_memory() -> None:
+    user = copy.deepcopy(USER)
+    pod = user["spec"]["template"]["spec"]
+    pod["containers"][0]["resources"] = {"limits": {"cpu": "100m", "memory": "32Mi"}}  # limits only
+    pod["initContainers"] = [{"name": "migrate", "resources": {"requests": {"memory": "1Gi"}}}]
+    pod["nodeSelector"] = {"pool": "services"}
+    variants = [
+        Variant(index=1, name="small", replicas=1, cpu=0.25),
+        Variant(index=2, name="wide", replicas=2),  # the Deployment's own CPU: none set
+        Variant(index=3, name="big", replicas=1, cpu=1.5),
+    ]
+    made = copy_request(user, variants, "app")
+    assert made.replicas == 2  # the most of any variant
+    assert made.cpu == 1.6  # the sidecar's limit, its request, and the largest variant's 1.5
+    assert made.memory_bytes == 2**30  # the init container's 1Gi over 32Mi + 64Mi
+    assert made.node_selector == {"pool": "services"}
+    without = copy_request(USER, [Variant(index=1, name="default")], None)
+    assert (without.replicas, without.cpu, without.memory_bytes) == (3, 0.0, 64 * 2**20)

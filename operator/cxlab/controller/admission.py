@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from cxlab.experiments.decide import Decision, Observed, fail_experiment
-from cxlab.experiments.nodes import NodeView, Request, never_fits, view_node
-from cxlab.experiments.queue import Candidate, candidate, candidate_created, verdict
+from cxlab.experiments.nodes import Capacity, NodeView, Request, never_fits, view_node
+from cxlab.experiments.queue import (
+    Candidate,
+    candidate,
+    candidate_created,
+    verdict,
+    with_copy,
+)
 from cxlab.experiments.spec import ExperimentSpec
-from cxlab.experiments.status import ExperimentStatus, QueuePlace
+from cxlab.experiments.status import ExperimentStatus, QueuePlace, ServiceCopyRequest
 from cxlab_contract.durations import parse_duration
 
 # Nodes are listed at most this often (capacity changes slowly; every waiting experiment
@@ -66,17 +72,30 @@ def admit(
     queue: list[Candidate],
     nodes: NodeReader,
     held: bool,
+    copy: ServiceCopyRequest | None = None,
 ) -> Admission:
     """An experiment that has started no trial yet: it fails at once if no node could ever
-    hold a trial, or once it has waited spec.queueTimeout; it is admitted when the queue
-    says so; else it keeps its place, with no Pods. `held`: an earlier pass kept it waiting;
-    admitted on its first pass, it waited for nothing (the time since its creation is the
-    watch's and the operator's, not the queue's)."""
+    hold a trial (beside its service's copy, `copy`), or once it has waited
+    spec.queueTimeout; it is admitted when the queue says so; else it keeps its place, with
+    no Pods. `held`: an earlier pass kept it waiting; admitted on its first pass, it waited
+    for nothing (the time since its creation is the watch's and the operator's, not the
+    queue's)."""
     spec, moment = observed.spec, observed.now
-    me = candidate(body, spec, moment)  # the spec this pass read, not read again
+    me = with_copy(candidate(body, spec, moment), copy)  # the spec this pass read
     waited = max(0.0, (moment - me.created).total_seconds())
     if why_impossible:
         message = f"no trial can ever be scheduled: {why_impossible}"
+        return Admission(fail_experiment(observed, message, "DoesNotFit"))
+    # even empty (a cordoned node may come back: it can make one wait, never fail)
+    empty = Capacity([replace(n, cordoned=False) for n in nodes()])
+    if copy is not None and not empty.fits_all(me.needs()):
+        message = (
+            f"no trial can ever be scheduled beside its service's copy: {copy.replicas} "
+            f"replica(s) of {copy.cpu:g} CPU(s) and {copy.memory_bytes / 2**20:.0f} MiB each, "
+            f"and {me.pods} trial Pod(s) of {me.request.cpu.normalize():f} CPU(s), do not fit "
+            f"the nodes even empty: lower the variants' replicas or resources, or "
+            f"spec.resources"
+        )
         return Admission(fail_experiment(observed, message, "DoesNotFit"))
     if spec.queue_name:
         return Admission()  # Kueue admits its Pods: they are created (gated) now
@@ -90,8 +109,8 @@ def admit(
         )
         return Admission(fail_experiment(observed, message, "QueueTimeout"))
     place = QueuePlace(
-        position=seen.position, length=seen.length, behind=seen.behind, since=me.created,
-        message=seen.message,
+        position=seen.position, length=seen.length, behind=seen.behind, service=seen.service,
+        since=me.created, message=seen.message,
     )  # fmt: skip
     return Admission(Decision(), place)
 

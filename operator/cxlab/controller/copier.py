@@ -23,10 +23,13 @@ from cxlab.experiments.service_copy import (
     build_copy_deployment,
     build_copy_service,
     copy_name,
+    copy_request,
     copy_selector,
 )
 from cxlab.experiments.service_run import Copies, CopyView, ServicePlan
+from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.spec.service import Variant
+from cxlab.experiments.status import ServiceCopyRequest
 
 log = logging.getLogger(__name__)
 DEPLOYMENTS, SERVICES, ENDPOINT_SLICES = "deployments", "services", "endpointslices"
@@ -67,6 +70,23 @@ class Copier:
             if index in services and sum(p.ready for p in mine) >= view.replicas:
                 endpoints[index] = self._ready_endpoints(namespace, copy_name(experiment, index))
         return Copies(deployments, services, pods, dict(memory.copy_refused), endpoints)
+
+    def request(self, namespace: str, spec: ExperimentSpec) -> ServiceCopyRequest | None:
+        """What the experiment's copy will ask of the nodes, from the user's Deployment as it
+        is now (read on each pass before admission: one GET). None when it cannot be made
+        (missing, no such container): the copier fails its variants, saying why."""
+        assert spec.service is not None and spec.service.deployment is not None
+        try:
+            user = self.objects.get(DEPLOYMENTS, namespace, spec.service.deployment)
+            if user is None:
+                return None
+            return copy_request(user, spec.service.variant_list(), spec.service.container)
+        except ApiException as error:
+            if (error.status or 500) >= 500:
+                raise  # the apiserver's trouble: the pass is tried again
+            return None  # refused (403): the copier fails the variants, saying so
+        except ValueError:
+            return None
 
     def _ready_endpoints(self, namespace: str, service: str) -> int:
         selector = f"kubernetes.io/service-name={service}"

@@ -186,13 +186,16 @@ class Reconciler:
         admitted = status.phase == Phase.RUNNING or bool(recorded) or any(attempts.values())
         why_impossible = impossible(spec, observed, admitted, self.nodes)
         observed = replace(observed, capacity_exists=why_impossible is None)
-        admission = Admission()
+        admission, copy = Admission(), None
         if not admitted:
             held = status.queue is not None
-            admission = admit(body, observed, why_impossible, queue, self.nodes, held)
+            if spec.service is not None and spec.service.deployment is not None:
+                copy = self.copier.request(metadata["namespace"], spec)
+            admission = admit(body, observed, why_impossible, queue, self.nodes, held, copy)
         current = spec_json(body.get("spec") or {})
         spec_changed = (status.started_spec or current) != current
         state = Pass(body, status, spec, spec_changed, observed, memory, admission)
+        state.service_copy = copy
         if spec.service is not None and spec.service.deployment is not None:
             state.copies = self.copier.observe(
                 metadata["namespace"], metadata["name"], pods, memory

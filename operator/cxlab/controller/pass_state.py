@@ -14,7 +14,7 @@ from cxlab.experiments.pod_view import PodView
 from cxlab.experiments.pods import COMPONENT_TARGET
 from cxlab.experiments.service_run import Copies, ServicePlan
 from cxlab.experiments.spec import ExperimentSpec
-from cxlab.experiments.status import ExperimentStatus
+from cxlab.experiments.status import ExperimentStatus, ServiceCopyRequest
 
 Body = dict[str, Any]  # the experiment as the apiserver has it
 # (type Normal|Warning, reason, message) → a Kubernetes Event on the experiment
@@ -56,6 +56,8 @@ class Pass:
     # spec.service: its copies as listed, and what this pass does about them (once decided)
     copies: Copies | None = None
     service_plan: ServicePlan | None = None
+    # spec.service before admission: what its copy asks of the nodes, as read in this pass
+    service_copy: ServiceCopyRequest | None = None
 
     @property
     def namespace(self) -> str:

@@ -54,6 +54,8 @@ class Recorder:
         new = self._status_after(state, decision, running)
         if state.service_plan is not None:  # spec.service: each variant's copy
             new.service_variants = state.service_plan.statuses
+        # read before admission, kept after it: the queue holds it until the end
+        new.service_copy = state.service_copy or state.status.service_copy
         self.metrics.phases[state.key] = new.phase or Phase.PENDING
         if new.finished:  # the verdict from the pass that finishes it, not the one after
             self.metrics.observe_objectives(*state.key, new.objectives)

@@ -284,10 +284,17 @@ class Capacity:
         """Whether one more trial of `pods` Pods fits now (nothing is taken)."""
         if pods == 1:
             return self._roomiest(request) is not None
-        free = {n: list(self._free[n]) for n in self._names(request)}
-        for _ in range(pods):  # one trial's Pods, each on the roomiest node left
+        return self.fits_all([request] * pods)
+
+    def fits_all(self, requests: list[Request]) -> bool:
+        """Whether these Pods all fit now together (a trial's Pods, a service's copy beside
+        them), the largest first, each on the roomiest matching node left (nothing is
+        taken)."""
+        free = {n: list(room) for n, room in self._free.items()}
+        for request in sorted(requests, key=lambda r: (r.cpu, r.memory), reverse=True):
             best: list[Decimal] | None = None
-            for room in free.values():
+            for name in self._names(request):
+                room = free[name]
                 holds = room[0] >= request.cpu and room[1] >= request.memory
                 if holds and (best is None or room[0] > best[0]):
                     best = room

@@ -12,6 +12,14 @@ The rule, chosen so that nobody starves:
 - An admitted experiment holds min(parallelism, trials left) trial slots (each of as many
   Pods as its largest trial has) until it finishes:
   the gap between two of its trials is not room for someone else.
+- An experiment with a service subject also holds its copy (status.serviceCopy: the
+  largest variant's replicas x a Pod's requests) beside its trial slots, and is admitted
+  only when a trial's Pods and the copy fit together: a copy that cannot be scheduled
+  would end its variant.
+- One run at a time per service: experiments that name the same Deployment or Service (see
+  services_of) take turns in that same order, so two capacity runs never measure each
+  other. One waiting for its turn holds no room, so experiments of other services are
+  admitted past it; but it keeps its place on its service ahead of later ones.
 
 Everything here derives from the resources themselves (creation time, priority, phase,
 Pods), never from the operator's memory: a restarted operator computes the same queue, so
@@ -21,10 +29,13 @@ nobody loses their place.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
@@ -32,10 +43,16 @@ from cxlab.experiments.fields import SpecError
 from cxlab.experiments.nodes import Held, NodeView, Request, placed
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.resource import parse_experiment
+from cxlab.experiments.service_copy import copy_name
 from cxlab.experiments.spec import API_VERSION, KIND, ExperimentSpec
+from cxlab.experiments.status import ServiceCopyRequest
 from cxlab.times import parse_time
 
 AGING_SECONDS = 300.0
+# A service as named in a spec: (kind, namespace or None for the experiment's own, name).
+Named = tuple[str, str | None, str]
+# What the queue reads of a spec: request, priority, parallelism, trials, pods, services.
+_View = tuple[Request, int, int, int, int, tuple[Named, ...]]
 
 
 @dataclass(frozen=True)
@@ -51,6 +68,10 @@ class Candidate:
     admitted: bool
     bound: tuple[str, ...] = ()  # nodes its live trial Pods run on
     pods: int = 1  # Pods of its largest trial: admitted when that many fit
+    # the Deployments and Services it runs against ("Service lab/api"): services_of
+    services: frozenset[str] = frozenset()
+    copy: Request | None = None  # one Pod of its service's copy (status.serviceCopy)
+    copy_pods: int = 0  # the copy's replicas
 
     @property
     def key(self) -> str:
@@ -59,7 +80,14 @@ class Candidate:
     def held(self) -> list[Held]:
         on_nodes = [Held(self.request, node) for node in self.bound[: self.slots]]
         rest = [Held(self.request) for _ in range(max(0, self.slots - len(on_nodes)))]
-        return on_nodes + rest
+        return on_nodes + rest + [Held(c) for c in self._copies()]
+
+    def needs(self) -> list[Request]:
+        """The Pods that must fit at once for it to start: a trial's and its copy's."""
+        return [self.request] * self.pods + self._copies()
+
+    def _copies(self) -> list[Request]:
+        return [self.copy] * self.copy_pods if self.copy is not None else []
 
 
 def effective_priority(candidate: Candidate, now: datetime) -> int:
@@ -81,6 +109,7 @@ class Verdict:
     length: int  # experiments waiting
     behind: str | None  # namespace/name of the first one ahead that does not fit yet
     message: str
+    service: str | None = None  # the service whose turn it waits for ("Service lab/api")
 
 
 def verdict(
@@ -91,9 +120,14 @@ def verdict(
     waiting = order([c for c in others if not c.admitted] + [me], now)
     capacity = placed(nodes, [slot for c in others if c.admitted for slot in c.held()])
     users = sorted(c.key for c in others if c.admitted)
+    # each service's turn: the admitted experiment running against it, else the first in line
+    turns = {s: c.key for c in sorted(others, key=_key) if c.admitted for s in c.services}
     position = [c.key for c in waiting].index(me.key) + 1
     for ahead in waiting[: position - 1]:
-        if not capacity.fits(ahead.request):
+        if _waits_its_turn(ahead, turns):
+            _claim(ahead, turns)  # it holds no room yet, but its place on its services
+            continue
+        if not capacity.fits_all(ahead.needs()):
             return Verdict(
                 False, position, len(waiting), ahead.key,
                 f"waiting behind {ahead.key} (position {position} of {len(waiting)}): "
@@ -104,7 +138,18 @@ def verdict(
         for slot in ahead.held():
             capacity.place(slot)
         users.append(ahead.key)
-    if capacity.fits(me.request, me.pods):
+        _claim(ahead, turns)
+    shared = sorted(s for s in me.services if s in turns)
+    if shared:
+        holder = turns[shared[0]]
+        return Verdict(
+            False, position, len(waiting), holder,
+            f"waiting for {holder}, which runs against the same service ({shared[0]}), "
+            f"to finish (position {position} of {len(waiting)}): one run at a time per "
+            f"service, so that two runs never measure each other",
+            service=shared[0],
+        )  # fmt: skip
+    if capacity.fits_all(me.needs()):
         return Verdict(True, 0, len(waiting) - 1, None, "admitted")
     named = ", ".join(users[:3]) + (f" and {len(users) - 3} more" if len(users) > 3 else "")
     return Verdict(
@@ -112,6 +157,53 @@ def verdict(
         f"waiting for capacity (position {position} of {len(waiting)}): the nodes matching "
         f"its placement are in use" + (f" by {named}" if named else ""),
     )  # fmt: skip
+
+
+def _key(candidate: Candidate) -> str:
+    return candidate.key
+
+
+def _waits_its_turn(candidate: Candidate, turns: dict[str, str]) -> bool:
+    return any(s in turns for s in candidate.services)
+
+
+def _claim(candidate: Candidate, turns: dict[str, str]) -> None:
+    for service in candidate.services:
+        turns.setdefault(service, candidate.key)
+
+
+def services_of(spec: ExperimentSpec, name: str) -> tuple[Named, ...]:
+    """The Deployments and Services an experiment runs against, by name: its subject
+    (spec.service.deployment) and its variants' copies' Services, its target Service, or
+    the in-cluster Service a url target names (name.namespace.svc[.cluster.local]).
+
+    Keyed on names, not resolved through the apiserver (which Service selects which Pods):
+    the queue is computed from the experiments alone, the same by every pass and after a
+    restart, and a Service's selector changes with no experiment's event to wake the queue.
+    The common pair needs no lookup: an experiment with a Deployment as its subject must
+    also name the Service in front of it (workload.target.service), so it collides with
+    one that targets that Service. A second Service over the same Pods is not seen."""
+    found: list[Named] = []
+    target = spec.workload.target
+    if target is not None and target.service is not None:
+        found.append(("Service", target.service.namespace, target.service.name))
+    elif target is not None and target.url is not None:
+        found.extend(_url_service(target.url))
+    if spec.service is not None and spec.service.deployment is not None:
+        found.append(("Deployment", None, spec.service.deployment))
+        found += [("Service", None, copy_name(name, v.index)) for v in spec.service.variant_list()]
+    return tuple(dict.fromkeys(found))
+
+
+def _url_service(url: str) -> Iterable[Named]:
+    parts = (urlsplit(url).hostname or "").split(".")
+    if len(parts) in (3, 5) and parts[2] == "svc" and parts[3:] in ([], ["cluster", "local"]):
+        yield ("Service", parts[1], parts[0])
+
+
+def qualified(named: Iterable[Named], namespace: str) -> frozenset[str]:
+    """'Service lab/api': the namespace an unqualified name is in, the experiment's."""
+    return frozenset(f"{kind} {where or namespace}/{name}" for kind, where, name in named)
 
 
 def spec_of(body: dict[str, Any]) -> ExperimentSpec:
@@ -141,7 +233,7 @@ def candidate_of(body: dict[str, Any], now: datetime) -> Candidate | None:
 
 
 @lru_cache(maxsize=1024)
-def _queue_view(name: str, spec: str, started: bool) -> tuple[Request, int, int, int, int] | None:
+def _queue_view(name: str, spec: str, started: bool) -> _View | None:
     """What the queue needs of a spec (its text), read once: kopf's index asks on every
     event of the experiment (each status write), on the event loop, and reading and
     planning a spec is milliseconds. None: it cannot run, or Kueue admits it (to this queue
@@ -155,30 +247,32 @@ def _queue_view(name: str, spec: str, started: bool) -> tuple[Request, int, int,
         return None
     if parsed.queue_name:
         return None
-    trials = plan_trials(parsed)
+    return _view(parsed, name)
+
+
+def _view(spec: ExperimentSpec, name: str) -> _View:
+    trials = plan_trials(spec)
     pods = max(t.pods for t in trials)
-    return Request.of(parsed), parsed.priority, parsed.parallelism, len(trials), pods
+    services = services_of(spec, name)
+    return Request.of(spec), spec.priority, spec.parallelism, len(trials), pods, services
 
 
 def candidate(body: dict[str, Any], spec: ExperimentSpec, now: datetime) -> Candidate:
     """An unfinished experiment whose spec is already read, as the queue sees it."""
-    trials = plan_trials(spec)
-    pods = max(t.pods for t in trials)
-    return _candidate(
-        body, now, Request.of(spec), spec.priority, spec.parallelism, len(trials), pods
-    )
+    return _candidate(body, now, *_view(spec, body["metadata"]["name"]))
 
 
 def _candidate(
     body: dict[str, Any], now: datetime, request: Request, priority: int, parallelism: int,
-    trials: int, pods: int,
+    trials: int, pods: int, services: tuple[Named, ...],
 ) -> Candidate:  # fmt: skip
     """The experiment in `body` with its spec's part of the queue's view: what its status
     adds (trials left, admitted) and its creation time."""
     metadata, status = body["metadata"], body.get("status") or {}
     left = trials - len(status.get("trials") or [])
+    namespace = metadata.get("namespace") or ""
     return Candidate(
-        namespace=metadata.get("namespace") or "",
+        namespace=namespace,
         name=metadata["name"],
         created=candidate_created(body, now),
         priority=priority,
@@ -186,7 +280,30 @@ def _candidate(
         slots=max(0, min(parallelism, left)) * pods,
         admitted=status.get("phase") == "Running",
         pods=pods,
+        services=qualified(services, namespace),
+        copy=copy_request_of(status.get("serviceCopy")),
+        copy_pods=int((status.get("serviceCopy") or {}).get("replicas") or 0),
     )
+
+
+def copy_request_of(written: dict[str, Any] | None) -> Request | None:
+    """One Pod of a service's copy as status.serviceCopy recorded it."""
+    if not written:
+        return None
+    return Request(
+        cpu=Decimal(str(written.get("cpu") or 0)),
+        memory=Decimal(int(written.get("memoryBytes") or 0)),
+        node_selector=dict(written.get("nodeSelector") or {}),
+        tolerations=tuple(written.get("tolerations") or ()),
+        affinity=dict(written.get("affinity") or {}),
+    )
+
+
+def with_copy(candidate: Candidate, copy: ServiceCopyRequest | None) -> Candidate:
+    """The candidate with its copy as this pass read it from the user's Deployment."""
+    if copy is None:
+        return candidate
+    return replace(candidate, copy=copy_request_of(copy.document()), copy_pods=copy.replicas)
 
 
 def candidate_created(body: dict[str, Any], now: datetime) -> datetime:

@@ -258,7 +258,11 @@ def _queue_conditions(
 ) -> list[Condition]:
     queue = made.live.queue
     if made.queued and queue is not None:
-        reason = "WaitingBehind" if queue.behind else "WaitingForCapacity"
+        reason = (
+            "WaitingForService" if queue.service
+            else "WaitingBehind" if queue.behind
+            else "WaitingForCapacity"
+        )  # fmt: skip
         if queue.position is None:
             reason = "WaitingForKueue"
         return made.set(conditions, "Queued", True, reason, queue.message or "")

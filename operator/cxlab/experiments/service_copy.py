@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from decimal import Decimal
 from typing import Any
 
+from cxlab.experiments.nodes import quantity
 from cxlab.experiments.pods import (
     COMPONENT_COPY,
     LABEL_COMPONENT,
@@ -23,6 +25,7 @@ from cxlab.experiments.pods import (
     owner_reference,
 )
 from cxlab.experiments.spec.service import Variant
+from cxlab.experiments.status import ServiceCopyRequest
 from cxlab.experiments.target import ServiceRef
 
 Manifest = dict[str, Any]
@@ -155,3 +158,39 @@ def build_copy_service(user: Manifest, variant: Variant, experiment: str, uid: s
             "ports": ports,
         },
     }
+
+
+def copy_request(
+    user: Manifest, variants: list[Variant], container: str | None
+) -> ServiceCopyRequest:
+    """What the largest variant's copy of the user's Deployment `user` asks of the nodes:
+    the most replicas and the most CPU and memory per Pod over the variants (one copy runs
+    at a time, and the queue holds the room for the whole run), each Pod's requests as the
+    scheduler counts them, from the copies as build_copy_deployment makes them."""
+    replicas, cpu, memory = 0, Decimal(0), Decimal(0)
+    pod: Manifest = {}
+    for variant in variants:  # the copy's name and owner do not change what it requests
+        spec = build_copy_deployment(user, variant, container, "x", "")["spec"]
+        pod = spec["template"].get("spec") or {}
+        replicas = max(replicas, int(spec["replicas"]))
+        cpu = max(cpu, _pod_request(pod, "cpu"))
+        memory = max(memory, _pod_request(pod, "memory"))
+    return ServiceCopyRequest(
+        replicas=replicas, cpu=float(cpu), memory_bytes=int(memory),
+        node_selector=pod.get("nodeSelector") or None, tolerations=pod.get("tolerations") or None,
+        affinity=pod.get("affinity") or None,
+    )  # fmt: skip
+
+
+def _pod_request(pod: Manifest, resource: str) -> Decimal:
+    """A Pod's request as the scheduler counts it: its containers' summed, or its largest
+    init container's if more; a container that sets only a limit requests the limit."""
+
+    def one(container: Manifest) -> Decimal:
+        resources = container.get("resources") or {}
+        value = (resources.get("requests") or {}).get(resource)
+        value = value if value is not None else (resources.get("limits") or {}).get(resource)
+        return quantity(value) if value is not None else Decimal(0)
+
+    running = sum((one(c) for c in pod.get("containers") or []), Decimal(0))
+    return max([running, *(one(c) for c in pod.get("initContainers") or [])])

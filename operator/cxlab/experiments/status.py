@@ -157,7 +157,11 @@ class QueuePlace(Shape):
     length: Maybe[int] = None
     """Experiments waiting, this one included."""
     behind: Maybe[str] = None
-    """namespace/name of the experiment ahead that does not fit yet, if any."""
+    """namespace/name of the experiment ahead that does not fit yet, or that runs against
+    the same service, if any."""
+    service: Maybe[str] = None
+    """The Deployment or Service whose turn it waits for ("Service lab/api"): one run at a
+    time per service."""
     since: Maybe[datetime] = None
     message: Maybe[str] = None
 
@@ -263,6 +267,22 @@ class ServiceVariantStatus(Shape):
     """From the pass that deleted the copy to the one that saw it gone (its Pods with it)."""
 
 
+class ServiceCopyRequest(Shape):
+    """What the largest of spec.service's variants' copies asks of the nodes, read from the
+    user's Deployment before admission (the variant's resources applied): the queue holds it
+    beside the trial Pods' requests until the experiment finishes."""
+
+    replicas: int
+    cpu: float
+    """CPUs one copy Pod requests (its containers' requests, or limits where only those)."""
+    memory_bytes: int
+    """Memory one copy Pod requests."""
+    node_selector: Maybe[dict[str, str]] = None
+    tolerations: Maybe[list[dict[str, Any]]] = None
+    affinity: Maybe[dict[str, Any]] = None
+    """The Pod template's placement: where the scheduler may put the copy."""
+
+
 class ExperimentStatus(Shape):
     """Written by the operator: progress as trials end, the summary at the end."""
 
@@ -295,6 +315,8 @@ class ExperimentStatus(Shape):
     objectives: Maybe[list[ObjectiveStatus]] = None
     """Each objective's verdict and table (spec.objectives, once finished); the condition
     ObjectivesMet sums them up."""
+    service_copy: Maybe[ServiceCopyRequest] = None
+    """spec.service: what its copy asks of the nodes (the queue holds it)."""
     service_variants: Maybe[list[ServiceVariantStatus]] = None
     """spec.service's variants as they run, each as its copy: Ready wait, deletion time, or
     why it could not get Ready."""

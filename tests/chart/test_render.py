@@ -326,16 +326,15 @@ def test_image_policy_binding_scoped_to_the_watched_or_selected_namespaces() -> 
     assert binding["spec"]["matchResources"]["namespaceSelector"] == {"matchLabels": {"cx": "on"}}
 
 
-def test_each_policy_disabled_renders_nothing_of_its_own() -> None:
-    names = {doc["metadata"]["name"] for doc in render("imagePolicy.enabled=false")}
-    assert not {"cx-cxlab-cxlab-system-images"} & names
-    assert "cx-cxlab-cxlab-system-targets" in names
-    names = {doc["metadata"]["name"] for doc in render("targetPolicy.enabled=false")}
-    assert not {"cx-cxlab-cxlab-system-targets"} & names
-    assert "cx-cxlab-cxlab-system-images" in names
-    kinds = {
-        doc["kind"] for doc in render("imagePolicy.enabled=false", "targetPolicy.enabled=false")
-    }
+POLICIES = {"imagePolicy": "images", "targetPolicy": "targets", "subjectPolicy": "subjects"}
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_each_policy_disabled_renders_nothing_of_its_own(policy: str) -> None:
+    names = {doc["metadata"]["name"] for doc in render(f"{policy}.enabled=false")}
+    for other, suffix in POLICIES.items():
+        assert (f"cx-cxlab-cxlab-system-{suffix}" in names) == (other != policy), names
+    kinds = {doc["kind"] for doc in render(*(f"{p}.enabled=false" for p in POLICIES))}
     assert not kinds & {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 
@@ -362,10 +361,10 @@ def test_the_schema_refuses_an_allowed_image_that_is_no_repository(entry: str) -
     assert run.returncode != 0 and "imagePolicy.allowedImages" in run.stderr
 
 
-@pytest.mark.parametrize(("policy", "other"), [("imagePolicy", "targetPolicy"),
-                                               ("targetPolicy", "imagePolicy")])  # fmt: skip
-def test_each_policy_needs_kubernetes_1_30(policy: str, other: str) -> None:
-    older = ["--kube-version", "1.29.4", "--set", f"{other}.enabled=false"]
+@pytest.mark.parametrize("policy", POLICIES)
+def test_each_policy_needs_kubernetes_1_30(policy: str) -> None:
+    others = [arg for p in POLICIES if p != policy for arg in ("--set", f"{p}.enabled=false")]
+    older = ["--kube-version", "1.29.4", *others]
     run = subprocess.run(
         [str(HELM), "template", "cx", str(CHART), *older], capture_output=True, text=True
     )
@@ -509,3 +508,37 @@ def test_two_replicas_take_turns_through_a_lease_one_runs_without() -> None:
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert deployment["spec"]["strategy"]["type"] == "Recreate"  # never two at once
     assert "--leader-elect" not in container["args"] and not of_kind(single, "Role")
+
+
+def test_subject_policy_asks_the_authorizer_whether_the_requester_may_create_the_copies() -> None:
+    """spec.service makes the operator create a Deployment and a Service with its own rights:
+    the requester must hold both rights in the namespace (the apiserver's authorizer)."""
+    policy, binding = admission(render("watchNamespaces={team-a}"), "subjects")
+    assert policy["metadata"]["name"] == "cx-cxlab-cxlab-system-subjects"
+    spec = policy["spec"]
+    assert spec["failurePolicy"] == "Fail"
+    (rule,) = spec["matchConstraints"]["resourceRules"]
+    assert rule["resources"] == ["concurrencyexperiments", "experimentschedules"]
+    conditions = {c["name"]: c["expression"] for c in spec["matchConditions"]}
+    assert "has(dyn(object.spec).service)" in conditions["sets-spec-service"]
+    assert "experimentTemplate.spec.service" in conditions["sets-spec-service"]
+    assert "oldObject.spec != object.spec" in conditions["creates-or-changes-spec"]
+    deployments = " ".join(variable(policy, "mayCreateDeployments").split())
+    services = " ".join(variable(policy, "mayCreateServices").split())
+    assert deployments == (
+        "authorizer.group('apps').resource('deployments').namespace(request.namespace)"
+        " .check('create').allowed()"
+    )
+    assert services == (
+        "authorizer.group('').resource('services').namespace(request.namespace)"
+        " .check('create').allowed()"
+    )
+    (validation,) = spec["validations"]
+    assert (
+        validation["expression"] == "variables.mayCreateDeployments && variables.mayCreateServices"
+    )
+    assert binding["spec"]["matchResources"]["namespaceSelector"] == {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a"]}
+        ]
+    }

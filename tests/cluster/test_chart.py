@@ -209,9 +209,11 @@ def apply(
     name: str,
     dry_run: bool = True,
     finalizers: list[str] | None = None,
+    as_user: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`kubectl apply` of an experiment or schedule, by default --dry-run=server: through
-    admission (the policies included), nothing stored."""
+    admission (the policies included), nothing stored; as the admin, or as `as_user`
+    (impersonated)."""
     body = {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": kind,
@@ -219,9 +221,11 @@ def apply(
         "spec": spec,
     }
     dry = ["--dry-run=server"] if dry_run else []
+    who = ["--as", as_user] if as_user else []
     return run(
-        KUBECTL, "apply", *dry, "-n", namespace, "-f", "-", stdin=yaml.safe_dump(body), check=False
-    )
+        KUBECTL, "apply", *dry, *who, "-n", namespace, "-f", "-", stdin=yaml.safe_dump(body),
+        check=False,
+    )  # fmt: skip
 
 
 def apply_experiment(
@@ -528,7 +532,7 @@ def apply_target(
 
 
 def apply_subject(
-    namespace: str, kind: str, target_namespace: str | None
+    namespace: str, kind: str, target_namespace: str | None, as_user: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     """A server dry run of an experiment (or a schedule of one) whose subject is Deployment
     api, behind its target Service api (in `target_namespace`, else its own). The copy is
@@ -537,8 +541,10 @@ def apply_subject(
     spec = experiment_spec(None, {"service": service(target_namespace)})
     spec["service"] = {"deployment": "api"}
     if kind == "experiment":
-        return apply(namespace, "ConcurrencyExperiment", spec, "subject-check")
-    return apply(namespace, "ExperimentSchedule", schedule_spec(spec), "subject-check")
+        return apply(namespace, "ConcurrencyExperiment", spec, "subject-check", as_user=as_user)
+    return apply(
+        namespace, "ExperimentSchedule", schedule_spec(spec), "subject-check", as_user=as_user
+    )
 
 
 def upgrade(release: Release, values: dict[str, Any]) -> None:
@@ -764,6 +770,77 @@ def test_target_policy_checks_spec_changes_not_metadata_of_an_older_schedule(
     finally:
         if not restored:
             api.create_validating_admission_policy_binding(binding)
+
+
+# --- the subject policy: who may make the operator copy a Deployment -----------------------
+
+SUBJECT_FIELD = {"experiment": "spec.service", "schedule": "spec.experimentTemplate.spec.service"}
+
+
+def _grant(namespace: str, name: str, rules: list[dict[str, Any]], account: str) -> None:
+    rbac = kubernetes.client.RbacAuthorizationV1Api()
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": rules})
+    rbac.create_namespaced_role_binding(namespace, {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+    })  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def experimenter(release: Release) -> str:
+    """A ServiceAccount of the release's namespace that may apply experiments and schedules,
+    and nothing else (its user name, for impersonation)."""
+    namespace = release.namespace
+    kubernetes.client.CoreV1Api().create_namespaced_service_account(
+        namespace, {"metadata": {"name": "experimenter"}}
+    )
+    verbs = ["create", "get", "patch"]  # what kubectl apply asks for
+    rules = [{"apiGroups": [GROUP], "resources": [PLURAL, SCHEDULE_PLURAL], "verbs": verbs}]
+    _grant(namespace, "experimenter", rules, "experimenter")
+    return f"system:serviceaccount:{namespace}:experimenter"
+
+
+def test_subject_policy_refuses_a_service_subject_unless_its_author_may_create_the_copies(
+    release: Release, experimenter: str
+) -> None:
+    """The operator creates a variant's Deployment and Service with its own rights: one who may
+    create experiments but not those is refused, naming what they lack, until RBAC grants it."""
+    namespace, policy = release.namespace, f"{RELEASE}-{release.namespace}-subjects"
+
+    def says(lacking: str) -> Callable[[], bool]:
+        def check() -> bool:
+            for kind in KINDS:
+                done = apply_subject(namespace, kind, None, as_user=experimenter)
+                if not refused(done) or f"{experimenter} may not create {lacking} there" not in (
+                    done.stderr
+                ):
+                    return False
+                assert f"ValidatingAdmissionPolicy '{policy}'" in done.stderr, done.stderr
+                assert f"{SUBJECT_FIELD[kind]} makes the operator create a copy" in done.stderr
+            return True
+
+        return check
+
+    eventually("never refused for lack of both rights", says("deployments.apps nor services"))
+    # what it may do without a service subject, it still may
+    done = apply(
+        namespace, "ConcurrencyExperiment", experiment_spec(), "plain", as_user=experimenter
+    )
+    assert done.returncode == 0, done.stderr
+    _grant(namespace, "deployments", [{"apiGroups": ["apps"], "resources": ["deployments"],
+                                       "verbs": ["create"]}], "experimenter")  # fmt: skip
+    eventually("never refused for lack of services alone", says("services"))
+    _grant(namespace, "services", [{"apiGroups": [""], "resources": ["services"],
+                                    "verbs": ["create"]}], "experimenter")  # fmt: skip
+
+    def accepted() -> bool:
+        return all(
+            apply_subject(namespace, kind, None, as_user=experimenter).returncode == 0
+            for kind in KINDS
+        )
+
+    eventually("never accepted once both rights were granted", accepted)
 
 
 def test_uninstall_leaves_no_operator_pods(release: Release) -> None:

@@ -98,6 +98,12 @@ bench-operator: deps cluster-up ## Operator costs on the local cluster beside a 
 	$(CRDS_ESTABLISHED)
 	python operator/bench/bench_operator.py
 
+.PHONY: bench-service
+bench-service: deps cluster-up ## spec.service on the local cluster: what the operator adds to each variant's copy beyond Kubernetes' own start-up and deletion (goal: 1 s)
+	$(KUBECTL) apply --server-side --force-conflicts -f manifests/crds/
+	$(CRDS_ESTABLISHED)
+	PYTHONPATH=operator/bench python operator/bench/bench_service.py
+
 .PHONY: bench-pass
 bench-pass: deps ## The CPU of the operator's passes alone (no cluster): bench-scale's experiment, trials ended per pass 1, 3, 10, and with a calibration after the sweep
 	for batch in 1 3 10; do PYTHONPATH=operator/bench python operator/bench/bench_pass.py --batch $$batch; done

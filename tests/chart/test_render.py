@@ -141,11 +141,13 @@ def test_namespaced_rbac_grants_the_same_only_in_the_listed_namespaces() -> None
         "team-a",
         "team-b",
     ]
-    # cluster-wide only reads of cluster-scoped resources (CRDs, namespaces, nodes)
+    # cluster-wide only reads of cluster-scoped resources (CRDs, namespaces, nodes, and the
+    # kubelets' counters of a service's copy through the node proxy)
     assert {resource for _, resource, _ in rule_set(cluster_role["rules"])} == {
         "customresourcedefinitions",
         "namespaces",
         "nodes",
+        "nodes/proxy",
     }
     for role in roles:
         assert rule_set(role["rules"]) | rule_set(cluster_role["rules"]) == rule_set(

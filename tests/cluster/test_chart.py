@@ -167,6 +167,9 @@ def test_helm_test_runs_an_experiment_to_succeeded(release: Release) -> None:
         ("patch", "configmaps", "release", True),
         ("delete", "configmaps", "release", False),
         ("patch", "nodes", "release", False),
+        # spec.service: the copy's counters, read from the kubelets through the node proxy
+        ("get", "nodes --subresource=proxy", "release", True),
+        ("create", "nodes --subresource=proxy", "release", False),
     ],
 )
 def test_service_account_rights(

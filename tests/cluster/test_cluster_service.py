@@ -4,15 +4,20 @@ the operator owns, one at a time, never the user's objects.
 
 The figures: gunicorn's sync worker serves one request at a time, so against /delay/0.05 (a
 50 ms wait in the server) W workers sustain W / 0.05 s; 64 asyncio workers in a closed loop
-keep every worker busy."""
+keep every worker busy. The service's own figures (the kubelet's counters of the copy, read
+by the operator through the node proxy) are held against the copy's Pod cgroups, read here
+from /sys/fs/cgroup (this node's kubelet runs cgroupfs on cgroup v1)."""
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import statistics
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import kubernetes
@@ -134,6 +139,111 @@ def _copy_of(labels: dict[str, str]) -> tuple[str, str]:
     return labels["cxlab.dev/experiment"], labels["cxlab.dev/service-variant"]
 
 
+CGROUPS = Path("/sys/fs/cgroup")
+
+
+class CgroupWatch:
+    """Every 50 ms, each copy Pod's own cgroup as the kernel counts it: cpuacct.usage (ns,
+    every container of the Pod and its pause container) and the working set the kubelet
+    defines, memory.usage_in_bytes minus memory.stat's total_inactive_file, with the wall
+    time of the read. A reference the operator's figures are not made from."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.samples: dict[str, list[tuple[float, int, int]]] = {}  # Pod uid → samples
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> CgroupWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        core, listed, folders = kubernetes.client.CoreV1Api(), 0.0, {}
+        while not self._stop.is_set():
+            if time.monotonic() - listed > 0.5:
+                pods = core.list_namespaced_pod(self.namespace, label_selector=COPY).items
+                for uid in {p.metadata.uid for p in pods} - set(folders):
+                    found = sorted(CGROUPS.glob(f"cpuacct/kubepods*/**/pod{uid}"))
+                    if found:
+                        folders[uid] = found[0].relative_to(CGROUPS / "cpuacct")
+                listed = time.monotonic()
+            for uid, folder in list(folders.items()):
+                try:
+                    sample = (time.time(), *_cgroup(folder))
+                except OSError:  # the Pod has gone
+                    del folders[uid]
+                    continue
+                self.samples.setdefault(uid, []).append(sample)
+            self._stop.wait(0.05)
+
+    def cpu_seconds(self, start: float, end: float) -> float:
+        """The copy's Pods' CPU from `start` to `end` (wall times), interpolated (another
+        variant's copy, gone before or made after the window, is not in it)."""
+        return sum(
+            (_at(samples, end) - _at(samples, start)) / 1e9
+            for samples in self.samples.values()
+            if samples[-1][0] >= start and samples[0][0] <= end
+        )
+
+    def peak_working_set(self, start: float, end: float) -> int:
+        """The largest working set sampled within the window, each Pod's summed (the copies
+        here have one replica: its Pod's largest)."""
+        peaks = [
+            max((ws for at, _, ws in samples if start <= at <= end), default=0)
+            for samples in self.samples.values()
+        ]
+        return sum(peaks)
+
+
+def _cgroup(folder: Path) -> tuple[int, int]:
+    cpu = int((CGROUPS / "cpuacct" / folder / "cpuacct.usage").read_text())
+    memory = CGROUPS / "memory" / folder
+    usage = int((memory / "memory.usage_in_bytes").read_text())
+    stat = dict(line.split() for line in (memory / "memory.stat").read_text().splitlines())
+    return cpu, max(usage - int(stat["total_inactive_file"]), 0)
+
+
+def _at(samples: list[tuple[float, int, int]], moment: float) -> float:
+    """A Pod's CPU counter at `moment`, between the samples around it."""
+    index = bisect.bisect_left([s[0] for s in samples], moment)
+    if index == 0 or index == len(samples):
+        raise AssertionError(f"no cgroup sample around {moment}: the Pod was not watched")
+    (t0, c0, _), (t1, c1, _) = samples[index - 1], samples[index]
+    return c0 + (c1 - c0) * (moment - t0) / (t1 - t0)
+
+
+def _window(figures: dict[str, Any]) -> tuple[float, float]:
+    start = datetime.fromisoformat(figures["startedAt"]).timestamp()
+    return start, start + figures["windowSeconds"]
+
+
+def _check_figures(entry: dict[str, Any], cgroups: CgroupWatch, peak: bool = True) -> str:
+    """The trial's service figures against the copy's cgroups over the same window, each
+    within 10 %; `peak` False: the peak must be absent (its samples missed part of it)."""
+    figures = entry["service"]
+    start, end = _window(figures)
+    cpu, reference = figures["cpuSeconds"], cgroups.cpu_seconds(start, end)
+    line = f"service CPU {cpu:.3f} s (cgroup {reference:.3f} s)"
+    assert abs(cpu - reference) <= 0.1 * reference, (line, figures)
+    assert figures["cpuPerRequestSeconds"] == pytest.approx(
+        cpu / entry["result"]["tasksOk"], rel=0.01
+    )
+    assert figures["restarts"] == 0 and figures["oomKills"] == 0, figures
+    assert "cpuThrottledRatio" not in figures, figures  # no CPU limit: no CFS periods
+    if not peak:
+        assert "peakMemoryBytes" not in figures, figures
+        return line + ", peak memory absent"
+    memory, most = figures["peakMemoryBytes"], cgroups.peak_working_set(start, end)
+    line += f", peak working set {memory / 2**20:.1f} MiB (cgroup {most / 2**20:.1f} MiB)"
+    assert abs(memory - most) <= 0.1 * most, (line, figures)
+    return line + f", {figures['samples']} samples over {figures['windowSeconds']:.1f} s"
+
+
 def _copies_left(lab: Lab) -> list[str]:
     apps = kubernetes.client.AppsV1Api()
     left = [d.metadata.name for d in apps.list_namespaced_deployment(
@@ -194,7 +304,7 @@ def test_each_variant_runs_as_its_own_copy_at_the_throughput_theory_gives(
     lab: Lab, measured_httpbin: tuple[dict[str, Any], dict[str, Any]]
 ) -> None:
     deployment, service = measured_httpbin
-    with CopyWatch(lab.namespace) as watch:
+    with CopyWatch(lab.namespace) as watch, CgroupWatch(lab.namespace) as cgroups:
         lab.apply("sync", _experiment(_sync(2), _sync(4)))
         experiment = lab.wait_finished("sync", timeout=240)
         _wait_no_copies(lab)
@@ -210,6 +320,7 @@ def test_each_variant_runs_as_its_own_copy_at_the_throughput_theory_gives(
             f"steady state (the Result's throughput {result['throughputPerSecond']:.1f}/s, "
             f"p50 {result['latencySeconds']['p50']:.3f} s, client CPU {result['cpuPercent']} %)"
         )
+        print(f"  {_check_figures(entry, cgroups)}")
         assert abs(measured - predicted) <= 0.15 * predicted, entry
     variants = status["serviceVariants"]
     for variant in variants:
@@ -258,7 +369,7 @@ def test_a_kill_9_of_the_operator_mid_variant_runs_each_trial_once_and_leaks_no_
 ) -> None:
     spec = _experiment(_sync(2), _sync(4))
     spec["workload"]["duration"] = "6s"
-    with CopyWatch(lab.namespace) as watch:
+    with CopyWatch(lab.namespace) as watch, CgroupWatch(lab.namespace) as cgroups:
         lab.apply("kill", spec)
         lab.wait("kill", lambda e: _trial_running(lab, "kill"), timeout=90)
         operator.kill()
@@ -271,6 +382,11 @@ def test_a_kill_9_of_the_operator_mid_variant_runs_each_trial_once_and_leaks_no_
     assert len(names) == len(set(names)) == 2, names
     assert all((t.get("attempts") or 1) == 1 for t in experiment["status"]["trials"])
     assert watch.most == 1 and watch.seen == {"cx-kill-v1", "cx-kill-v2"}
+    # The killed operator's trial: its window's start was in status, so its CPU is right;
+    # its peak, whose samples died with that operator, is absent. The next trial has both.
+    killed, after = experiment["status"]["trials"]
+    print(f"\n{killed['name']}: {_check_figures(killed, cgroups, peak=False)}")
+    print(f"{after['name']}: {_check_figures(after, cgroups)}")
 
 
 def test_runs_against_the_same_deployment_or_its_service_take_turns(

@@ -186,3 +186,27 @@ def test_a_schedule_whose_spec_cannot_run_is_counted_refused_and_stays_so() -> N
     again.reconcile({**body, "status": kube.written[-1].document()}, [], lambda *e: None)
     assert len(kube.written) == 1  # nothing new to write
     assert refused_series(restarted) == {("lab", "tick"): ("InvalidSpec", 1.0)}
+
+
+def test_the_services_figures_per_variant_with_no_series_where_not_measured() -> None:
+    from cxlab.analysis.service_figures import ServiceFigures
+
+    metrics = OperatorMetrics()
+    metrics.service[("lab", "sync")] = {
+        "sync-2 / asyncio": ServiceFigures(
+            cpu_seconds=1.718, cpu_per_request_seconds=0.0047, peak_memory_bytes=73_800_000,
+            restarts=0, oom_kills=0, samples=15,
+        ),
+        "sync-4 / asyncio": ServiceFigures(restarts=1, samples=2),  # a restart: CPU unknown
+    }  # fmt: skip
+    value = metrics.registry.get_sample_value
+    two = {"namespace": "lab", "name": "sync", "variant": "sync-2 / asyncio"}
+    four = {**two, "variant": "sync-4 / asyncio"}
+    assert value("cxlab_service_cpu_seconds", two) == 1.718
+    assert value("cxlab_service_cpu_per_request_seconds", two) == 0.0047
+    assert value("cxlab_service_peak_memory_bytes", two) == 73_800_000
+    assert value("cxlab_service_oom_kills", two) == 0
+    assert value("cxlab_service_cpu_throttled_ratio", two) is None  # no CPU limit
+    assert value("cxlab_service_cpu_seconds", four) is None
+    assert value("cxlab_service_restarts", four) == 1
+    assert_promtool_passes(metrics)

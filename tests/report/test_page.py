@@ -659,3 +659,51 @@ def test_an_arrival_point_not_run_says_skipped() -> None:
     })  # fmt: skip
     (row,) = rows(parse(rate_points_table([point])).find_all("table")[0])
     assert row[5] == "skipped: 1 trial (an objective broke)"
+
+
+# --- a service subject (spec.service) --------------------------------------------------------
+
+SERVICE_SPEC: dict[str, Any] = {
+    "service": {
+        "command": ["gunicorn", "--bind", "127.0.0.1:8080"],
+        "variants": {"named": [{"name": "sync-2", "args": ["-w", "2", "httpbin:app"]},
+                               {"name": "sync-4", "args": ["-w", "4", "httpbin:app"]}]},
+    },
+    "workload": {"type": "http", "tasks": 200, "target": {"url": "http://127.0.0.1:8080/get"}},
+    "models": [{"model": "asyncio", "workers": [64]}],
+}  # fmt: skip
+
+
+def test_the_services_figures_are_a_table_beside_the_generators_cpu() -> None:
+    from dataclasses import replace
+
+    from cxlab.analysis.service_figures import ServiceFigures
+
+    experiment = parse_experiment(
+        {"apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
+         "metadata": {"name": "svc"}, "spec": SERVICE_SPEC}
+    )  # fmt: skip
+    trials = plan_trials(experiment.spec)
+    figures = [
+        ServiceFigures(cpu_seconds=1.72, cpu_per_request_seconds=0.0086, peak_memory_bytes=70 * MIB,
+                       restarts=0, oom_kills=0, samples=15),
+        ServiceFigures(restarts=1, oom_kills=1, samples=2),  # a restart: its CPU not known
+    ]  # fmt: skip
+    outcomes = [
+        replace(TrialOutcome(t, fake_result(experiment.spec, t)), service=f)
+        for t, f in zip(trials, figures, strict=True)
+    ]
+    status = local_status(experiment, trials, outcomes, set(), None, NOW).document()
+    html = render_report({"kind": "ConcurrencyExperiment", "metadata": {"name": "svc"},
+                          "spec": SERVICE_SPEC, "status": status})  # fmt: skip
+    (section,) = [s for s in parse(html).find_all("section") if "The service" in s.all_text()]
+    (table,) = section.find_all("table")
+    assert column(table, "variant / model") == ["sync-2 / asyncio", "sync-4 / asyncio"]
+    assert column(table, "service cpu s") == ["1.720", "—"]
+    assert column(table, "service cpu/req") == ["8.60 ms", "—"]
+    assert column(table, "service peak MiB") == ["70.0", "—"]
+    assert column(table, "throttled") == ["—", "—"]
+    assert column(table, "restarts") == ["0", "1"]
+    assert column(table, "oom kills") == ["0", "1"]
+    generator = [o.result["cpuUserSeconds"] + o.result["cpuSystemSeconds"] for o in outcomes]
+    assert column(table, "generator cpu s") == [f"{g:.3f}" for g in generator]

@@ -69,6 +69,10 @@ differ). Cluster-scoped reads: kopf discovers the resources it serves and namesp
 - apiGroups: [""]
   resources: [nodes]
   verbs: [get, list]
+# spec.service: the copy's counters from the kubelets (/stats/summary, /metrics/cadvisor)
+- apiGroups: [""]
+  resources: [nodes/proxy]
+  verbs: [get]
 {{- end }}
 
 {{/* Rules on namespaced resources: granted cluster-wide, or per watched namespace. */}}

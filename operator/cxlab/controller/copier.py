@@ -58,11 +58,14 @@ class Copier:
         deployments = {}
         for item in self.objects.list(DEPLOYMENTS, namespace, selector):
             metadata, spec = item.get("metadata") or {}, item.get("spec") or {}
+            containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
             deployments[_variant(item)] = CopyView(
                 _variant(item),
                 int(spec.get("replicas", 1)),
                 bool(metadata.get("deletionTimestamp")),
-            )
+                any(((c.get("resources") or {}).get("limits") or {}).get("cpu")
+                    for c in containers),
+            )  # fmt: skip
         services = {_variant(s) for s in self.objects.list(SERVICES, namespace, selector)}
         endpoints = {}
         for index, view in deployments.items():

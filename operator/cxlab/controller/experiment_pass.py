@@ -22,6 +22,7 @@ from cxlab.config import OperatorConfig
 from cxlab.controller.actor import Actor
 from cxlab.controller.admission import Admission, NodeReader, admit, impossible, kueue_place
 from cxlab.controller.copier import Copier
+from cxlab.controller.copy_meter import CopyMeter, keep_windows, measured_gate
 from cxlab.controller.done_watch import DoneWatches
 from cxlab.controller.full_entries import Full, FullReader
 from cxlab.controller.kube import Kube, StaleStatus
@@ -84,6 +85,7 @@ class Reconciler:
         self.recorder = Recorder(kube, config, metrics, self.live)
         self.actor = Actor(kube, config, metrics, crowded, done_watches)
         self.copier = Copier(kube, metrics)
+        self.copy_meter = CopyMeter(kube)
 
     def reconcile(
         self,
@@ -204,8 +206,9 @@ class Reconciler:
                 spec, metadata["name"], trials, recorded, state.copies,
                 status.service_variants or [], moment,
             )  # fmt: skip
-            state.observed = replace(state.observed, service=before.gate)
             state.service_plan = before
+            gate = measured_gate(self.copy_meter, state, before)
+            state.observed = replace(state.observed, service=gate)
         return state
 
     def _plan_copies(self, state: Pass, decision: Decision) -> None:
@@ -221,6 +224,7 @@ class Reconciler:
         )  # fmt: skip
         state.service_plan.became_ready[:0] = before.became_ready  # seen by either: logged
         state.service_plan.gone[:0] = before.gone
+        keep_windows(self.copy_meter, state, decision)
 
     def _trials(
         self, namespace: str, name: str, spec: ExperimentSpec, status: ExperimentStatus,
@@ -391,6 +395,8 @@ class Reconciler:
     def forget(self, namespace: str, name: str) -> None:
         """The experiment is gone: drop what this process remembered about it."""
         self.memory.pop((namespace, name), None)
+        self.copy_meter.forget(namespace, name)
         self.metrics.phases.pop((namespace, name), None)
         self.metrics.queued.pop((namespace, name), None)
         self.metrics.objectives.pop((namespace, name), None)
+        self.metrics.service.pop((namespace, name), None)

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from cxlab.analysis.service_figures import ServiceFigures
 from cxlab.conditions import condition_of
 from cxlab.experiments.status import ObjectiveStatus, Phase, Verdict
 from cxlab.schedules.history import METRICS, newest_succeeded
@@ -105,6 +106,43 @@ class _ObjectiveCollector(Collector):
         yield from (met, inconclusive)
 
 
+# The service's figures (spec.service) as gauges: name, help, the ServiceFigures field.
+SERVICE_GAUGES = (
+    ("cxlab_service_cpu_seconds", "The service's CPU over its latest trial (its copy's "
+     "containers on a cluster, its process tree locally).", "cpu_seconds"),
+    ("cxlab_service_cpu_per_request_seconds", "The service's CPU per request the latest "
+     "trial completed.", "cpu_per_request_seconds"),
+    ("cxlab_service_peak_memory_bytes", "The service's largest working set sampled over its "
+     "latest trial.", "peak_memory_bytes"),
+    ("cxlab_service_cpu_throttled_ratio", "CFS periods throttled over CFS periods of the "
+     "service's containers in its latest trial (with a CPU limit).", "cpu_throttled_ratio"),
+    ("cxlab_service_restarts", "The service's container restarts in its latest trial.",
+     "restarts"),
+    ("cxlab_service_oom_kills", "The service's containers OOMKilled in its latest trial.",
+     "oom_kills"),
+)  # fmt: skip
+
+
+class _ServiceCollector(Collector):
+    """Each experiment's service figures (spec.service), of the latest trial recorded per
+    variant and client model (the summary's lines: bounded, at most 16 variants); a figure
+    not measured has no series, never a 0."""
+
+    def __init__(self, figures: dict[tuple[str, str], dict[str, ServiceFigures]]) -> None:
+        self._figures = figures
+
+    def collect(self) -> Iterator[Metric]:
+        labels = ["namespace", "name", "variant"]
+        families = [(GaugeMetricFamily(n, h, labels=labels), f) for n, h, f in SERVICE_GAUGES]
+        for (namespace, name), variants in list(self._figures.items()):
+            for variant, figures in list(variants.items()):
+                for family, field in families:
+                    value = getattr(figures, field)
+                    if value is not None:
+                        family.add_metric([namespace, name, variant], float(value))
+        yield from (family for family, _ in families)
+
+
 def refusal(status: ScheduleStatus) -> str | None:
     """Why the schedule starts no runs, from its conditions: the apiserver refused its newest
     run (RunRefused True) or its spec cannot run (Ready False, InvalidSpec); None if neither."""
@@ -197,6 +235,9 @@ class OperatorMetrics:
         self.registry.register(_ObjectiveCollector(self.objectives))
         self.schedules: dict[tuple[str, str], ScheduleStatus] = {}
         self.registry.register(_ScheduleCollector(self.schedules))
+        # spec.service: (namespace, name) → the summary's line → its latest trial's figures
+        self.service: dict[tuple[str, str], dict[str, ServiceFigures]] = {}
+        self.registry.register(_ServiceCollector(self.service))
         self._pass_metrics()
         self.api_requests = Counter(
             "cxlab_operator_api_requests",

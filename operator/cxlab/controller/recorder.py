@@ -87,6 +87,9 @@ class Recorder:
             self.metrics.status_writes.inc()
         for entry in fresh:
             self.metrics.trials_finished.labels(entry.phase.lower()).inc()
+            if entry.service is not None:
+                line = entry.variant or entry.model
+                self.metrics.service.setdefault(state.key, {})[line] = entry.service
         return new
 
     def _status_after(

@@ -124,6 +124,14 @@ class Rest:
         finally:
             answer.release_conn()
 
+    def text(self, url_path: str, *, timeout: float | None = None) -> str:
+        """A text answer (a Prometheus exposition through the apiserver's node proxy)."""
+        answer = self._send("GET", url_path, None, None, JSON, timeout, accept="text/plain")
+        try:
+            return str(answer.read().decode("utf-8", "replace"))
+        finally:
+            answer.release_conn()
+
     def stream(
         self,
         url_path: str,

@@ -189,7 +189,10 @@ def decide(observed: Observed, config: OperatorConfig) -> Decision:
             gathered.decision.fail(trial, why, mine)
             continue
         _decide_trial(trial, mine, observed, config, gathered)
-    return follow(observed, _decide_experiment(observed, config, gathered))
+    decision = _decide_experiment(observed, config, gathered)
+    if observed.service is not None:  # before the summary: it keeps the service's figures
+        observed.service.attach(decision.finished)
+    return follow(observed, decision)
 
 
 def follow(observed: Observed, decision: Decision) -> Decision:

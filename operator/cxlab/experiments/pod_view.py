@@ -90,6 +90,9 @@ class PodView:
     # and why its container last ended (OOMKilled, Error) when it restarts.
     variant: int = 0
     last_termination_reason: str | None = None
+    # A copy's Pod: each container's (name, restartCount, why it last ended), which the
+    # service's figures count over a trial's window (cxlab.analysis.copy_counters).
+    restarts: tuple[tuple[str, int, str | None], ...] = ()
 
     @property
     def live(self) -> bool:
@@ -125,9 +128,12 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
     container_started = False
     image_id = None
     last_reason = None
+    restarts = []
     for container in status.get("containerStatuses") or []:
         last = (container.get("lastState") or {}).get("terminated") or {}
         last_reason = last.get("reason") or last_reason
+        restarts.append((container.get("name", ""), int(container.get("restartCount") or 0),
+                         last.get("reason")))  # fmt: skip
         image_id = container.get("imageID") or None
         terminated = (container.get("state") or {}).get("terminated") or {}
         waiting = (container.get("state") or {}).get("waiting") or {}
@@ -173,6 +179,7 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         host_token=host_token,
         variant=int(labels.get(LABEL_VARIANT, "0") or 0),
         last_termination_reason=last_reason,
+        restarts=tuple(restarts) if labels.get(LABEL_VARIANT) else (),
     )
 
 

@@ -20,9 +20,10 @@ from cxlab.experiments.plan import Trial
 from cxlab.experiments.pod_view import PodView
 from cxlab.experiments.pods import COMPONENT_COPY
 from cxlab.experiments.service_copy import copy_name
+from cxlab.experiments.service_window import CopyMeasure
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.spec.service import Variant
-from cxlab.experiments.status import ServiceVariantStatus
+from cxlab.experiments.status import ServiceVariantStatus, TrialEntry
 from cxlab_contract.durations import parse_duration
 
 # A deleted copy's Deployment outlives its last Pod for a moment (foreground deletion): no
@@ -48,6 +49,12 @@ class ServiceGate:
     current: int | None
     ready: bool
     failed: Mapping[int, str] = field(default_factory=dict)
+    measure: CopyMeasure | None = None  # the running variant's trials' figures
+
+    def attach(self, entries: list[TrialEntry]) -> None:
+        """The service's figures into the entries of trials that ended against the copy."""
+        if self.measure is not None:
+            self.measure.attach(entries)
 
     def runs(self, trial: Trial) -> bool:
         """Whether the trial may start now."""
@@ -61,6 +68,7 @@ class CopyView:
     variant: int
     replicas: int
     deleting: bool = False
+    cpu_limit: bool = False  # a container of its Pods has one: CFS throttling is read
 
 
 @dataclass

@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from cxlab.analysis.capacity_plan import CapacityPlan
+from cxlab.analysis.copy_counters import ServiceWindow
 from cxlab.analysis.service_figures import ServiceFigures
 from cxlab.analysis.summary import Summary
 from cxlab.conditions import Condition
@@ -126,7 +127,8 @@ class TrialEntry(Shape):
     pod_results: Maybe[list[Result]] = None
     """Each Pod's own Result, in Pod order, for a trial of several Pods."""
     service: Maybe[ServiceFigures] = None
-    """spec.service's own figures over the trial's window (its process tree locally)."""
+    """spec.service's own figures over the trial's window (its process tree locally, its
+    copy's containers as the kubelet counts them on a cluster)."""
 
     @property
     def failed(self) -> bool:
@@ -265,6 +267,9 @@ class ServiceVariantStatus(Shape):
     deleting_since: Maybe[datetime] = None
     deleted_seconds: Maybe[float] = None
     """From the pass that deleted the copy to the one that saw it gone (its Pods with it)."""
+    windows: Maybe[list[ServiceWindow]] = None
+    """The trials running against the copy, each with the copy's counters when its Pods were
+    made: their figures' start (cxlab.experiments.service_window)."""
 
 
 class ServiceCopyRequest(Shape):

@@ -17,6 +17,7 @@ from cxlab.local.proc_tree import (
     tree,
     window_cpu_seconds,
 )
+from cxlab.times import now
 from cxlab_contract.proc_stat import ProcStat
 
 # A sample this often. Reading PSS walks each process's page tables: 11.6 ms for httpbin's
@@ -65,11 +66,14 @@ class TreeMeter:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample_until_stopped, daemon=True)
         self._start_ticks = 0
+        self._started = now()
+        self._began = 0.0
 
     def start(self) -> TreeMeter:
-        now = tree(self.root, read_stats())
-        self._start_ticks = cpu_ticks(now.values())
-        self._record(now)
+        processes = tree(self.root, read_stats())
+        self._started, self._began = now(), time.monotonic()
+        self._start_ticks = cpu_ticks(processes.values())
+        self._record(processes)
         self._thread.start()
         return self
 
@@ -97,4 +101,6 @@ class TreeMeter:
             peak_memory_bytes=self.peak,
             restarts=died(self.seen, self.root, end),
             samples=self.samples,
+            started_at=self._started,
+            window_seconds=round(time.monotonic() - self._began, 3),
         )

@@ -16,6 +16,7 @@ from cxlab.report.header import answer_section, header_section
 from cxlab.report.objectives import objectives_section, verdict_banner
 from cxlab.report.page import page_html
 from cxlab.report.rates import rate_sections
+from cxlab.report.service import service_table
 from cxlab.report.tables import failed_table, knees_table, points_table, skipped_table
 
 
@@ -40,6 +41,7 @@ def render_report(document: Json) -> str:
             knees_table(context.knees),
             *(rtt_section(rtt, members, context) for rtt, members in by_rtt(points)),
             points_table(points, summary),
+            service_table(points),
             failed_table(trials),
             skipped_table(trials),
         ]

@@ -15,6 +15,7 @@ from cxlab.analysis.stats import Spread, center
 from cxlab.experiments.status import TrialEntry
 from cxlab.report import svg
 from cxlab.report.data import MIB, Context, Style, by_rtt
+from cxlab.report.service import service_table
 from cxlab.report.tables import (
     _mib,
     _rtt_cell,
@@ -255,6 +256,7 @@ def rate_sections(
         rate_knees_table(context.knees),
         *(rate_section(rtt, members, context) for rtt, members in by_rtt(points)),
         rate_points_table(points),
+        service_table(points),
         failed_table(trials),
         skipped_table(trials),
     ]

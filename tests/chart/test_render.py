@@ -535,10 +535,15 @@ def test_subject_policy_asks_the_authorizer_whether_the_requester_may_create_the
         "authorizer.group('').resource('services').namespace(request.namespace)"
         " .check('create').allowed()"
     )
-    (validation,) = spec["validations"]
-    assert (
-        validation["expression"] == "variables.mayCreateDeployments && variables.mayCreateServices"
-    )
+    expressions = [v["expression"] for v in spec["validations"]]
+    assert expressions == ["variables.mayCreateDeployments", "variables.mayCreateServices"]
+    # a messageExpression may not call the authorizer (the apiserver falls back to the static
+    # message): the variables that do are in the expressions only
+    for validation, right in zip(
+        spec["validations"], ("deployments.apps", "services"), strict=True
+    ):
+        assert "mayCreate" not in validation["messageExpression"]
+        assert f"may not create {right} there" in validation["messageExpression"]
     assert binding["spec"]["matchResources"]["namespaceSelector"] == {
         "matchExpressions": [
             {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a"]}

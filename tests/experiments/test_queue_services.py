@@ -141,3 +141,26 @@ def test_a_wait_for_a_service_is_its_own_reason() -> None:
     assert written["queue"]["service"] == "Deployment lab/api"
     queued = {c["type"]: c for c in written["conditions"]}["Queued"]
     assert (queued["status"], queued["reason"]) == ("True", "WaitingForService")
+
+
+def test_a_finished_run_keeps_its_service_until_status_says_its_last_copy_is_gone() -> None:
+    """The last copy is deleted after the last trial: the experiment has finished while its
+    copy still runs. Until the operator writes that it is gone, the service is still taken."""
+    made = body("before", 2, **served())
+    made["status"] = {"phase": "Succeeded", "serviceVariants": [
+        {"index": 1, "name": "r1", "createdAt": "2026-11-23T11:58:00Z",
+         "deletingSince": "2026-11-23T11:59:58Z", "phase": "Deleting"}]}  # fmt: skip
+    held = candidate_of(made, NOW)
+    assert held is not None and held.admitted and held.slots == 0
+    assert "Deployment lab/api" in held.services
+    later = candidate_of(body("after", 1, **served()), NOW)
+    assert later is not None
+    waits = verdict(later, [held, later], ROOMY, NOW)
+    assert not waits.admit and waits.service is not None and waits.behind == "lab/before"
+    # the pass that sees no copy left writes deletedSeconds (service_run.seen_gone)
+    made["status"]["serviceVariants"][0] |= {"deletedSeconds": 2.1, "phase": "Deleted"}
+    assert candidate_of(made, NOW) is None
+    assert verdict(later, [later], ROOMY, NOW).admit
+    # a variant whose copy was never made (refused) leaves nothing behind
+    made["status"]["serviceVariants"] = [{"index": 1, "name": "r1", "phase": "Failed"}]
+    assert candidate_of(made, NOW) is None

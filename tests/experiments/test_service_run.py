@@ -12,7 +12,8 @@ from helpers.pods import spec as make_spec
 from cxlab.experiments.decide import Observed, decide
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.pod_view import PodView
-from cxlab.experiments.service_run import Copies, CopyView, plan_copies
+from cxlab.experiments.queue import copy_left
+from cxlab.experiments.service_run import Copies, CopyView, copies_left, plan_copies, seen_gone
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import ServiceVariantStatus
 
@@ -124,3 +125,29 @@ def test_a_copy_that_cannot_be_made_fails_its_variant_at_once() -> None:
 def test_once_every_trial_has_ended_every_copy_goes() -> None:
     done = plan(Copies({2: CopyView(2, 1)}, {2}, []), ended={t.name for t in TRIALS})
     assert done.current is None and done.delete == [2] and done.create is None
+
+
+def test_a_finished_experiments_copies_are_timed_gone_once_none_is_left() -> None:
+    made = NOW - timedelta(seconds=30)
+    statuses = [
+        ServiceVariantStatus(index=1, name="a", created_at=made, phase="Deleted",
+                             deleting_since=made, deleted_seconds=1.5),
+        ServiceVariantStatus(index=2, name="b", created_at=made, phase="Deleting",
+                             deleting_since=NOW - timedelta(seconds=2.25)),
+        ServiceVariantStatus(index=3, name="c", created_at=made, phase="Failed",
+                             deleting_since=NOW - timedelta(seconds=1)),
+        ServiceVariantStatus(index=4, name="d", phase="Failed"),  # never made (refused)
+    ]  # fmt: skip
+    assert copies_left(statuses)
+    gone = seen_gone(statuses, NOW)
+    assert [(s.phase, s.deleted_seconds) for s in gone] == [
+        ("Deleted", 1.5),
+        ("Deleted", 2.25),
+        ("Failed", 1.0),
+        ("Failed", None),
+    ]
+    assert not copies_left(gone)
+    # the queue reads the same from the status as stored
+    for version in (statuses, gone):
+        stored = {"serviceVariants": [s.document() for s in version]}
+        assert copy_left(stored) == copies_left(version)

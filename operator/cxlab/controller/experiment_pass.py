@@ -46,7 +46,12 @@ from cxlab.experiments.pods import (
 )
 from cxlab.experiments.queue import Candidate, spec_of
 from cxlab.experiments.record import rejected_status
-from cxlab.experiments.service_run import GONE_RECHECK_SECONDS, plan_copies
+from cxlab.experiments.service_run import (
+    GONE_RECHECK_SECONDS,
+    copies_left,
+    plan_copies,
+    seen_gone,
+)
 from cxlab.experiments.spec import ExperimentSpec, spec_json
 from cxlab.experiments.status import (
     ExperimentStatus,
@@ -129,7 +134,8 @@ class Reconciler:
             assert status.phase is not None
             self.metrics.phases[key] = status.phase
             self.metrics.observe_objectives(*key, status.objectives)
-            return PassReport(self._after_finish(body, status, pods, moment), idle=True)
+            again, written = self._after_finish(body, status, pods, moment)
+            return PassReport(again, written=written, idle=True)
         try:
             spec = spec_of(body)
         except (SpecError, ValidationError, ValueError) as error:
@@ -198,7 +204,10 @@ class Reconciler:
         spec_changed = (status.started_spec or current) != current
         state = Pass(body, status, spec, spec_changed, observed, memory, admission)
         state.service_copy = copy
-        if spec.service is not None and spec.service.deployment is not None:
+        # no copy while it waits in the queue (or fails before any Pod): the queue holds the
+        # service and the copy's room for the one admitted
+        waiting = admission.ruling is not None
+        if spec.service is not None and spec.service.deployment is not None and not waiting:
             state.copies = self.copier.observe(
                 metadata["namespace"], metadata["name"], pods, memory
             )
@@ -365,9 +374,10 @@ class Reconciler:
 
     def _after_finish(
         self, body: Body, status: ExperimentStatus, pods: list[PodView], moment: datetime
-    ) -> float | None:
+    ) -> tuple[float | None, Body | None]:
         """Tidy leftovers (a restart between recording and deleting) and apply the TTL;
-        returns the seconds left until the TTL falls due."""
+        returns the seconds left until the TTL falls due, and the object if its status was
+        written (its last copy seen gone)."""
         metadata, spec = body["metadata"], body.get("spec") or {}
         keep_failed = bool(spec.get("keepPodsOnFailure"))
         failed = {e.name for e in status.entries if e.failed}
@@ -380,17 +390,25 @@ class Reconciler:
         key = (metadata["namespace"], metadata["name"])
         serves = bool((spec.get("service") or {}).get("deployment"))
         if serves and self.copier.tidy(*key, self.memory.get(key)):  # events may be over
-            return GONE_RECHECK_SECONDS
+            return GONE_RECHECK_SECONDS, None
+        if serves and copies_left(status.service_variants or []):
+            # none left: status says so, and the queue lets the service go (the TTL's wait
+            # starts from the version written)
+            status.service_variants = seen_gone(status.service_variants or [], moment)
+            version = metadata.get("resourceVersion")
+            written = self.kube.write_status(*key, status.document(), version)
+            self.metrics.status_writes.inc()
+            return 0.0, written
         self.memory.pop(key, None)
         ttl = spec.get("ttlSecondsAfterFinished")
         if ttl is None or status.completion_time is None:
-            return None
+            return None, None
         ends = status.completion_time + timedelta(seconds=ttl)
         if moment < ends:
-            return (ends - moment).total_seconds() + 0.05
+            return (ends - moment).total_seconds() + 0.05, None
         logging.getLogger(__name__).info("deleting %s: TTL after finish", metadata["name"])
         self.kube.delete_experiment(metadata["namespace"], metadata["name"])
-        return None
+        return None, None
 
     def forget(self, namespace: str, name: str) -> None:
         """The experiment is gone: drop what this process remembered about it."""

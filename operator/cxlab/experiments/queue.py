@@ -19,7 +19,9 @@ The rule, chosen so that nobody starves:
 - One run at a time per service: experiments that name the same Deployment or Service (see
   services_of) take turns in that same order, so two capacity runs never measure each
   other. One waiting for its turn holds no room, so experiments of other services are
-  admitted past it; but it keeps its place on its service ahead of later ones.
+  admitted past it; but it keeps its place on its service ahead of later ones. A finished
+  experiment whose last copy is still being deleted keeps its service and the copy's room
+  until its status says the copy is gone (copy_left).
 
 Everything here derives from the resources themselves (creation time, priority, phase,
 Pods), never from the operator's memory: a restarted operator computes the same queue, so
@@ -222,8 +224,10 @@ def candidate_of(body: dict[str, Any], now: datetime) -> Candidate | None:
     """An experiment as the queue sees it; None once finished or when its spec cannot run
     (the reconciler fails those). `now` stands in for a creation time not yet set."""
     metadata, status = body["metadata"], body.get("status") or {}
-    if status.get("phase") in ("Succeeded", "Failed") or metadata.get("deletionTimestamp"):
+    if metadata.get("deletionTimestamp"):
         return None  # being deleted: its Pods go with it
+    if status.get("phase") in ("Succeeded", "Failed") and not copy_left(status):
+        return None
     started = status.get("startedSpec")
     text = started if started else json.dumps(body.get("spec") or {}, sort_keys=True)
     seen = _queue_view(metadata["name"], text, bool(started))
@@ -269,7 +273,8 @@ def _candidate(
     """The experiment in `body` with its spec's part of the queue's view: what its status
     adds (trials left, admitted) and its creation time."""
     metadata, status = body["metadata"], body.get("status") or {}
-    left = trials - len(status.get("trials") or [])
+    finished = status.get("phase") in ("Succeeded", "Failed")  # its last copy still going
+    left = 0 if finished else trials - len(status.get("trials") or [])
     namespace = metadata.get("namespace") or ""
     return Candidate(
         namespace=namespace,
@@ -278,11 +283,24 @@ def _candidate(
         priority=priority,
         request=request,
         slots=max(0, min(parallelism, left)) * pods,
-        admitted=status.get("phase") == "Running",
+        # finished with its last copy still going: it keeps that copy's room and service
+        admitted=status.get("phase") == "Running" or finished,
         pods=pods,
         services=qualified(services, namespace),
         copy=copy_request_of(status.get("serviceCopy")),
         copy_pods=int((status.get("serviceCopy") or {}).get("replicas") or 0),
+    )
+
+
+def copy_left(status: dict[str, Any]) -> bool:
+    """Whether an experiment's status says a copy of its service may still be there (made,
+    not seen gone: cxlab.experiments.service_run.copies_left, on the status as stored). A
+    finished experiment's last copy is deleted after its last trial, in seconds: until its
+    status says the copy is gone, the next run of the service waits and the copy's room stays
+    held."""
+    return any(
+        v.get("createdAt") is not None and v.get("deletedSeconds") is None
+        for v in status.get("serviceVariants") or []
     )
 
 

@@ -287,3 +287,27 @@ def _make(
 
 def _sooner(one: float | None, other: float) -> float:
     return other if one is None else min(one, other)
+
+
+def copies_left(statuses: Sequence[ServiceVariantStatus]) -> bool:
+    """Whether status says a copy may still be there: made, and not seen gone. A finished
+    experiment's last copy outlives its last trial by its deletion (seconds): until status
+    says it is gone, the queue keeps its service for it (cxlab.experiments.queue)."""
+    return any(s.created_at is not None and s.deleted_seconds is None for s in statuses)
+
+
+def seen_gone(
+    statuses: Sequence[ServiceVariantStatus], now: datetime
+) -> list[ServiceVariantStatus]:
+    """The variants' statuses once no copy is left (a finished experiment's pass saw none):
+    each still open is Deleted, its deletion timed from when it began (0 if unknown)."""
+    gone = []
+    for status in statuses:
+        status = status.model_copy()
+        if status.created_at is not None and status.deleted_seconds is None:
+            since = status.deleting_since or now
+            status.deleted_seconds = round(max((now - since).total_seconds(), 0.0), 3)
+            status.phase = status.phase if status.phase == FAILED else DELETED
+        gone.append(status)
+    return gone
+

@@ -30,6 +30,17 @@ class ServiceFigures(Shape):
     """Worker processes that died during the trial."""
     samples: int
     """Memory samples taken in the window (a trial shorter than one sample has 1)."""
+    window_seconds: Maybe[float] = None
+    """How long the window lasted."""
+    cores: Maybe[float] = None
+    """The cores the service had (locally those cxlab run pinned it to)."""
+
+    @property
+    def cpu_share(self) -> float | None:
+        """The share of its cores the service used over the window (1: all of them busy)."""
+        if not self.window_seconds or not self.cores:
+            return None
+        return self.cpu_seconds / (self.window_seconds * self.cores)
 
 
 def completed_requests(result: Result) -> int:

@@ -56,8 +56,10 @@ def settle(root: int, timeout: float) -> bool:
 class TreeMeter:
     """Started as a trial's window opens, stopped as it closes."""
 
-    def __init__(self, root: int, interval: float = SAMPLE_SECONDS) -> None:
+    def __init__(self, root: int, cores: int, interval: float = SAMPLE_SECONDS) -> None:
         self.root = root
+        self.cores = cores
+        self._started = 0.0
         self.interval = interval
         self.peak = 0
         self.samples = 0
@@ -69,6 +71,7 @@ class TreeMeter:
     def start(self) -> TreeMeter:
         now = tree(self.root, read_stats())
         self._start_ticks = cpu_ticks(now.values())
+        self._started = time.monotonic()
         self._record(now)
         self._thread.start()
         return self
@@ -89,6 +92,7 @@ class TreeMeter:
         self._stop.set()
         self._thread.join()
         end = tree(self.root, read_stats())
+        window = time.monotonic() - self._started
         self._record(end)
         cpu = window_cpu_seconds(self._start_ticks, cpu_ticks(end.values()))
         return ServiceFigures(
@@ -97,4 +101,6 @@ class TreeMeter:
             peak_memory_bytes=self.peak,
             restarts=died(self.seen, self.root, end),
             samples=self.samples,
+            window_seconds=round(window, 3),
+            cores=self.cores,
         )

@@ -17,6 +17,7 @@ from cxlab.analysis.summary import Summary, syscalls_requested
 from cxlab.compare import VERDICTS, Comparison
 from cxlab.conditions import condition_of
 from cxlab.experiments.status import ExperimentStatus, ObjectivePoint, ObjectiveStatus, Progress
+from cxlab.search_rows import SEARCH_HEADERS, search_legend, search_rows
 from cxlab.service_rows import SERVICE_HEADERS, SERVICE_LEGEND, has_service_figures, service_rows
 from cxlab_contract.durations import format_duration
 
@@ -313,6 +314,9 @@ def render_summary(document: Mapping[str, Any]) -> str:
     if status.summary is None:
         return head
     parts = [head, "", *_answer(name, status.summary)]
+    if status.rate_search:
+        parts += ["", "Rate search:", render_table(SEARCH_HEADERS, search_rows(status.rate_search))]
+        parts += search_legend(status.rate_search)
     if status.capacity_plan:
         parts += ["", capacity_text(status.capacity_plan)]
     failed = [t for t in status.entries if t.failed]

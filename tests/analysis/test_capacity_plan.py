@@ -526,3 +526,39 @@ def test_every_plan_field_is_described_for_kubectl_explain() -> None:
         schema = shape.model_json_schema(by_alias=True)
         undescribed = [name for name, s in schema["properties"].items() if not s.get("description")]
         assert undescribed == [], shape.__name__
+
+
+def _probe(index: int, rate: float, p99: float, service_seconds: float) -> TrialOutcome:
+    trial = Trial(index, "asyncio", 4, None, 0.1, 1, 1, rate, probe=index)
+    measured = arrival_result(rate, [service_seconds] * 100, [0.0] * 100)
+    measured["latencySeconds"]["p99"] = p99
+    assert measured["arrival"] is not None
+    measured["arrival"]["achievedRatePerSecond"] = rate
+    return TrialOutcome(trial, measured)
+
+
+def test_the_plan_rests_on_the_searched_rate_and_quotes_it() -> None:
+    """The plan once sized from whichever held probe needed the fewest workers (60/s, 100 ms
+    each) and quoted it while searchedRatePerSecond said 70: now both are the search's
+    rate, the interval's low end."""
+    document = {
+        "apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
+        "metadata": {"name": "searched"},
+        "spec": {
+            "workload": {"type": "sleep", "tasks": 400, "rtt": "100ms"},
+            "models": [{"model": "asyncio", "workers": [4]}],
+            "capacity": {"target": {"ratePerSecond": 60, "latency": {"max": "250ms"}}},
+            "search": {"rate": {"start": 20, "duration": "5s", "repeats": 1}},
+        },
+    }  # fmt: skip
+    spec = parse_experiment(document).spec
+    sweep = [TrialOutcome(Trial(0, "asyncio", 4, None, 0.1, 1), result(
+        4, x=40, p99=0.1, p50=0.1, cpu_per_task=50e-6, service=CONSTANT))]  # fmt: skip
+    probes = [_probe(1, 20, 0.11, 0.1), _probe(2, 40, 0.12, 0.1), _probe(3, 80, 0.9, 0.1),
+              _probe(4, 60, 0.12, 0.1), _probe(5, 70, 0.2, 0.19)]  # fmt: skip
+    plan = capacity_plan(spec, [*sweep, *probes])
+    assert plan is not None
+    [model] = plan.models
+    assert model.searched_rate_per_second == 70.0
+    assert model.note is not None and "the 70 tasks/s its rate search held" in model.note
+    assert "the 70 tasks/s its rate search held" in plan.message

@@ -50,3 +50,25 @@ def test_without_variants_the_one_variant_is_the_deployment_as_it_is() -> None:
     text = plan_text(experiment({"deployment": "httpbin"}))
     assert "  sv1 default: as it is" in text
     assert "000-sv1-asyncio-w16-r1" in text
+
+
+def test_the_rate_search_is_shown_per_variant_after_its_trials() -> None:
+    variants = {"named": [{"name": "sync-2"}, {"name": "sync-4"}]}
+    made = experiment({"deployment": "httpbin", "variants": variants})
+    spec = made.spec.model_dump(by_alias=True, exclude_none=True, mode="json")
+    spec["workload"] = {
+        "type": "http",
+        "target": TARGET,
+        "arrival": {"ratePerSecond": 20, "duration": "5s", "process": "uniform"},
+    }
+    spec["search"] = {"rate": {"start": 20, "duration": "5s", "repeats": 2,
+                               "latency": {"max": "250ms"}}}  # fmt: skip
+    text = plan_text(ConcurrencyExperiment.model_validate({
+        "apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
+        "metadata": {"name": "svc"}, "spec": spec}))  # fmt: skip
+    assert (
+        "then per variant and model a rate search: up to 8 rates of one Pod, 5s each (uniform "
+        "arrivals, queueing), from 20/s, each boundary rate 2 times, holding p99 ≤ 250ms; in "
+        "turn:\n  sv1 sync-2: its trials, then its search (asyncio) against it\n"
+        "  sv2 sync-4: its trials, then its search (asyncio) against it"
+    ) in text

@@ -5,28 +5,22 @@ refuted)."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
-from helpers.followups import entries, experiment, sweep_outcomes
-from helpers.results import CONSTANT, arrival_result, result
+from helpers.followups import checked, entries, experiment, sweep_outcomes
+from helpers.pods import NOW
+from helpers.results import CONSTANT, result
 
 from cxlab.analysis.outcome import TrialOutcome
 from cxlab.analysis.planning import capacity_plan
-from cxlab.experiments.followups import after, next_rate, trials_of
+from cxlab.experiments.followups import after, trials_of
 from cxlab.experiments.plan import Trial, plan_trials, runner_command
 from cxlab.experiments.resource import parse_experiment
+from cxlab.experiments.service_run import Copies, CopyView, plan_copies
 from cxlab.experiments.spec import ExperimentSpec
+from cxlab.experiments.status import ServiceVariantStatus
 from cxlab.report.capacity import capacity_section
-
-
-def checked(trial: Trial, p99: float, waits: float = 0.0, dropped: int = 0) -> TrialOutcome:
-    """A probe's or verification's merged Result: its rate, 100 ms each, p99 as given."""
-    rate = trial.rate_per_second or 0.0
-    measured = arrival_result(rate, CONSTANT, [waits] * 100, dropped)
-    measured["latencySeconds"]["p99"] = p99
-    measured["arrival"] |= {"achievedRatePerSecond": rate, "waitHistogram": result(
-        1, 1, 0, 0, 0, service=[waits] * 100)["latencyHistogram"]}  # fmt: skip
-    return TrialOutcome(trial, measured)
 
 
 def test_the_verification_runs_once_the_sweep_has_ended_as_the_plan_says() -> None:
@@ -130,31 +124,14 @@ def test_what_cannot_be_verified_says_why() -> None:
     assert "more than a runner issues" in (trials_of(huge, entries(sweep)).unverified or "")
 
 
-def test_the_next_probe_doubles_halves_then_bisects_to_the_precision() -> None:
-    assert next_rate([100], [], 0.1) == 200  # held: double
-    assert next_rate([], [100], 0.1) == 50  # failed: halve
-    assert next_rate([], [100, 50], 0.1) == 25
-    assert next_rate([100, 200], [400], 0.1) == 300  # between 200 held and 400 failed
-    assert next_rate([100, 200, 300], [400], 0.1) == 350
-    assert next_rate([100, 200, 300, 350], [400], 0.1) == 375  # (400 - 350) / 350 = 0.14
-    assert next_rate([100, 200, 300, 350, 375], [400], 0.1) is None  # 0.067 <= 0.1
-    assert next_rate([1000], [1001], 0.0001) is None  # no rate of 3 figures between them
-
-
-def test_the_probes_stop_at_search_rate_max() -> None:
-    assert next_rate([100], [], 0.1, most=150) == 150  # doubling would pass it: the most
-    assert next_rate([100, 150], [], 0.1, most=150) is None  # held at the most: found
-    assert next_rate([100], [], 0.1, most=1000) == 200  # below it, as without
-    assert next_rate([100, 150], [300], 0.1, most=150) is None  # never past it, failed or not
-    assert next_rate([100], [150], 0.1, most=150) == 125  # below it a failure bisects as ever
-
-
-def searching(max_probes: int = 4, **verify: Any) -> ExperimentSpec:
-    spec = experiment(verify or None)  # the experiment above, with a rate search
+def searching(max_probes: int = 4, repeats: int = 1, **verify: Any) -> ExperimentSpec:
+    """The experiment above with a rate search (each rate probed once unless `repeats`)."""
+    spec = experiment(verify or None)
     document = {"apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
                 "metadata": {"name": "search"}, "spec": {
                     **spec.model_dump(by_alias=True, exclude_none=True, mode="json"),
-                    "search": {"rate": {"start": 20, "duration": "5s", "maxProbes": max_probes}},
+                    "search": {"rate": {"start": 20, "duration": "5s", "maxProbes": max_probes,
+                                        "repeats": repeats}},
                 }}  # fmt: skip
     return parse_experiment(document).spec
 
@@ -239,3 +216,103 @@ def test_after_the_sweep_a_verification_is_planned_only_with_the_nodes_it_must_f
     planned = after(spec, sweep, {}, ended, full={}, fits=lambda t: None, unverified=None)
     assert planned is not None and planned.followed and planned.unverified is None
     assert [t.verify for t in planned.trials] == [0, 1] and planned.entries == ended
+
+
+def served_search(repetitions: int = 1) -> ExperimentSpec:
+    """Two variants of a Deployment, each searched with two rates probed once."""
+    document = {
+        "apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
+        "metadata": {"name": "variants"},
+        "spec": {
+            "service": {"deployment": "api", "variants": {"named": [{"name": "a"}, {"name": "b"}]}},
+            "workload": {"type": "http", "target": {"service": {"name": "api", "port": 80}},
+                         "arrival": {"ratePerSecond": 20, "duration": "5s"}},
+            "models": [{"model": "asyncio", "workers": [64]}], "repetitions": repetitions,
+            "search": {"rate": {"start": 20, "duration": "5s", "maxProbes": 2, "repeats": 1,
+                                "latency": {"max": "250ms"}}},
+        },
+    }  # fmt: skip
+    return parse_experiment(document).spec
+
+
+def test_each_service_variant_is_searched_right_after_its_own_trials() -> None:
+    spec = served_search()
+    done: list[TrialOutcome] = []
+    order: list[list[str]] = []  # the trials as planned before each one ran
+    while True:
+        names = {o.trial.name for o in done}
+        trials = trials_of(spec, entries(done)).trials
+        order.append([t.name for t in trials])
+        waiting = [t for t in trials if t.name not in names]
+        if not waiting:
+            break
+        done.append(checked(waiting[0], p99=0.1))  # the first not run: what both backends run
+    ran = [o.trial for o in done]
+    assert [t.name for t in ran] == [
+        "000-sv1-asyncio-w64-a20-r1",
+        "002-sv1-s1-asyncio-w64-a20-r1", "003-sv1-s2-asyncio-w64-a40-r1",
+        "001-sv2-asyncio-w64-a20-r1",
+        "004-sv2-s1-asyncio-w64-a20-r1", "005-sv2-s2-asyncio-w64-a40-r1",
+    ]  # fmt: skip
+    # every variant's trials together: its service runs once
+    assert [t.service_variant for t in ran] == [1, 1, 1, 2, 2, 2]
+    assert [t.service for t in ran if t.probe] == ["a", "a", "b", "b"]
+    # every planning keeps the names the one before gave: none is renamed or run twice
+    for before, later in itertools.pairwise(order):
+        assert set(before) <= set(later)
+
+
+def test_a_variant_whose_trials_all_failed_is_not_searched() -> None:
+    spec = served_search()
+    [first, second] = plan_trials(spec)
+    broken = TrialOutcome(first, None, "service variant a exited before it was ready")
+    trials = trials_of(spec, entries([broken])).trials
+    assert trials == [first, second]  # no probe of a: b's trial is next
+
+
+def test_a_variants_copy_stays_while_its_search_goes_on() -> None:
+    """The pass in which variant 1's last trial ends plans its first probe (after()), and the
+    copies are planned from those trials: variant 1 still runs, its copy is not deleted."""
+    spec = served_search()
+    sweep = plan_trials(spec)
+    ended = entries([checked(sweep[0], p99=0.1)])
+    planned = after(spec, sweep, {}, ended, full={}, fits=None, unverified=None)
+    assert planned is not None and planned.followed
+    assert [t.name for t in planned.trials] == [
+        "000-sv1-asyncio-w64-a20-r1", "002-sv1-s1-asyncio-w64-a20-r1",
+        "001-sv2-asyncio-w64-a20-r1",
+    ]  # fmt: skip
+    copies = Copies({1: CopyView(1, 1)}, {1}, [], endpoints={1: 1})
+    ready = ServiceVariantStatus(index=1, name="a", copy_name="cx-variants-v1", phase="Ready",
+                                 ready_seconds=2.0)  # fmt: skip
+    kept = plan_copies(spec, "variants", planned.trials, {sweep[0].name}, copies, [ready], NOW)
+    assert kept.current == 1 and kept.ready and kept.delete == []
+    # from the trials before the plan (as the gate once was), variant 1 would have ended
+    gone = plan_copies(spec, "variants", sweep, {sweep[0].name}, copies, [ready], NOW)
+    assert gone.current == 2 and gone.delete == [1]
+    # one of a variant's two trials ending changes no plan: nothing is read or planned
+    twice = served_search(repetitions=2)
+    sweep = plan_trials(twice)
+    rest = after(twice, sweep, {}, entries([checked(sweep[0], p99=0.1)]), full=None, fits=None,
+                 unverified=None)  # fmt: skip
+    assert rest is not None and not rest.followed and rest.trials == sweep
+
+
+def test_a_probe_arrives_as_workload_arrival_says_with_its_warmup() -> None:
+    """A probe keeps workload.arrival's process and workload.warmup (a verification's
+    queueing model keeps Poisson); without them, Poisson and a tenth of its duration."""
+    spec = served_search()
+    document = spec.model_dump(by_alias=True, exclude_none=True, mode="json")
+    document["workload"]["arrival"]["process"] = "uniform"
+    document["workload"]["warmup"] = "2s"
+    uniform = parse_experiment({"apiVersion": "cxlab.dev/v1alpha1",
+                                "kind": "ConcurrencyExperiment", "metadata": {"name": "u"},
+                                "spec": document}).spec  # fmt: skip
+    for probing, process, warmup in ((spec, "poisson", "500ms"), (uniform, "uniform", "2s")):
+        [_, probe] = trials_of(probing, entries([checked(plan_trials(probing)[0], 0.1)])).trials[:2]
+        assert probe.probe == 1
+        argv = runner_command(probing, probe, experiment="u", target_url="http://x/")
+        flags = dict(zip(argv[3::2], argv[4::2], strict=False))
+        assert (flags["--arrival"], flags["--warmup"], flags["--on-busy"]) == (
+            process, warmup, "queue")  # fmt: skip
+        assert (flags["--duration"], flags["--max-lag"]) == ("5s", "250ms")  # the objective

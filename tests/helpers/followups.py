@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from cxlab.analysis.outcome import TrialOutcome
-from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.plan import Trial, plan_trials
 from cxlab.experiments.record import trial_entry
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.spec import ExperimentSpec
-from helpers.results import CONSTANT, result
+from helpers.results import CONSTANT, arrival_result, result
 
 
 def experiment(
@@ -42,3 +42,13 @@ def entries(outcomes: list[TrialOutcome]) -> list[Any]:
 
 
 TARGET = {"ratePerSecond": 60, "latency": {"max": "250ms"}}
+
+
+def checked(trial: Trial, p99: float, waits: float = 0.0, dropped: int = 0) -> TrialOutcome:
+    """A probe's or verification's merged Result: its rate, 100 ms each, p99 as given."""
+    rate = trial.rate_per_second or 0.0
+    measured = arrival_result(rate, CONSTANT, [waits] * 100, dropped)
+    measured["latencySeconds"]["p99"] = p99
+    measured["arrival"] |= {"achievedRatePerSecond": rate, "waitHistogram": result(
+        1, 1, 0, 0, 0, service=[waits] * 100)["latencyHistogram"]}  # fmt: skip
+    return TrialOutcome(trial, measured)

@@ -327,8 +327,9 @@ def test_cxlab_run_verifies_its_plan_and_refutes_a_sizing_too_small(tmp_path: Pa
     )
     # every probe and attempt is a trial of its own in status, after the sweep's one
     kinds = [t["name"].split("-")[1][0] for t in status["trials"]]
-    assert kinds[:5] == ["g", "s", "s", "s", "s"] and set(kinds[5:]) == {"v"}, kinds
-    checks = [t["name"] for t in status["trials"][5:]]
+    probes = kinds.count("s")  # 4 rates, and the boundary's repeats
+    assert probes >= 4 and kinds == ["g", *"s" * probes, *"v" * (len(kinds) - 1 - probes)]
+    checks = [t["name"] for t in status["trials"][1 + probes :]]
     assert checks == [v["trial"] for v in plan["verification"]] and "-v1-" in checks[0]
     assert plan["display"].endswith("(verified)")
     # The plan as a Deployment fragment, from the result

@@ -96,6 +96,10 @@ class Probe(Shape):
     time."""
     latency_seconds: Maybe[float] = None
     """The objective's percentile as measured."""
+    shortfall: Maybe[str] = None
+    """Why it did not hold."""
+    generator_saturated: Maybe[bool] = None
+    """The generator could not keep the rate (true; absent when it could)."""
 
 
 class Verification(Shape):

@@ -16,6 +16,7 @@ import yaml
 from cxlab.analysis.capacity_plan import CapacityPlan, ModelPlan, PlanTarget
 from cxlab.analysis.labels import rate_text
 from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.rate_search import bounds
 from cxlab.analysis.sizing import Planner, at_rtt, plan_rtt, variants
 from cxlab.analysis.summary import PointRuns, group_points
 from cxlab.analysis.verification import probe_of, verification_of
@@ -95,11 +96,18 @@ def attempt_plan(
     return next((m for m in plan.models if m.variant == plan.choice), None)
 
 
-def _searched_or_all(groups: list[PointRuns]) -> list[PointRuns]:
-    """A model's rate search's points when it has any with a Result (the rates it sustained
-    as arrivals, not a closed burst's throughput), else all its points."""
+def _searched_or_all(
+    spec: ExperimentSpec, groups: list[PointRuns], sweep: Sequence[TrialOutcome], variant: str
+) -> list[PointRuns]:
+    """A model's rate search's point at its searched rate (the interval's lower end: every
+    probe of it held), the rate its plan rests on, when it has one with a Result; else its
+    search's points with a Result (the rates it probed as arrivals, not a closed burst's
+    throughput); else all its points."""
+    probes = [o for o in sweep if o.trial.probe and o.trial.variant == variant]
+    low = bounds((p.rate_per_second, p.holds) for p in (probe_of(spec, o) for o in probes)).low
     searched = [g for g in groups if g.trial.probe and g.results]
-    return searched or groups
+    held = [g for g in searched if g.trial.rate_per_second == low]
+    return held or searched or groups
 
 
 def _plan(
@@ -147,7 +155,9 @@ def _model_plans(
     groups = [g for g in group_points(sweep, spec.pinning) if at_rtt(g.trial, rtt)]
     models = [
         planner.model_plan(
-            variant, model, _searched_or_all([g for g in groups if g.trial.variant == variant]),
+            variant, model,
+            _searched_or_all(spec, [g for g in groups if g.trial.variant == variant], sweep,
+                             variant),
             _where(rtt), min_pods=forced[1] if forced and forced[0] == variant else 1,
         )
         for variant, model in variants(spec)
@@ -157,9 +167,9 @@ def _model_plans(
         if probes:
             found = [probe_of(spec, o) for o in sorted(probes, key=lambda o: o.trial.probe)]
             model_plan.search = found
-            model_plan.searched_rate_per_second = max(
-                (p.rate_per_second for p in found if p.holds), default=None
-            )
+            model_plan.searched_rate_per_second = bounds(
+                (p.rate_per_second, p.holds) for p in found
+            ).low
     return models
 
 

@@ -52,6 +52,15 @@ class ServiceFigures(Shape):
     """When the window's first reading was taken."""
     window_seconds: Maybe[float] = None
     """From the window's first reading to its last."""
+    cores: Maybe[float] = None
+    """The cores the service had (locally those cxlab run pinned it to)."""
+
+    @property
+    def cpu_share(self) -> float | None:
+        """The share of its cores the service used over the window (1: all of them busy)."""
+        if self.cpu_seconds is None or not self.window_seconds or not self.cores:
+            return None
+        return self.cpu_seconds / (self.window_seconds * self.cores)
 
 
 def completed_requests(result: Result) -> int:

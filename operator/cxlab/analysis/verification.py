@@ -6,7 +6,7 @@ from __future__ import annotations
 from cxlab.analysis.capacity_plan import Probe, Verification
 from cxlab.analysis.labels import rate_text
 from cxlab.analysis.outcome import TrialOutcome
-from cxlab.experiments.spec import ExperimentSpec
+from cxlab.experiments.spec import ExperimentSpec, LatencyTarget
 from cxlab_contract.durations import format_duration, parse_duration
 from cxlab_contract.figures import significant
 from cxlab_contract.histogram import count as histogram_count
@@ -14,12 +14,17 @@ from cxlab_contract.histogram import quantile
 
 
 def verification_of(spec: ExperimentSpec, outcome: TrialOutcome) -> Verification:
-    """Whether a verification trial held the objective at the rate: every arrival issued on
-    time (the generator not saturated), none dropped or failed, and the objective's percentile
-    of latency, wait included, within it."""
+    """Whether a verification trial held capacity.target's objective at the rate."""
     assert spec.capacity is not None
-    target, trial = spec.capacity.target, outcome.trial
-    percentile, objective = target.latency.percentile, parse_duration(target.latency.max)
+    return judged(spec.capacity.target.latency, outcome)
+
+
+def judged(latency_target: LatencyTarget, outcome: TrialOutcome) -> Verification:
+    """Whether a trial at a rate held the objective: every arrival issued on time (the
+    generator not saturated), none dropped or failed, and the objective's percentile of
+    latency, wait included, within it."""
+    trial = outcome.trial
+    percentile, objective = latency_target.percentile, parse_duration(latency_target.max)
     figures = Verification(
         attempt=trial.verify, trial=trial.name, pods=trial.pods,
         workers_per_pod=trial.workers, rate_per_second=round(trial.rate_per_second or 0.0, 3),
@@ -72,9 +77,12 @@ def verification_of(spec: ExperimentSpec, outcome: TrialOutcome) -> Verification
 
 
 def probe_of(spec: ExperimentSpec, outcome: TrialOutcome) -> Probe:
-    """A rate search's probe: its rate, and whether it held as a verification would."""
-    held = verification_of(spec, outcome)
+    """A rate search's probe: its rate, and whether it held the search's objective as a
+    verification would."""
+    assert spec.probe_latency is not None
+    held = judged(spec.probe_latency, outcome)
     return Probe(
         trial=outcome.trial.name, rate_per_second=held.rate_per_second, holds=held.holds,
-        latency_seconds=held.latency_seconds,
+        latency_seconds=held.latency_seconds, shortfall=held.shortfall,
+        generator_saturated=held.generator_saturated or None,
     )  # fmt: skip

@@ -8,6 +8,7 @@ import shlex
 from cxlab.analysis.labels import workers_label
 from cxlab.analysis.objectives import bound_of, objective_name
 from cxlab.experiments.plan import PYTHON_RUNNER, floor_seconds, plan_trials, runner_command
+from cxlab.experiments.rate_search import probed_models
 from cxlab.experiments.resource import ConcurrencyExperiment
 from cxlab.experiments.spec import DEFAULT_RESPONSE_BYTES, ExperimentSpec
 from cxlab.experiments.target import HEADER_ENV_PREFIX
@@ -65,12 +66,7 @@ def _service_text(spec: ExperimentSpec) -> str:
 def _followups_text(spec: ExperimentSpec) -> str:
     """What runs after these trials, from their outcomes (not known before they run)."""
     lines = []
-    search = spec.search.rate if spec.search else None
-    if search is not None:
-        lines.append(
-            f"then per model a rate search: up to {search.max_probes} probes of one Pod, "
-            f"{search.duration} each, from {search.start:g}/s"
-        )
+    lines += _search_lines(spec)
     for objective in spec.objectives or ():
         abort = ", skipping what can only do worse once broken" if objective.abort_on_fail else ""
         bound = bound_of(objective)
@@ -87,6 +83,31 @@ def _followups_text(spec: ExperimentSpec) -> str:
             f"{verify.duration} at {capacity.target.rate_per_second:g} tasks/s"
         )
     return "".join(f"\n{line}" for line in lines)
+
+
+def _search_lines(spec: ExperimentSpec) -> list[str]:
+    """The rate search: what a probe is, and when it runs (per service variant: right after
+    the variant's own trials)."""
+    search = spec.search.rate if spec.search else None
+    latency = spec.probe_latency
+    if search is None or latency is None:
+        return []
+    arrival = spec.workload.arrival
+    process = arrival.process if arrival is not None else "poisson"
+    probes = (
+        f"up to {search.max_probes} rates of one Pod, {search.duration} each ({process} "
+        f"arrivals, queueing), from {search.start:g}/s, each boundary rate {search.repeats} "
+        f"time{'s' if search.repeats != 1 else ''}, holding {latency.percentile} ≤ {latency.max}"
+    )
+    if spec.service is None:
+        return [f"then per model a rate search: {probes}"]
+    models = ", ".join(m.model for m in probed_models(spec))
+    lines = [f"then per variant and model a rate search: {probes}; in turn:"]
+    lines += [
+        f"  sv{v.index} {v.name}: its trials, then its search ({models}) against it"
+        for v in spec.service.variant_list()
+    ]
+    return lines
 
 
 def _estimate(experiment: ConcurrencyExperiment, floor: float, unknown: int) -> str:

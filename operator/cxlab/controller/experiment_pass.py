@@ -33,7 +33,7 @@ from cxlab.controller.pass_state import Body, EventSink, Pass, PassReport
 from cxlab.controller.recorder import Recorder
 from cxlab.experiments.decide import Decision, Observed, decide, follow
 from cxlab.experiments.fields import SpecError
-from cxlab.experiments.followups import Trials, trials_of
+from cxlab.experiments.followups import Trials, outcomes_matter, searching, trials_of
 from cxlab.experiments.nodes import Request, trials_fitting
 from cxlab.experiments.plan import Trial, plan_trials, pod_indexes
 from cxlab.experiments.pod_view import HOLDING, PodPhase, PodView, view_pod
@@ -227,8 +227,10 @@ class Reconciler:
             return
         ended = set(state.observed.recorded) | {e.name for e in decision.finished}
         before = state.service_plan
+        # the trials as this decision planned them: a variant's next probe keeps its copy
+        trials = decision.planned.trials if decision.planned else state.observed.trials
         state.service_plan = plan_copies(
-            state.spec, state.name, state.observed.trials, ended, state.copies,
+            state.spec, state.name, trials, ended, state.copies,
             before.statuses, state.observed.now,
         )  # fmt: skip
         state.service_plan.became_ready[:0] = before.became_ready  # seen by either: logged
@@ -249,10 +251,9 @@ class Reconciler:
         sweep = plan_trials(spec)
         recorded = {e.name for e in status.entries}
         verifying = spec.capacity is not None and spec.capacity.verifying is not None
-        searching = spec.search is not None and spec.search.rate is not None
-        follows = verifying or searching or spec.calibration
+        follows = verifying or searching(spec) or spec.calibration
         aborting = any(o.abort_on_fail for o in spec.objectives or ())
-        swept = all(t.name in recorded for t in sweep)
+        swept = outcomes_matter(spec, recorded)  # a search per service variant: its first's
         if not (aborting and not swept) and (not follows or not swept):
             return Trials(sweep), None
         key = frozenset(recorded)

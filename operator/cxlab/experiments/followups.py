@@ -1,13 +1,13 @@
 """Every trial of an experiment: the sweep (plan_trials), the calibration trials when the spec
 asks for them (plan.calibration_trials), then the trials its outcomes call for — each
-model's rate search, probe by probe, then a capacity plan's verification, attempt by attempt.
-Pure, and a function of what is recorded: after a crash the same entries give the same
-trials, so none runs twice.
+model's rate search, probe by probe (cxlab.experiments.rate_search), then a capacity plan's
+verification, attempt by attempt. Pure, and a function of what is recorded: after a crash the
+same entries give the same trials, so none runs twice.
 
-Rate search (spec.search.rate), model by model: a probe at `start`; while probes hold, the
-next doubles the highest that held, while none has, it halves the lowest that failed; once
-one held and one above it failed, it bisects them until they are within `precision`, or
-`maxProbes` ran. The model's searched rate is the highest that held.
+Against a service subject the search runs per variant, right after the variant's own sweep
+trials and before the next variant's, so that a variant's service (its copy on a cluster)
+runs once: the trials are each variant's sweep then its probes. The probes are indexed
+after the whole sweep, in the order they run, so every trial keeps its name.
 
 Verification (spec.capacity.verify): once every sweep trial has ended, the plan's choice runs
 as one trial of its Pods, each with its workers, at the target rate (plan.trial_spec); if it
@@ -15,7 +15,7 @@ falls short and attempts are left, the next attempt runs the choice with one mor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cxlab.analysis.objectives import skipped_trials
@@ -23,20 +23,14 @@ from cxlab.analysis.planning import attempt_plan
 from cxlab.analysis.sizing import plan_rtt
 from cxlab.analysis.verification import verification_of
 from cxlab.experiments.plan import Trial, calibration_trials, plan_trials, trial_spec
+from cxlab.experiments.rate_search import probed_models, search_probes
 from cxlab.experiments.record import outcomes_of
-from cxlab.experiments.spec import (
-    MAX_PROCESS_WORKERS,
-    MAX_RESULTS,
-    ExperimentSpec,
-    RateSearchSpec,
-)
-from cxlab.experiments.status import TrialEntry
+from cxlab.experiments.spec import MAX_PROCESS_WORKERS, MAX_RESULTS, ExperimentSpec, VerifySpec
+from cxlab.experiments.status import Phase, TrialEntry
 from cxlab_contract import runner_contract
 from cxlab_contract.durations import parse_duration
 
 _LIMITS = runner_contract().limits
-# A processes probe's pool when its workers list has only 0 (a fork per arrival is refused).
-PROCESS_PROBE_WORKERS = 64
 # Why a backend cannot run a trial of this many Pods (None when it can).
 Fits = Callable[[Trial], "str | None"]
 
@@ -80,7 +74,8 @@ def after(
     call for next (trials_of), from the full entries (`full`, with their Results). None: they
     are needed and were not read — compact entries whose Results are kept elsewhere (a
     cluster's ConfigMaps), or a verification that must be fitted to Nodes (`fits`)."""
-    if len(recorded) + len(ended) < len(trials):
+    done = {*recorded, *(e.name for e in ended)}
+    if not replans(spec, trials, {e.name for e in ended}, done):
         return Planned(list(trials), [*recorded.values(), *ended], unverified)
     verifying = spec.capacity is not None and spec.capacity.verifying is not None
     if full is None and (verifying or any(e.results_in for e in recorded.values())):
@@ -97,37 +92,108 @@ def trials_of(
     `entries` must hold their Results (the full entries) once the sweep has ended."""
     sweep = plan_trials(spec)
     verify = spec.capacity.verifying if spec.capacity else None
-    searching = spec.search is not None and spec.search.rate is not None
     recorded = {e.name: e for e in entries}
-    planning = spec.capacity is not None and bool(verify or searching)
-    if any(t.name not in recorded for t in sweep):
-        return Trials(sweep, skipped=skipped_trials(spec, sweep, outcomes_of(sweep, entries)))
-    if not (planning or spec.calibration):
-        return Trials(sweep)
-    trials = list(sweep)
+    if per_variant_search(spec):
+        trials, ended = _searched_per_variant(spec, sweep, recorded)
+    else:
+        trials, ended = list(sweep), all(t.name in recorded for t in sweep)
+    if not ended:
+        return Trials(trials, skipped=skipped_trials(spec, sweep, outcomes_of(sweep, entries)))
+    if not (searching(spec) or verify or spec.calibration):
+        return Trials(trials)
     if spec.calibration:  # one at a time, after the matrix and before what follows
         for trial in calibration_trials(len(trials)):
             trials.append(trial)
             if trial.name not in recorded:
                 return Trials(trials)
-    if spec.capacity is None or not planning:
-        return Trials(trials)
-    rate = spec.capacity.target.rate_per_second
-    if spec.search is not None and spec.search.rate is not None:
-        for variant in variants(spec):
-            probes = _search(spec, spec.search.rate, variant, len(trials), recorded)
+    if searching(spec) and not per_variant_search(spec):
+        for model in probed_models(spec):
+            probes = search_probes(spec, model, None, len(trials), recorded)
             trials += probes
             if probes and probes[-1].name not in recorded:  # a probe runs: wait for it
                 return Trials(trials)
-    if verify is None:
+    if verify is None or spec.capacity is None:
         return Trials(trials)
+    return _verified(spec, verify, trials, entries, recorded, fits)
+
+
+def searching(spec: ExperimentSpec) -> bool:
+    return spec.search is not None and spec.search.rate is not None
+
+
+def per_variant_search(spec: ExperimentSpec) -> bool:
+    """Whether the rate search runs per service variant, beside its sweep trials."""
+    return spec.service is not None and searching(spec)
+
+
+def _searched_per_variant(
+    spec: ExperimentSpec, sweep: list[Trial], recorded: Mapping[str, TrialEntry]
+) -> tuple[list[Trial], bool]:
+    """Each service variant's sweep trials and then its probes, and whether all have ended.
+    A variant none of whose sweep trials succeeded (its service never answered) is not
+    searched."""
+    assert spec.service is not None
+    trials: list[Trial] = []
+    ended, index = True, len(sweep)
+    for variant in spec.service.variant_list():
+        own = [t for t in sweep if t.service_variant == variant.index]
+        trials += own
+        if not ended:
+            continue
+        entries = [recorded.get(t.name) for t in own]
+        if None in entries:
+            ended = False
+            continue
+        if not any(e and e.phase == Phase.SUCCEEDED for e in entries):
+            continue
+        for model in probed_models(spec):
+            probes = search_probes(spec, model, variant, index, recorded)
+            trials += probes
+            index += len(probes)
+            if probes and probes[-1].name not in recorded:
+                ended = False
+                break
+    return trials, ended
+
+
+def replans(spec: ExperimentSpec, trials: Sequence[Trial], ended: Collection[str],
+            done: Collection[str]) -> bool:  # fmt: skip
+    """Whether the trials may change once `ended` (now part of `done`) has ended: every
+    trial has ended, or, searching per service variant, those just ended were the last of
+    their variant's (its next probe, or the next variant's search, follows)."""
+    if len(done) >= len(trials):
+        return True
+    if not per_variant_search(spec):
+        return False
+    variants = {t.service_variant for t in trials if t.name in ended}
+    return any(all(t.name in done for t in trials if t.service_variant == v) for v in variants)
+
+
+def outcomes_matter(spec: ExperimentSpec, recorded: Collection[str]) -> bool:
+    """Whether the trials as recorded depend on their outcomes (they must be read to plan
+    them): the sweep has ended, or, searching per service variant, its first variant's
+    sweep trials have."""
+    sweep = plan_trials(spec)
+    if per_variant_search(spec):
+        first = sweep[0].service_variant
+        return all(t.name in recorded for t in sweep if t.service_variant == first)
+    return all(t.name in recorded for t in sweep)
+
+
+def _verified(
+    spec: ExperimentSpec, verify: VerifySpec, trials: list[Trial],
+    entries: Sequence[TrialEntry], recorded: Mapping[str, TrialEntry], fits: Fits | None,
+) -> Trials:  # fmt: skip
+    """The trials with the verification attempts the plan's outcomes call for."""
+    assert spec.capacity is not None
+    rate = spec.capacity.target.rate_per_second
     outcomes = outcomes_of(trials, entries)
     for attempt in range(1, verify.max_attempts + 1):
         plan = attempt_plan(spec, outcomes, attempt)
         if plan is None:  # no model meets the objective: nothing to run
             return Trials(trials)
         gomaxprocs = next(
-            v.gomaxprocs for v in variants(spec)
+            v.gomaxprocs for v in probed_models(spec)
             if Trial(0, v.model, 0, v.gomaxprocs, None, 1).variant == plan.variant
         )  # fmt: skip
         # The sizing asked for, when verify gives one, else the plan's; each attempt a Pod more.
@@ -172,93 +238,4 @@ def cannot_verify(spec: ExperimentSpec, trial: Trial) -> str | None:
         )
     if spec.result_count() + trial.pods + (trial.pods > 1) > MAX_RESULTS:
         return f"the experiment would keep more than {MAX_RESULTS} Results"
-    return None
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A model as the search probes it: its GOMAXPROCS, and its workers per probe."""
-
-    model: str
-    gomaxprocs: int | None
-    workers: int
-
-
-def variants(spec: ExperimentSpec) -> list[Variant]:
-    """Each model of the spec, in its order, with the workers its probes run: one for
-    sequential; a worker per arrival (0) where its workers list has it, except processes
-    (a fork per arrival); else its largest."""
-    found = []
-    for entry in spec.models:
-        nonzero = [w for w in entry.workers if w > 0]
-        if entry.model == "sequential":
-            workers = 1
-        elif 0 in entry.workers and entry.model != "processes":
-            workers = 0
-        else:
-            workers = max(nonzero, default=PROCESS_PROBE_WORKERS)
-        found += [Variant(entry.model, g, workers) for g in entry.gomaxprocs_axis()]
-    return found
-
-
-def _search(
-    spec: ExperimentSpec, search: RateSearchSpec, variant: Variant, first: int,
-    recorded: dict[str, TrialEntry],
-) -> list[Trial]:  # fmt: skip
-    """The variant's probes so far: those recorded, and the next one if the search goes on."""
-    probes: list[Trial] = []
-    held: list[float] = []
-    failed: list[float] = []
-    rate: float | None = float(search.start)
-    while rate is not None and len(probes) < search.max_probes:
-        probe = Trial(
-            first + len(probes), variant.model, variant.workers, variant.gomaxprocs,
-            plan_rtt(spec), 1, 1, rate, probe=len(probes) + 1,
-        )  # fmt: skip
-        if cannot_probe(spec, probe):
-            break
-        probes.append(probe)
-        entry = recorded.get(probe.name)
-        if entry is None:
-            break
-        [outcome] = outcomes_of([probe], [entry])
-        (held if verification_of(spec, outcome).holds else failed).append(rate)
-        rate = next_rate(held, failed, search.precision, search.max)
-    return probes
-
-
-def next_rate(
-    held: list[float], failed: list[float], precision: float, most: float | None = None
-) -> float | None:
-    """The next probe's rate, None when the search has found its rate (to 3 figures); it
-    doubles up to `most` at the most (search.rate.max), and a rate held there ends it."""
-    low = max(held, default=None)
-    if most is not None and low is not None and low >= most:
-        return None  # it held where it may go at the most
-    above = [f for f in failed if low is None or f > low]
-    high = min(above, default=None)
-    if high is None:
-        assert low is not None
-        return _figures(low * 2) if most is None else min(_figures(low * 2), float(most))
-    if low is None:
-        return _figures(high / 2)
-    if (high - low) / low <= precision:
-        return None
-    middle = _figures((low + high) / 2)
-    return middle if low < middle < high else None
-
-
-def _figures(rate: float) -> float:
-    return float(f"{rate:.3g}")
-
-
-def cannot_probe(spec: ExperimentSpec, trial: Trial) -> str | None:
-    """Why no runner runs this probe (past a runner's rate or tasks): the search ends."""
-    workload = trial_spec(spec, trial).workload
-    assert workload.arrival is not None
-    arrivals = (trial.rate_per_second or 0.0) * parse_duration(workload.arrival.duration or "0s")
-    if (trial.rate_per_second or 0.0) > _LIMITS["rate"].max or arrivals > _LIMITS["tasks"].max:
-        return "past what a runner issues"
-    if (trial.rate_per_second or 0.0) < 1 / parse_duration(workload.arrival.duration or "1s"):
-        return "under one arrival in the probe's duration"
     return None

@@ -152,7 +152,7 @@ def trial_spec(spec: ExperimentSpec, trial: Trial) -> ExperimentSpec:
     verify = spec.capacity.verifying if spec.capacity else None
     search = spec.search.rate if spec.search else None
     if trial.probe and search is not None:
-        return _arriving(spec, trial, search.duration)
+        return _arriving(spec, trial, search.duration, probing=True)
     if not trial.verify or verify is None:
         return spec
     return _arriving(spec, trial, verify.duration)
@@ -180,18 +180,28 @@ def calibration_spec(spec: ExperimentSpec, kind: str) -> ExperimentSpec:
     return spec.model_copy(update={"workload": workload, "models": models, "syscalls": False})
 
 
-def _arriving(spec: ExperimentSpec, trial: Trial, duration: str) -> ExperimentSpec:
-    """The workload arriving at random at the trial's rate for `duration`, queueing."""
+def _arriving(
+    spec: ExperimentSpec, trial: Trial, duration: str, probing: bool = False
+) -> ExperimentSpec:
+    """The workload arriving at the trial's rate for `duration`, queueing: at random for a
+    verification (its queueing model's arrivals); for a probe as workload.arrival's process
+    says (at random without one), with workload.warmup when the workload sets one."""
     # A late arrival's lateness is in its latency, so the objective bounds the lag itself:
     # a generator is saturated (the trial refuted) only past it, or short of the rate.
-    objective = spec.capacity.target.latency.max if spec.capacity else "10ms"
+    target = spec.capacity.target.latency if spec.capacity else None
+    latency = spec.probe_latency if probing else target
+    objective = latency.max if latency else "10ms"
     max_lag = format_duration(min(parse_duration(objective), parse_duration(LIMITS["max-lag"].max)))
+    given = spec.workload.arrival
+    process = given.process if probing and given is not None else "poisson"
     arrival = ArrivalSpec(
-        rate_per_second=trial.rate_per_second, duration=duration, process="poisson",
+        rate_per_second=trial.rate_per_second, duration=duration, process=process,
         on_busy="queue", max_lag=max_lag, seed=VERIFY_SEED,
     )  # fmt: skip
     seconds = parse_duration(duration)
     warmup = format_duration(min(VERIFY_WARMUP_SECONDS, seconds / 10))
+    if probing and spec.workload.warmup is not None:
+        warmup = spec.workload.warmup
     workload = spec.workload.model_copy(
         update={"tasks": None, "duration": None, "arrival": arrival, "warmup": warmup}
     )

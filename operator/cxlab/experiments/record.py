@@ -12,6 +12,7 @@ from cxlab.analysis.knees import LatencyObjective
 from cxlab.analysis.objectives import judge_objectives, summed_up
 from cxlab.analysis.outcome import TrialOutcome
 from cxlab.analysis.planning import capacity_plan
+from cxlab.analysis.rate_search import rate_searches
 from cxlab.analysis.recommend import best_line
 from cxlab.analysis.summary import summarize
 from cxlab.conditions import Condition, condition_of, is_true, set_condition
@@ -220,6 +221,7 @@ def _finish(
     summary = summarize(sweep, made.spec.tolerance, made.spec.pinning, latency_objective(made.spec))
     status.summary = summary
     status.capacity_plan = capacity_plan(made.spec, outcomes, made.unverified)
+    status.rate_search = rate_searches(made.spec, outcomes) or None
     status.environment = environment_of(made.trials, made.entries, made.host)
     status.objectives = judge_objectives(made.spec, outcomes, summary) or None
     met, why, verdict = summed_up(status.objectives or [])

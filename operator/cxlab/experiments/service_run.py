@@ -310,4 +310,3 @@ def seen_gone(
             status.phase = status.phase if status.phase == FAILED else DELETED
         gone.append(status)
     return gone
-

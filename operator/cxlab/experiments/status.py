@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from cxlab.analysis.capacity_plan import CapacityPlan
 from cxlab.analysis.copy_counters import ServiceWindow
+from cxlab.analysis.rate_search import RateSearch
 from cxlab.analysis.service_figures import ServiceFigures
 from cxlab.analysis.summary import Summary
 from cxlab.conditions import Condition
@@ -315,6 +316,9 @@ class ExperimentStatus(Shape):
     """How long it waited for capacity before its first trial started."""
     capacity_plan: Maybe[CapacityPlan] = None
     """Pods and cores for spec.capacity.target, from the measured points (once finished)."""
+    rate_search: Maybe[list[RateSearch]] = None
+    """spec.search.rate's answer per line (a model, or a service variant and a model): the
+    searched rate, its interval, whether it is noisy, whose limit (once finished)."""
     environment: Maybe[Environment] = None
     """The calibration's fingerprint and figures (spec.calibration, once finished)."""
     objectives: Maybe[list[ObjectiveStatus]] = None

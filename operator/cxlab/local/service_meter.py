@@ -57,8 +57,9 @@ def settle(root: int, timeout: float) -> bool:
 class TreeMeter:
     """Started as a trial's window opens, stopped as it closes."""
 
-    def __init__(self, root: int, interval: float = SAMPLE_SECONDS) -> None:
+    def __init__(self, root: int, cores: int, interval: float = SAMPLE_SECONDS) -> None:
         self.root = root
+        self.cores = cores
         self.interval = interval
         self.peak = 0
         self.samples = 0
@@ -103,4 +104,5 @@ class TreeMeter:
             samples=self.samples,
             started_at=self._started,
             window_seconds=round(time.monotonic() - self._began, 3),
+            cores=self.cores,
         )

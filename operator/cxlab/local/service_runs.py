@@ -76,7 +76,7 @@ class ServiceRuns:
     def meter(self) -> TreeMeter:
         """A meter of the running variant's process tree, not yet started."""
         assert self.running is not None
-        return TreeMeter(self.running.pid)
+        return TreeMeter(self.running.pid, len(self.cores))
 
     def exited(self) -> str | None:
         """Why the variant is no longer running (it exited during a trial), if it is not."""

@@ -3,7 +3,7 @@ and the rate search that finds what one Pod sustains."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
@@ -18,9 +18,13 @@ from cxlab.experiments.fields import (
     Strict,
     TargetRate,
 )
-from cxlab.experiments.spec.examples import CAPACITY
-from cxlab.experiments.spec.limits import MAX_PROBES, MAX_VERIFY_ATTEMPTS
+from cxlab.experiments.spec.examples import CAPACITY, looping, workload
+from cxlab.experiments.spec.limits import MAX_PROBES, MAX_REPEATS, MAX_VERIFY_ATTEMPTS
 from cxlab.rules import Rule
+from cxlab_contract.durations import parse_duration
+
+if TYPE_CHECKING:
+    from cxlab.experiments.spec.experiment import ExperimentSpec
 
 
 class LatencyTarget(Strict):
@@ -71,25 +75,33 @@ class VerifySpec(Strict):
 
 
 class RateSearchSpec(Strict):
-    """Search each model's largest arrival rate one Pod sustains: a probe at `start`, then
-    double while the objective holds (halve while it does not), then bisect between the
-    highest rate that held and the lowest that did not until they are within `precision`.
-    Each probe is a trial of one Pod: tasks arrive at random at its rate for `duration`,
-    queueing for a worker, and it holds when capacity.target.latency is met with the wait
-    counted, none dropped or failed, the generator on time."""
+    """Search each model's (and service variant's) largest arrival rate one Pod sustains: a
+    probe at `start`, then double while the objective holds (halve while it does not), then
+    bisect between the highest rate that held and the lowest that did not until they are
+    within `precision`; then both boundary rates are probed `repeats` times, and a rate holds
+    only if every probe of it held. Each probe is a trial of one Pod: tasks arrive at its rate
+    for `duration` as workload.arrival says (its process; Poisson without one), queueing for
+    a worker, and it holds when the latency objective is met with the wait counted, none
+    dropped or failed, the generator on time."""
 
     start: ArrivalRate = 100
     """The first probe's rate, tasks per second for one Pod."""
     duration: RunDuration = "10s"
-    """How long tasks arrive at each probe."""
+    """How long tasks arrive at each probe (workload.warmup of it, when set, is its warm-up)."""
     precision: Annotated[float, Number(0.01, 1)] = 0.1
     """Stop bisecting when the rates that held and failed are within this share of each
     other."""
     max_probes: Annotated[int, Field(strict=True, ge=1, le=MAX_PROBES)] = 8
-    """Probes per model at most."""
+    """Rates probed per model at most (the boundary's repeats come on top)."""
     max: ArrivalRate | None = None
     """The highest rate a probe tries, tasks per second for one Pod (what your service may be
     sent, say): holding there, the search stops. Unset: the probes double until one fails."""
+    repeats: Annotated[int, Field(strict=True, ge=1, le=MAX_REPEATS)] = 3
+    """Probes of each boundary rate (the highest that held, the lowest that failed): a rate
+    holds only if all of them hold, so one lucky probe does not make a capacity. 1: each rate
+    once."""
+    latency: LatencyTarget | None = None
+    """The objective a probe must hold (e.g. p99 at most 250ms). Unset: capacity.target's."""
 
     rules = (
         Rule(
@@ -124,3 +136,56 @@ class Capacity(Strict):
     def verifying(self) -> VerifySpec | None:
         """The verification to run, if any."""
         return self.verify if self.verify is not None and self.verify.enabled else None
+
+
+def _searching(spec: ExperimentSpec) -> bool:
+    return spec.search is not None and spec.search.rate is not None
+
+
+# The rules across the spec about the rate search (ExperimentSpec.rules takes them in).
+SEARCH_RULES = (
+    Rule(
+        "search.rate needs the latency objective its probes hold: set search.rate.latency "
+        "(or capacity.target, whose latency it then uses)",
+        holds=lambda s: not _searching(s) or s.probe_latency is not None,
+        cel="!has(self.search) || !has(self.search.rate) || has(self.search.rate.latency) || "
+        "has(self.capacity)",
+        valid={"search": {"rate": {"latency": {"max": "1s"}}}},
+        invalid={"search": {"rate": {}}},
+    ),
+    Rule(  # past its own bound, warmup is refused there alone
+        "search.rate.duration must be longer than workload.warmup, its probes' warm-up",
+        holds=lambda s: (
+            not _searching(s)
+            or s.workload.warmup is None
+            or parse_duration(s.workload.warmup) < parse_duration(s.search.rate.duration)
+        ),
+        cel="!has(self.search) || !has(self.search.rate) || !has(self.workload.warmup) || "
+        f"duration(self.workload.warmup) > duration('{LIMITS['warmup'].max}') || "
+        "duration(self.workload.warmup) < duration(has(self.search.rate.duration) ? "
+        "self.search.rate.duration : '10s')",
+        field="search.rate.duration",
+        valid={
+            "workload": looping(warmup="1s"),
+            "search": {"rate": {"latency": {"max": "1s"}, "duration": "1001ms"}},
+        },
+        invalid={
+            "workload": looping(warmup="1s"),
+            "search": {"rate": {"latency": {"max": "1s"}, "duration": "1s"}},
+        },
+    ),
+    Rule(
+        "search.rate: Locust's users are closed loops and cannot run at a rate; leave locust "
+        "out of an experiment that searches",
+        holds=lambda s: not _searching(s) or all(m.model != "locust" for m in s.models),
+        cel="!has(self.search) || !has(self.search.rate) || "
+        "!self.models.exists(m, m.model == 'locust')",
+        valid={"capacity": CAPACITY, "search": {"rate": {}}},
+        invalid={
+            "workload": workload(type="http", rtt="10ms"),
+            "models": [{"model": "locust"}],
+            "capacity": CAPACITY,
+            "search": {"rate": {}},
+        },
+    ),
+)

@@ -21,7 +21,7 @@ from cxlab.experiments.fields import (
     TtlSeconds,
     repeated,
 )
-from cxlab.experiments.spec.capacity import Capacity, SearchSpec
+from cxlab.experiments.spec.capacity import SEARCH_RULES, Capacity, LatencyTarget, SearchSpec
 from cxlab.experiments.spec.examples import CAPACITY, arriving, looping, served, workload
 from cxlab.experiments.spec.limits import (
     MAX_MODELS,
@@ -154,12 +154,11 @@ _RULES = (
         invalid={**served(deployment=None, command=_COMMAND), "workload": served()["workload"]},
     ),
     Rule(
-        "service: a capacity plan and a rate search against a service subject are not "
-        "supported yet: measure its variants with the matrix (tasks, duration or "
-        "workload.arrival's rates) and leave capacity and search out",
-        holds=lambda s: s.service is None or (s.capacity is None and s.search is None),
-        cel="!has(self.service) || (!has(self.capacity) && !has(self.search))",
-        valid=served(),
+        "service: a capacity plan of a service subject is not supported yet: leave capacity "
+        "out (search.rate finds each variant's capacity, with search.rate.latency)",
+        holds=lambda s: s.service is None or s.capacity is None,
+        cel="!has(self.service) || !has(self.capacity)",
+        valid={**served(), "search": {"rate": {"latency": {"max": "1s"}}}},
         invalid={**served(), "capacity": CAPACITY},
     ),
     Rule(
@@ -179,27 +178,7 @@ _RULES = (
             "models": [{"model": "threads", "workers": [2]}, {"model": "threads", "workers": [4]}]
         },
     ),
-    Rule(
-        "search.rate probes against capacity.target.latency: set capacity.target",
-        holds=lambda s: s.search is None or s.search.rate is None or s.capacity is not None,
-        cel="!has(self.search) || !has(self.search.rate) || has(self.capacity)",
-        valid={"capacity": CAPACITY, "search": {"rate": {}}},
-        invalid={"search": {"rate": {}}},
-    ),
-    Rule(
-        "search.rate: Locust's users are closed loops and cannot run at a rate; leave locust "
-        "out of an experiment that searches",
-        holds=lambda s: s.search is None or s.search.rate is None or not _locust(s),
-        cel="!has(self.search) || !has(self.search.rate) || "
-        "!self.models.exists(m, m.model == 'locust')",
-        valid={"capacity": CAPACITY, "search": {"rate": {}}},
-        invalid={
-            "workload": workload(type="http", rtt="10ms"),
-            "models": [{"model": "locust"}],
-            "capacity": CAPACITY,
-            "search": {"rate": {}},
-        },
-    ),
+    *SEARCH_RULES,
     Rule(
         "model locust drives HTTP users and needs workload type http",
         holds=lambda s: not _locust(s) or s.workload.type == "http",
@@ -466,6 +445,14 @@ class ExperimentSpec(Strict):
     when the repetitions cannot tell), status.objectives and cxlab run's exit status."""
 
     rules = _RULES
+
+    @property
+    def probe_latency(self) -> LatencyTarget | None:
+        """The objective a rate search's probe holds: search.rate's, else capacity.target's."""
+        rate = self.search.rate if self.search else None
+        if rate is not None and rate.latency is not None:
+            return rate.latency
+        return self.capacity.target.latency if self.capacity else None
 
     def trial_count(self) -> int:
         per_repetition = sum(

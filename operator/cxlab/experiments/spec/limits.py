@@ -25,6 +25,9 @@ MAX_PROCESS_WORKERS = 512
 MAX_VERIFY_ATTEMPTS = 5
 # Probes of one model's rate search: doubling from 1/s past a million takes 20.
 MAX_PROBES = 20
+# Probes at each of a search's boundary rates (search.rate.repeats): a rate holds only if all
+# of them hold; past a handful they add time, not sureness a spread would not show.
+MAX_REPEATS = 10
 # One OS thread per worker: every thread stack is two memory mappings, and the kernel's
 # default vm.max_map_count (65530) runs out near 32,000 threads in one process.
 MAX_THREAD_WORKERS = 30_000

@@ -1,0 +1,124 @@
+"""What a rate search reports (cxlab.analysis.rate_search): the bounds of a set of probes,
+and against a service subject whose limit the boundary is — the service's (its CPU near its
+cores, or its latency while its CPU had room) or the generator's (it could not keep the
+rate, or its own CPU was near its cores while the service had room, and how much)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from helpers.followups import checked
+
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.rate_search import bounds, rate_searches
+from cxlab.analysis.service_figures import ServiceFigures
+from cxlab.experiments.plan import Trial
+from cxlab.experiments.resource import parse_experiment
+from cxlab.experiments.spec import ExperimentSpec
+
+
+def test_the_bounds_are_the_definitions() -> None:
+    found = bounds([(100, True), (400, True), (200, False), (150, True), (150, True)])
+    assert found.counts == {100: 1, 400: 1, 200: 1, 150: 2}
+    assert (found.held, found.failed) == ((100, 150, 400), (200,))
+    # the top is the lowest rate that broke; a hold above it is noise, not capacity
+    assert (found.low, found.high, found.disagree) == (150, 200, (200, 400))
+    mixed = bounds([(100, True), (100, False), (50, True)])  # 100 broke once: it does not hold
+    assert (mixed.low, mixed.high, mixed.disagree) == (50, 100, None)
+    assert bounds([(10, False)]).low is None and bounds([(10, True)]).high is None
+
+
+def spec_of(service: bool = True) -> ExperimentSpec:
+    subject = {
+        "service": {
+            "command": ["gunicorn", "httpbin:app"],
+            "variants": {"named": [{"name": "sync-2", "args": ["-w", "2"]}]},
+        }
+    }
+    document: dict[str, Any] = {
+        "apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
+        "metadata": {"name": "whose"},
+        "spec": {
+            "workload": {"type": "http", "target": {"url": "http://127.0.0.1:8000/delay/0.05"},
+                         "arrival": {"ratePerSecond": 20, "duration": "5s"}},
+            "models": [{"model": "asyncio", "workers": [64]}],
+            "search": {"rate": {"repeats": 1, "latency": {"max": "250ms"}}},
+            **(subject if service else {}),
+        },
+    }  # fmt: skip
+    return parse_experiment(document).spec
+
+
+def probe(index: int, rate: float, p99: float, cpu_share: float | None = None,
+          generator_share: float = 0.2, saturated: bool = False) -> TrialOutcome:  # fmt: skip
+    """A probe of sync-2 at `rate` over 5 s, its generator on one core busy `generator_share`
+    of the time and the service's one core `cpu_share`."""
+    trial = Trial(index, "asyncio", 64, None, None, 1, 1, rate, probe=index,
+                  service_variant=1, service="sync-2")  # fmt: skip
+    outcome = checked(trial, p99)
+    assert outcome.result is not None and outcome.result["arrival"] is not None
+    outcome.result["wallSeconds"] = 5.0
+    outcome.result["cpus"] = [1]
+    outcome.result["cpuUserSeconds"], outcome.result["cpuSystemSeconds"] = 5.0 * generator_share, 0
+    if saturated:
+        outcome.result["arrival"]["generatorSaturated"] = True
+    figures = None
+    if cpu_share is not None:
+        figures = ServiceFigures(
+            cpu_seconds=5.0 * cpu_share, cpu_per_request_seconds=0.002,
+            peak_memory_bytes=70 * 2**20, restarts=0, samples=10, window_seconds=5.0, cores=1,
+        )  # fmt: skip
+    return replace(outcome, service=figures)
+
+
+def test_a_latency_bound_service_with_room_on_its_core_is_the_services_limit() -> None:
+    probes = [probe(1, 20, 0.06, 0.04), probe(2, 40, 0.9, 0.08), probe(3, 30, 0.07, 0.06)]
+    [search] = rate_searches(spec_of(), probes)
+    assert (search.rate_per_second, search.interval.low, search.interval.high) == (30, 30, 40)
+    assert search.limit == "service" and search.service_cpu_share == 0.06
+    assert search.service_cpu_per_request_seconds == 0.002
+    assert search.service_peak_memory_bytes == 70 * 2**20
+    assert search.message == (
+        "sync-2 / asyncio: held 30 tasks/s (1 probe), broke at 40: between 30 and 40; the "
+        "service's limit at 40 tasks/s: p99 900ms > 250ms (waits: mean 0s, p99 0s), its CPU 8% "
+        "of its cores (not CPU-bound)"
+    )
+
+
+def test_a_service_whose_core_is_full_is_bound_by_its_cpu() -> None:
+    probes = [probe(1, 400, 0.06, 0.5), probe(2, 800, 0.9, 0.97)]
+    [search] = rate_searches(spec_of(), probes)
+    assert search.limit == "service"
+    assert search.message.endswith("the service's limit at 800 tasks/s: its CPU 97% of its cores")
+
+
+def test_a_generator_that_cannot_keep_the_rate_is_its_own_limit_and_the_room_is_said() -> None:
+    probes = [probe(1, 400, 0.06, 0.3), probe(2, 800, 0.06, 0.4, saturated=True)]
+    [search] = rate_searches(spec_of(), probes)
+    assert search.limit == "generator" and search.interval.high == 800
+    assert search.message.endswith(
+        "the generator's limit at 800 tasks/s: it could not keep the rate (the service used "
+        "30% of its cores at 400 tasks/s)"
+    )
+
+
+def test_a_generator_on_a_full_core_beside_a_service_with_room_is_the_generators_limit() -> None:
+    probes = [probe(1, 400, 0.06, 0.3, 0.5), probe(2, 800, 0.9, 0.45, generator_share=0.95)]
+    [search] = rate_searches(spec_of(), probes)
+    assert search.limit == "generator"
+    assert (
+        "the generator's limit at 800 tasks/s: its CPU 95% of its cores (the service used "
+        "30% of its cores at 400 tasks/s)" in search.message
+    )
+    # beside a service whose own core is full, it is the service's
+    busy = [probes[0], probe(2, 800, 0.9, 0.95, generator_share=0.95)]
+    assert rate_searches(spec_of(), busy)[0].limit == "service"
+
+
+def test_without_a_service_subject_no_limit_is_named() -> None:
+    probes = [probe(1, 20, 0.06), probe(2, 40, 0.9)]
+    probes = [replace(o, trial=replace(o.trial, service_variant=0, service="")) for o in probes]
+    [search] = rate_searches(spec_of(service=False), probes)
+    assert search.limit is None and search.variant == "asyncio"
+    assert search.message == "asyncio: held 20 tasks/s (1 probe), broke at 40: between 20 and 40"

@@ -1,0 +1,115 @@
+"""spec.search.rate against a service subject through `cxlab run`: real httpbin served by real
+gunicorn (`make services`), sync with 2 workers, against /delay/0.05. A sync worker serves one
+request at a time, so 2 of them serve at most 2 / 0.05 s = 40/s: the searched rate lands
+within 15 % of that, with its interval, each boundary rate probed twice, and the limit named
+the service's (its workers: its core had room)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from helpers import ROOT
+
+from cxlab.local.delay_target import free_port
+
+GUNICORN = ROOT / "build" / "services" / "httpbin" / "bin" / "gunicorn"
+DELAY = 0.05  # httpbin's /delay/0.05: the server waits 50 ms in each request
+PREDICTED = 2 / DELAY  # 2 sync workers, one request at a time each
+MEASURED_NICE = -10  # as tests/local/test_service_runs.py: the measured run's own cores
+# Both tests read one measured run: it runs alone, in the quiet phase.
+pytestmark = [
+    pytest.mark.skipif(not GUNICORN.exists(), reason="run `make services`"),
+    pytest.mark.quiet,
+]
+
+
+def _document(port: int) -> dict[str, Any]:
+    command = [str(GUNICORN), "--bind", f"127.0.0.1:{port}", "httpbin:app"]
+    return {
+        "apiVersion": "cxlab.dev/v1alpha1", "kind": "ConcurrencyExperiment",
+        "metadata": {"name": "httpbin-search"},
+        "spec": {
+            "service": {"command": command, "readyTimeout": "30s", "variants": {"named": [
+                {"name": "sync-2", "args": ["--worker-class", "sync", "--workers", "2"]}]}},
+            # evenly spaced arrivals: under the workers' rate none waits, over it the queue
+            # grows by the excess every second, so the boundary is sharp
+            "workload": {"type": "http", "target": {"url": f"http://127.0.0.1:{port}/delay/{DELAY:g}"},
+                         "arrival": {"ratePerSecond": 20, "duration": "5s", "process": "uniform"},
+                         "warmup": "1s"},
+            "models": [{"model": "asyncio", "workers": [64]}],
+            "search": {"rate": {"start": 20, "duration": "5s", "precision": 0.05, "repeats": 2,
+                                "latency": {"max": "250ms"}}},
+        },
+    }  # fmt: skip
+
+
+def _child() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.nice(MEASURED_NICE)
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp_path = tmp_path_factory.mktemp("search")
+    path = tmp_path / "experiment.yaml"
+    path.write_text(yaml.safe_dump(_document(free_port())))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cxlab.cli", "run", str(path), "--out", str(tmp_path / "out")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=functools.partial(_child),
+    )  # fmt: skip
+    try:
+        out, err = process.communicate(timeout=300)
+    finally:
+        process.kill()
+    assert process.returncode == 0, f"{out}\n{err}"
+    print(out)
+    document = json.loads(Path(tmp_path / "out" / "result.json").read_text())
+    return {"document": document, "out": out}
+
+
+def test_the_searched_capacity_of_sync_2_is_its_workers_rate(searched: dict[str, Any]) -> None:
+    status = searched["document"]["status"]
+    [search] = status["rateSearch"]
+    low, high = search["interval"]["low"], search["interval"].get("high")
+    # a worker is also busy for its own CPU in each request, beside the 50 ms wait
+    serving = 2 / (DELAY + search["serviceCpuPerRequestSeconds"])
+    print(f"sync-2: predicted {PREDICTED:.1f}/s (with its CPU {serving:.1f}/s), searched "
+          f"{search['ratePerSecond']}/s (interval [{low}, {high})):")  # fmt: skip
+    print("probes:", ", ".join(f"{p['ratePerSecond']:g} {'held' if p['holds'] else 'broke'}"
+                                for p in search["probes"]))  # fmt: skip
+    print(search["message"])
+    assert search["variant"] == "sync-2 / asyncio"
+    assert search["ratePerSecond"] == low == pytest.approx(PREDICTED, rel=0.15)
+    assert high is not None and low < high <= PREDICTED * 1.3
+    at_low = [p for p in search["probes"] if p["ratePerSecond"] == low]
+    at_high = [p for p in search["probes"] if p["ratePerSecond"] == high]
+    assert len(at_low) == 2 and all(p["holds"] for p in at_low)
+    assert len(at_high) == 2 and not all(p["holds"] for p in at_high)
+    assert not any(p.get("generatorSaturated") for p in search["probes"])
+    # its two workers bound it, not its core: the service's limit, with room on its core
+    assert search["limit"] == "service" and search["serviceCpuShare"] < 0.5
+    assert "the service's limit at" in search["message"]
+    assert search["serviceCpuPerRequestSeconds"] > 0 and search["servicePeakMemoryBytes"] > 0
+
+
+def test_the_probes_ran_against_the_variant_right_after_its_trial(searched: dict[str, Any]) -> None:
+    trials = searched["document"]["status"]["trials"]
+    assert trials[0]["name"] == "000-sv1-asyncio-w64-a20-r1"
+    probes = trials[1:]
+    assert probes and all(t["name"].startswith(f"{i:03d}-sv1-s{i}-") for i, t in
+                          enumerate(probes, 1))  # fmt: skip
+    assert all(t["phase"] == "Succeeded" and t["service"]["cpuSeconds"] > 0 for t in probes)
+    # the service's window holds the runner's own, and its cores are those it was pinned to
+    assert all(t["service"]["windowSeconds"] >= t["result"]["wallSeconds"] for t in probes)
+    assert all(t["service"]["cores"] == 1 for t in probes)  # 2 cores: 1 each
+    assert "Rate search:" in searched["out"] and "sync-2 / asyncio" in searched["out"]

@@ -3,16 +3,17 @@ from its pins, not pulled) as the user's Deployment and Service, its variants ru
 the operator owns, one at a time, never the user's objects.
 
 The figures: gunicorn's sync worker serves one request at a time, so against /delay/0.05 (a
-50 ms wait in the server) W workers sustain W / 0.05 s; 64 asyncio workers in a closed loop
-keep every worker busy. The service's own figures (the kubelet's counters of the copy, read
-by the operator through the node proxy) are held against the copy's Pod cgroups, read here
-from /sys/fs/cgroup (this node's kubelet runs cgroupfs on cgroup v1)."""
+50 ms wait in the server) W workers sustain W / 0.05 s, which each variant's rate search
+finds (evenly spaced arrivals: over the workers' rate the server's queue grows by the excess
+every second, and the p99 breaks). The service's own figures (the kubelet's counters of the
+copy, read by the operator through the node proxy) are held against the copy's Pod cgroups,
+read here from /sys/fs/cgroup (this node's kubelet runs cgroupfs on cgroup v1)."""
 
 from __future__ import annotations
 
 import bisect
 import itertools
-import statistics
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -255,17 +256,6 @@ def _copies_left(lab: Lab) -> list[str]:
     return left
 
 
-def _steady(result: dict[str, Any]) -> float:
-    """Requests the server completed per second after the warm-up, before the end: the
-    median of the Result's per-second timeline. The Result's throughput counts the requests
-    started after the warm-up over the time to the last one's end, so the 64 requests queued
-    in the server when the run ends (1.7 s of them at sync-2) drain into it: 4 s gave 22/s."""
-    completed = result["timeline"]["completed"]
-    warmup = int(result["warmup"]["seconds"])
-    steady = completed[warmup : int(result["durationSeconds"])]
-    return float(statistics.median(steady))
-
-
 def _trial_running(lab: Lab, name: str) -> bool:
     selector = f"cxlab.dev/experiment={name},app.kubernetes.io/component=trial"
     pods = lab.core.list_namespaced_pod(lab.namespace, label_selector=selector).items
@@ -300,35 +290,50 @@ def measured_httpbin(lab: Lab) -> Iterator[tuple[dict[str, Any], dict[str, Any]]
 
 @pytest.mark.solo  # its figures need the node's CPU: side by side, others' trials take it
 @pytest.mark.long
-def test_each_variant_runs_as_its_own_copy_at_the_throughput_theory_gives(
+def test_each_variants_capacity_is_searched_against_its_own_copy_as_theory_gives(
     lab: Lab, measured_httpbin: tuple[dict[str, Any], dict[str, Any]]
 ) -> None:
+    """sync-2 and sync-4: each variant's sweep trial, then its rate search (evenly spaced
+    arrivals, p99 <= 250 ms, each boundary rate probed twice) against its copy, made once:
+    W sync workers serve W / 0.05 s. Every trial's service figures against the cgroups."""
     deployment, service = measured_httpbin
+    spec = _experiment(_sync(2), _sync(4))
+    spec["search"] = {"rate": {"start": 30, "duration": "4s", "precision": 0.1, "repeats": 2,
+                               "latency": {"max": "250ms"}}}  # fmt: skip
+    spec["workload"]["arrival"] = {"process": "uniform", "ratePerSecond": 20, "duration": "2s"}
+    del spec["workload"]["duration"]
     with CopyWatch(lab.namespace) as watch, CgroupWatch(lab.namespace) as cgroups:
-        lab.apply("sync", _experiment(_sync(2), _sync(4)))
-        experiment = lab.wait_finished("sync", timeout=240)
+        lab.apply("searched", spec)
+        experiment = lab.wait_finished("searched", timeout=600)
         _wait_no_copies(lab)
     assert lab.phase(experiment) == "Succeeded", why(experiment)
-    status = experiment["status"]
     print()
-    for entry in status["trials"]:
-        workers = 2 if "-sv1-" in entry["name"] else 4  # sync-2, then sync-4
-        predicted, result = workers / DELAY, entry["result"]
-        measured = _steady(result)
-        print(
-            f"{entry['name']}: predicted {predicted:.0f}/s, measured {measured:.1f}/s in the "
-            f"steady state (the Result's throughput {result['throughputPerSecond']:.1f}/s, "
-            f"p50 {result['latencySeconds']['p50']:.3f} s, client CPU {result['cpuPercent']} %)"
-        )
-        print(f"  {_check_figures(entry, cgroups)}")
-        assert abs(measured - predicted) <= 0.15 * predicted, entry
+    status = experiment["status"]
+    for search, workers in zip(status["rateSearch"], (2, 4), strict=True):
+        predicted, low = workers / DELAY, search["interval"]["low"]
+        probes = ", ".join(f"{p['ratePerSecond']:g} {'held' if p['holds'] else 'broke'}"
+                           for p in search["probes"])  # fmt: skip
+        print(f"{search['variant']}: predicted {predicted:.0f}/s, searched "
+              f"{search['ratePerSecond']}/s, interval [{low}, {search['interval'].get('high')})"
+              f" from {probes}: {search['message']}")  # fmt: skip
+        assert search["variant"] == f"sync-{workers} / asyncio"
+        assert search["ratePerSecond"] == low == pytest.approx(predicted, rel=0.15), search
+        assert search["limit"] == "service", search
+        assert not any(p.get("generatorSaturated") for p in search["probes"]), search
+    probes = [t for t in status["trials"] if re.match(r"\d+-sv\d-s\d+-", t["name"])]
+    assert len(probes) == sum(len(s["probes"]) for s in status["rateSearch"]), status["trials"]
+    for entry in status["trials"]:  # the service's figures, against the cgroups
+        print(f"  {entry['name']}: {_check_figures(entry, cgroups)}")
+    # a variant's probes ran right after its sweep trial, against its one copy
+    order = [t["name"].split("-")[1] for t in status["trials"]]
+    assert order == sorted(order), order  # sv1 ..., then sv2 ...
     variants = status["serviceVariants"]
     for variant in variants:
         print(f"variant {variant['name']}: Ready in {variant.get('readySeconds')} s, "
               f"deleted in {variant.get('deletedSeconds')} s")  # fmt: skip
         assert variant["readySeconds"] > 0, variant
-    assert variants[0]["deletedSeconds"] > 0, variants[0]  # the last one goes after the end
-    assert watch.seen == {"cx-sync-v1", "cx-sync-v2"}
+    assert variants[0]["deletedSeconds"] > 0, variants[0]
+    assert watch.seen == {"cx-searched-v1", "cx-searched-v2"}
     assert watch.most == 1, "two variants' copies at once"
     assert all("app" not in labels for labels in watch.template_labels), watch.template_labels
     _unchanged(lab, deployment, service)

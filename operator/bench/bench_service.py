@@ -6,10 +6,11 @@ The user's Deployment is httpbin under gunicorn (cxlab.dev/httpbin:dev, the imag
 cluster tests use); an experiment of VARIANTS named variants (gunicorn sync with 1, 2 and 3
 workers), one short trial each. The benchmark watches, from its own watches (time.time() on
 receipt: one machine, one clock), every copy Deployment, copy Pod, copy EndpointSlice and
-trial Pod, and splits each variant's time between copies into:
+trial Pod (and the trials' Results: when their tasks ended), and splits each variant's
+time between copies into:
 - the operator's: the previous variant's copy gone (the first: the experiment applied) →
   this copy created; the copy's endpoints listed → its first trial Pod created; its last
-  trial Pod ended → the copy's deletion began;
+  trial's tasks ended (its Result) → the copy's deletion began;
 - Kubernetes': copy created → its Pods created (the Deployment and ReplicaSet controllers);
   Pods created → every one Ready (the kubelet's start-up, the readiness probe's); every Pod
   Ready → the Service's EndpointSlice lists them (the EndpointSlice controller); deletion
@@ -34,6 +35,7 @@ from typing import Any
 import kubernetes
 from bench_operator import KUBECONFIG, ROOT, events, remove_namespace
 
+from cxlab.controller.kube import Kube
 from cxlab.local.delay_target import free_port
 
 IMAGE = "cxlab.dev/httpbin:dev"
@@ -54,7 +56,6 @@ class CopySeen:
     pods_gone: dict[str, float] = field(default_factory=dict)
     listed: float | None = None  # the EndpointSlice first lists every replica ready
     trial_added: list[float] = field(default_factory=list)
-    trial_ended: list[float] = field(default_factory=list)
 
 
 def user_objects(namespace: str) -> None:
@@ -113,7 +114,6 @@ def watch(
     discovery = kubernetes.client.DiscoveryV1Api()
 
     trials_added: set[str] = set()
-    trials_ended: set[str] = set()
 
     def copy_of(labels: dict[str, str] | None) -> CopySeen | None:
         variant = (labels or {}).get(VARIANT_LABEL)
@@ -149,9 +149,6 @@ def watch(
                 if event["type"] == "ADDED" and key not in trials_added:
                     trials_added.add(key)
                     entry.trial_added.append(at)
-                if pod.status.phase in ("Succeeded", "Failed") and key not in trials_ended:
-                    trials_ended.add(key)
-                    entry.trial_ended.append(at)
             if done.is_set():
                 return
 
@@ -186,7 +183,14 @@ def rows_of(seen: dict[int, CopySeen], applied: float, status: dict[str, Any]) -
         ready = max(copy.pods_ready.values(), default=None)
         gone = max(copy.pods_gone.values(), default=None)
         first_trial = min(copy.trial_added, default=None)
-        last_ended = max(copy.trial_ended, default=None)
+        # the tasks' end as the runner's Result says (its clock is this machine's): the
+        # operator acts on the runner's final read, before the kubelet says the Pod ended
+        ends = [
+            t["result"]["startedAtUnixSeconds"] + t["result"]["wallSeconds"]
+            for t in status["trials"]
+            if f"-sv{index}-" in t["name"] and t.get("result")
+        ]
+        last_ended = max(ends, default=None)
         operator = [
             _gap(previous_gone, copy.created),
             _gap(copy.listed, first_trial),
@@ -247,7 +251,9 @@ def run(until: Callable[[dict[str, Any]], bool]) -> None:
             time.sleep(0.5)
         time.sleep(2)  # the last copy's deletion, seen by the watches
         done.set()
-        print_rows(rows_of(seen, applied, body["status"]), body["status"]["phase"])
+        found = Kube().get_experiment(namespace, "bench", full=True)  # the Results too
+        assert found is not None
+        print_rows(rows_of(seen, applied, found["status"]), body["status"]["phase"])
     finally:
         remove_namespace(core, custom, namespace, seconds=60)
         operator.terminate()

@@ -102,8 +102,8 @@ def _experiment(*variants: dict[str, Any], ready_timeout: str = "60s") -> dict[s
 
 
 class CopyWatch:
-    """Every 0.1 s, the copies of the namespace (Deployments and Pods, by experiment and
-    variant): the most variants seen at once, and the copies' Pod labels."""
+    """Every 0.1 s, the copies of the namespace (Deployments not being deleted, and Pods, by
+    experiment and variant): the most variants seen at once, and the copies' Pod labels."""
 
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
@@ -126,7 +126,9 @@ class CopyWatch:
         while not self._stop.is_set():
             deployments = apps.list_namespaced_deployment(self.namespace, label_selector=COPY)
             pods = core.list_namespaced_pod(self.namespace, label_selector=COPY)
-            variants = {_copy_of(d.metadata.labels) for d in deployments.items}
+            # a Deployment deleted in the foreground runs nothing once its Pods are gone
+            variants = {_copy_of(d.metadata.labels) for d in deployments.items
+                        if not d.metadata.deletion_timestamp}  # fmt: skip
             variants |= {_copy_of(p.metadata.labels) for p in pods.items}
             self.most = max(self.most, len(variants))
             for d in deployments.items:

@@ -82,6 +82,13 @@ def test_the_next_variants_copy_waits_until_the_last_one_is_gone() -> None:
     # its Deployment is gone, a Pod still terminates: still not
     leaving = plan(Copies({}, set(), [copy_pod(1, deleting=True)]), first, ended.statuses)
     assert leaving.create is None and leaving.recheck_seconds is not None
+    # its Deployment not deleted yet (a pass before the delete took), no Pod: still not
+    kept = plan(Copies({1: CopyView(1, 1)}, set(), []), first, ended.statuses)
+    assert kept.create is None
+    # its Deployment being deleted (foreground), its last Pod gone: nothing of it runs
+    going = plan(Copies({1: CopyView(1, 1, deleting=True)}, set(), []), first, ended.statuses)
+    assert going.create is not None and going.create.index == 2
+    assert going.statuses[0].deleted_seconds is None  # gone only once the object is
     later = ended.statuses[0].model_copy(update={"deleting_since": NOW - timedelta(seconds=2)})
     gone = plan(Copies({}, set(), []), first, [later])
     assert gone.create is not None and gone.create.index == 2

@@ -46,8 +46,9 @@ from cxlab.experiments.nodes import Held, NodeView, Request, placed
 from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.service_copy import copy_name
+from cxlab.experiments.service_run import copies_left
 from cxlab.experiments.spec import API_VERSION, KIND, ExperimentSpec
-from cxlab.experiments.status import ServiceCopyRequest
+from cxlab.experiments.status import ServiceCopyRequest, ServiceVariantStatus
 from cxlab.times import parse_time
 
 AGING_SECONDS = 300.0
@@ -293,15 +294,12 @@ def _candidate(
 
 
 def copy_left(status: dict[str, Any]) -> bool:
-    """Whether an experiment's status says a copy of its service may still be there (made,
-    not seen gone: cxlab.experiments.service_run.copies_left, on the status as stored). A
-    finished experiment's last copy is deleted after its last trial, in seconds: until its
-    status says the copy is gone, the next run of the service waits and the copy's room stays
-    held."""
-    return any(
-        v.get("createdAt") is not None and v.get("deletedSeconds") is None
-        for v in status.get("serviceVariants") or []
-    )
+    """Whether a finished experiment's status (as stored) says a copy of its service may
+    still be there (cxlab.experiments.service_run.copies_left). Its last copy is deleted
+    after its last trial, in seconds: until its status says the copy is gone, the next run
+    of the service waits and the copy's room stays held. Read only for finished ones."""
+    variants = status.get("serviceVariants") or []
+    return copies_left([ServiceVariantStatus.read(v) for v in variants])
 
 
 def copy_request_of(written: dict[str, Any] | None) -> Request | None:

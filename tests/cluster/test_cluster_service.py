@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import kubernetes
 import pytest
@@ -101,7 +101,26 @@ def _experiment(*variants: dict[str, Any], ready_timeout: str = "60s") -> dict[s
     }  # fmt: skip
 
 
-class CopyWatch:
+class _Poller:
+    """A thread that runs _run until the with block ends (each subclass polls in it)."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class CopyWatch(_Poller):
     """Every 0.1 s, the copies of the namespace (Deployments not being deleted, and Pods, by
     experiment and variant): the most variants seen at once, and the copies' Pod labels."""
 
@@ -110,16 +129,7 @@ class CopyWatch:
         self.most = 0
         self.seen: set[str] = set()
         self.template_labels: list[dict[str, str]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> CopyWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        super().__init__()
 
     def _run(self) -> None:
         apps, core = kubernetes.client.AppsV1Api(), kubernetes.client.CoreV1Api()
@@ -145,7 +155,7 @@ def _copy_of(labels: dict[str, str]) -> tuple[str, str]:
 CGROUPS = Path("/sys/fs/cgroup")
 
 
-class CgroupWatch:
+class CgroupWatch(_Poller):
     """Every 50 ms, each copy Pod's own cgroup as the kernel counts it: cpuacct.usage (ns,
     every container of the Pod and its pause container) and the working set the kubelet
     defines, memory.usage_in_bytes minus memory.stat's total_inactive_file, with the wall
@@ -154,16 +164,7 @@ class CgroupWatch:
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
         self.samples: dict[str, list[tuple[float, int, int]]] = {}  # Pod uid → samples
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> CgroupWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        super().__init__()
 
     def _run(self) -> None:
         core, listed, folders = kubernetes.client.CoreV1Api(), 0.0, {}

@@ -171,6 +171,12 @@ def test_each_variant_serves_what_its_workers_allow(measured: dict[str, Any]) ->
     assert 2 * rates["gthread-2x4"] < rates["gevent-2"] < PREDICTED["gevent-2"] * 1.15
 
 
+def _working_set_peak(kernel: dict[str, int]) -> int:
+    """The group's peak as a working set: less the page cache of the files the service read
+    at its start (charged to it on a cold machine, inactive since: cgroup_join.sh)."""
+    return kernel["peakBytes"] - kernel["inactiveFileBytes"]
+
+
 @pytest.mark.quiet
 def test_the_service_figures_agree_with_its_cgroup(measured: dict[str, Any]) -> None:
     if not available():
@@ -178,17 +184,19 @@ def test_the_service_figures_agree_with_its_cgroup(measured: dict[str, Any]) -> 
     trials = _by_variant(measured["document"])
     for name in VARIANTS:
         figures, kernel = trials[name]["service"], measured["counters"][name]
-        cpu, peak = kernel["cpuNanoseconds"] / 1e9, kernel["peakBytes"]
+        cpu, peak = kernel["cpuNanoseconds"] / 1e9, _working_set_peak(kernel)
         print(f"{name:12} cpu {figures['cpuSeconds']:.3f} s (cgroup {cpu:.3f} s)  "
               f"peak {figures['peakMemoryBytes'] / 2**20:.1f} MiB (cgroup {peak / 2**20:.1f} "
-              f"MiB)  restarts {figures['restarts']}")  # fmt: skip
+              f"MiB: less {kernel['inactiveFileBytes'] / 2**20:.1f} MiB of inactive page "
+              f"cache left out)  restarts {figures['restarts']}")  # fmt: skip
     for name in VARIANTS:
         figures, kernel = trials[name]["service"], measured["counters"][name]
         assert figures["cpuSeconds"] == pytest.approx(kernel["cpuNanoseconds"] / 1e9, rel=0.10)
-        assert figures["peakMemoryBytes"] == pytest.approx(kernel["peakBytes"], rel=0.10), name
+        assert figures["peakMemoryBytes"] == pytest.approx(_working_set_peak(kernel), rel=0.10)
         assert figures["restarts"] == 0
 
 
+@pytest.mark.quiet  # reads the measured run: one run, in the quiet phase
 def test_the_summary_carries_the_service_figures(measured: dict[str, Any]) -> None:
     points = measured["document"]["status"]["summary"]["points"]
     assert [p["variant"] for p in points] == [f"{name} / asyncio" for name in VARIANTS]
@@ -200,6 +208,7 @@ def test_the_summary_carries_the_service_figures(measured: dict[str, Any]) -> No
     assert "service cpu s" in measured["out"] and "generator cpu s" in measured["out"]
 
 
+@pytest.mark.quiet  # reads the measured run: one run, in the quiet phase
 def test_no_service_process_outlives_the_run(measured: dict[str, Any]) -> None:
     assert _marked(measured["port"]) == []
 

@@ -68,7 +68,8 @@ def test_the_rate_search_is_shown_per_variant_after_its_trials() -> None:
         "metadata": {"name": "svc"}, "spec": spec}))  # fmt: skip
     assert (
         "then per variant and model a rate search: up to 8 rates of one Pod, 5s each (uniform "
-        "arrivals, queueing), from 20/s, each boundary rate 2 times, holding p99 ≤ 250ms; in "
-        "turn:\n  sv1 sync-2: its trials, then its search (asyncio) against it\n"
+        "arrivals, queueing), from 20/s, each boundary rate 2 times, holding p99 ≤ 250ms, a "
+        "probe its generator bound again with twice the Pods (up to 4); in turn:\n"
+        "  sv1 sync-2: its trials, then its search (asyncio) against it\n"
         "  sv2 sync-4: its trials, then its search (asyncio) against it"
     ) in text

@@ -45,9 +45,12 @@ def _document(port: int) -> dict[str, Any]:
             "workload": {"type": "http", "target": {"url": f"http://127.0.0.1:{port}/delay/{DELAY:g}"},
                          "arrival": {"ratePerSecond": 20, "duration": "5s", "process": "uniform"},
                          "warmup": "1s"},
-            "models": [{"model": "asyncio", "workers": [64]}],
-            "search": {"rate": {"start": 20, "duration": "5s", "precision": 0.05, "repeats": 2,
-                                "latency": {"max": "250ms"}}},
+            # too few workers on purpose: at 60/s, 4 are fewer than the 60/s x 250 ms = 15
+            # tasks in flight that would show the service answer as late as the objective,
+            # so the first probe's generator is the bound, and the search grows it
+            "models": [{"model": "asyncio", "workers": [4]}],
+            "search": {"rate": {"start": 60, "duration": "5s", "precision": 0.05, "repeats": 2,
+                                "latency": {"max": "250ms"}, "maxPods": 4}},
         },
     }  # fmt: skip
 
@@ -91,20 +94,55 @@ def test_the_searched_capacity_of_sync_2_is_its_workers_rate(searched: dict[str,
     assert search["variant"] == "sync-2 / asyncio"
     assert search["ratePerSecond"] == low == pytest.approx(PREDICTED, rel=0.15)
     assert high is not None and low < high <= PREDICTED * 1.3
-    at_low = [p for p in search["probes"] if p["ratePerSecond"] == low]
-    at_high = [p for p in search["probes"] if p["ratePerSecond"] == high]
+    counted = [p for p in search["probes"] if "generatorBound" not in p]
+    at_low = [p for p in counted if p["ratePerSecond"] == low]
+    at_high = [p for p in counted if p["ratePerSecond"] == high]
     assert len(at_low) == 2 and all(p["holds"] for p in at_low)
     assert len(at_high) == 2 and not all(p["holds"] for p in at_high)
-    assert not any(p.get("generatorSaturated") for p in search["probes"])
+    assert not any(p.get("generatorSaturated") for p in counted)
     # its two workers bound it, not its core: the service's limit, with room on its core
     assert search["limit"] == "service" and search["serviceCpuShare"] < 0.5
     assert "the service's limit at" in search["message"]
     assert search["serviceCpuPerRequestSeconds"] > 0 and search["servicePeakMemoryBytes"] > 0
 
 
+def test_the_generator_given_too_few_workers_is_grown_until_it_is_not_the_bound(
+    searched: dict[str, Any],
+) -> None:
+    """The first probe (60/s from 4 workers, fewer than the 15 in flight the objective
+    needs) is bound by its generator: it does not count, and 60/s runs again with 2 Pods.
+    Any later probe its generator binds (4 workers a Pod, under rate x objective in all: as
+    Little's law gives) runs again at twice the Pods, up to maxPods; Pods never shrink."""
+    [search] = searched["document"]["status"]["rateSearch"]
+    probes = search["probes"]
+    print("probes:", ", ".join(f"{p['ratePerSecond']:g} x{p['pods']} "
+                                f"{'bound' if 'generatorBound' in p else 'counted'}"
+                                for p in probes))  # fmt: skip
+    first = probes[0]
+    assert (first["ratePerSecond"], first["pods"]) == (60, 1)
+    assert first["generatorBound"].startswith("its workers were too few"), first
+    assert [p["pods"] for p in probes] == sorted(p["pods"] for p in probes)
+    for i, probe in enumerate(probes):
+        if "generatorBound" not in probe:
+            continue
+        assert 4 * probe["pods"] < probe["ratePerSecond"] * 0.25, probe  # too few in flight
+        assert probe["pods"] < 4, probe  # at maxPods the search would have said so
+        after = probes[i + 1]
+        assert (after["ratePerSecond"], after["pods"]) == (
+            probe["ratePerSecond"],
+            2 * probe["pods"],
+        )
+    # the interval rests on the probes the generator did not bind
+    counted = [p for p in probes if "generatorBound" not in p]
+    assert search["interval"]["low"] in {p["ratePerSecond"] for p in counted if p["holds"]}
+    assert search["interval"]["high"] in {p["ratePerSecond"] for p in counted if not p["holds"]}
+    trials = {t["name"]: t for t in searched["document"]["status"]["trials"]}
+    assert all(trials[p["trial"]].get("pods", 1) == p["pods"] for p in probes)
+
+
 def test_the_probes_ran_against_the_variant_right_after_its_trial(searched: dict[str, Any]) -> None:
     trials = searched["document"]["status"]["trials"]
-    assert trials[0]["name"] == "000-sv1-asyncio-w64-a20-r1"
+    assert trials[0]["name"] == "000-sv1-asyncio-w4-a20-r1"
     probes = trials[1:]
     assert probes and all(t["name"].startswith(f"{i:03d}-sv1-s{i}-") for i, t in
                           enumerate(probes, 1))  # fmt: skip

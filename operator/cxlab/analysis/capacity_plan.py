@@ -85,12 +85,12 @@ class ModelPlan(Shape):
 
 
 class Probe(Shape):
-    """One probe of a rate search: a Pod at a rate, and whether the objective held."""
+    """One probe of a rate search: its Pods at a rate, and whether the objective held."""
 
     trial: str
     """The probe's trial (in status.trials)."""
     rate_per_second: float
-    """Tasks per second offered to its Pod."""
+    """Tasks per second offered, by all its Pods together."""
     holds: bool
     """The objective met with the wait counted, none dropped or failed, the generator on
     time."""
@@ -100,6 +100,11 @@ class Probe(Shape):
     """Why it did not hold."""
     generator_saturated: Maybe[bool] = None
     """The generator could not keep the rate (true; absent when it could)."""
+    pods: int = 1
+    """The generator Pods that offered the rate together."""
+    generator_bound: Maybe[str] = None
+    """Against a service subject, why the generator, not the service, bounded a probe that
+    broke: it does not count, and its rate runs again with more Pods (search.rate.maxPods)."""
 
 
 class Verification(Shape):

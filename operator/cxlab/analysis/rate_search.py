@@ -2,8 +2,10 @@
 and a model): the rates that held (every probe of them), the interval the rate that holds
 lies in, whether the outcomes are monotone in the rate (`noisy` when a higher rate held
 where a lower one broke, with the rates they disagree between), and against a service
-subject whose limit the boundary is, the service's or the generator's. Pure: the search's
-next probe (cxlab.experiments.rate_search) is planned from the same bounds.
+subject whose limit the boundary is, the service's or the generator's. Against a service a
+probe the generator bound (generator_bound) does not count: its rate runs again with more
+generator Pods. Pure: the search's next probe (cxlab.experiments.rate_search) is planned
+from the same reading.
 
 The interval is conservative: its top is the lowest rate any probe broke, its bottom the
 highest rate below that every probe of which held; a lucky hold above a break is noise, not
@@ -17,9 +19,12 @@ from dataclasses import dataclass, field
 from cxlab.analysis.capacity_plan import Probe
 from cxlab.analysis.labels import rate_text
 from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.sizing import FRACTION
 from cxlab.analysis.verification import probe_of
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.shape import Maybe, Shape
+from cxlab_contract.durations import format_duration, parse_duration
+from cxlab_contract.histogram import quantile
 
 # A share of its cores at or over this, the service's (or the generator's) CPU is its bound.
 BUSY_SHARE = 0.9
@@ -87,6 +92,12 @@ class RateSearch(Shape):
     """The service's CPU per request at the searched rate."""
     service_peak_memory_bytes: Maybe[int] = None
     """The service's peak memory at the searched rate."""
+    generator_cpu_share: Maybe[float] = None
+    """The share of its cores the generator used at the searched rate (the median probe),
+    beside the service's."""
+    generator_pods: Maybe[int] = None
+    """The generator Pods that offered the searched rate (grown when the generator bound a
+    probe: search.rate.maxPods)."""
     message: str
     """The search's answer in a sentence."""
     probes: list[Probe]
@@ -103,9 +114,23 @@ def rate_searches(spec: ExperimentSpec, outcomes: Sequence[TrialOutcome]) -> lis
     return [_search(spec, variant, probed) for variant, probed in lines.items()]
 
 
+def searched_probe(spec: ExperimentSpec, outcome: TrialOutcome) -> Probe:
+    """A probe as the search reads it: held or not, its Pods, and against a service subject
+    whether the generator bound it (then it does not count)."""
+    probe = probe_of(spec, outcome)
+    probe.pods = outcome.trial.pods
+    probe.generator_bound = generator_bound(spec, outcome, probe)
+    return probe
+
+
+def counted(probes: Iterable[Probe]) -> list[tuple[float, bool]]:
+    """The (rate, held) of the probes that measured the subject, for bounds()."""
+    return [(p.rate_per_second, p.holds) for p in probes if p.generator_bound is None]
+
+
 def _search(spec: ExperimentSpec, variant: str, probed: list[TrialOutcome]) -> RateSearch:
-    probes = [probe_of(spec, o) for o in probed]
-    found = bounds((p.rate_per_second, p.holds) for p in probes)
+    probes = [searched_probe(spec, o) for o in probed]
+    found = bounds(counted(probes))
     spread = None
     if found.disagree is not None:
         spread = RateInterval(low=found.disagree[0], high=found.disagree[1])
@@ -114,12 +139,18 @@ def _search(spec: ExperimentSpec, variant: str, probed: list[TrialOutcome]) -> R
         interval=RateInterval(low=found.low, high=found.high), noisy=spread is not None,
         spread=spread, message="", probes=probes,
     )  # fmt: skip
-    # the probes at the searched rate that measured the service's CPU (a cluster's window
-    # may lack it): the median one's figures
-    at_low = [
-        o for o in probed
-        if o.trial.rate_per_second == found.low and o.service and o.service.cpu_seconds is not None
+    # the probes counted at the searched rate: the generator's CPU and Pods there, and of
+    # those that measured the service's CPU (a cluster's window may lack it) the median one's
+    at_rate = [
+        o for o, p in zip(probed, probes, strict=True)
+        if o.trial.rate_per_second == found.low and p.generator_bound is None
     ]  # fmt: skip
+    shares = sorted(s for o in at_rate if (s := generator_cpu_share(o)) is not None)
+    if shares:
+        search.generator_cpu_share = round(shares[len(shares) // 2], 3)
+    if at_rate:
+        search.generator_pods = max(o.trial.pods for o in at_rate)
+    at_low = [o for o in at_rate if o.service and o.service.cpu_seconds is not None]
     if at_low:
         middle = sorted(at_low, key=lambda o: o.service.cpu_seconds or 0.0 if o.service else 0.0)
         figures = middle[len(middle) // 2].service
@@ -131,6 +162,47 @@ def _search(spec: ExperimentSpec, variant: str, probed: list[TrialOutcome]) -> R
     search.limit, whose = _whose_limit(spec, found, probed, probes, search.service_cpu_share)
     search.message = _message(spec, search, found, whose)
     return search
+
+
+def generator_bound(spec: ExperimentSpec, outcome: TrialOutcome, probe: Probe) -> str | None:
+    """Against a service subject, why a probe that broke measured its generator, not the
+    service (None: it held, there is no service, or the service bounded it): the generator
+    could not keep the rate; or its CPU was near its cores while the service's was not; or
+    its workers were too few: fewer than the rate x the objective (Little's law: so many
+    tasks in flight at once to see the service answer as late as the objective), the
+    service's answers within the objective and the wait for a worker over it."""
+    result = outcome.result
+    if spec.service is None or probe.holds or result is None or outcome.error:
+        return None
+    arrival = result.get("arrival")
+    if probe.generator_saturated:
+        why = arrival["saturation"] if arrival is not None else None
+        return f"it could not keep the rate ({why or 'saturated'})"
+    generator = generator_cpu_share(outcome)
+    service = outcome.service.cpu_share if outcome.service else None
+    if generator is not None and generator >= BUSY_SHARE and (service or 0.0) < BUSY_SHARE:
+        return f"its CPU {generator:.0%} of its cores"
+    target = spec.probe_latency
+    if arrival is None or target is None or result["tasksFailed"] or arrival["dropped"]:
+        return None
+    answered = quantile(arrival["serviceHistogram"], FRACTION[target.percentile])
+    waited = quantile(arrival["waitHistogram"], FRACTION[target.percentile])
+    objective = parse_duration(target.max)
+    latency = result["latencySeconds"][target.percentile]
+    # Little's law: to see the service answer as late as the objective, rate x objective
+    # tasks must be in flight at once; with fewer workers the wait for one hides whether
+    # the service would have held
+    trial = outcome.trial
+    workers, needed = trial.workers * trial.pods, (trial.rate_per_second or 0.0) * objective
+    broke = answered <= objective < latency and answered + waited > objective  # by the wait
+    if 0 < workers < needed and broke:
+        return (
+            f"its workers were too few: {workers} in all, under the rate x the objective "
+            f"({needed:.3g}); the service answered within {target.percentile} "
+            f"{format_duration(answered)}, the wait for a worker ({target.percentile} "
+            f"{format_duration(waited)}) broke it"
+        )
+    return None
 
 
 def _message(spec: ExperimentSpec, search: RateSearch, found: Bounds, whose: str) -> str:
@@ -150,7 +222,7 @@ def _message(spec: ExperimentSpec, search: RateSearch, found: Bounds, whose: str
             text += f"{rate_text(found.high)}"
         elif rate.max is not None and found.low >= rate.max:
             text += ", search.rate.max: no higher rate tried"
-        else:
+        elif search.limit != "generator":  # else whose says what ended it
             text += ", no rate above it broke within search.rate.maxProbes"
     if search.spread is not None:
         text += (
@@ -164,24 +236,31 @@ def _whose_limit(
     spec: ExperimentSpec, found: Bounds, probed: list[TrialOutcome], probes: list[Probe],
     service_share: float | None,
 ) -> tuple[str | None, str]:  # fmt: skip
-    """Against a service subject, whose limit broke the lowest rate that failed, and why in
-    words: the generator's when it could not keep the rate or its CPU was near its cores
-    while the service had room, else the service's (its CPU, its failures or its latency)."""
-    if spec.service is None or found.high is None:
+    """Against a service subject, whose limit bounds the search, and why in words: the
+    service's at the lowest rate that broke (its CPU, its failures or its latency), else,
+    when no rate broke, the generator's at the lowest rate it could not offer at
+    search.rate.maxPods (a probe the generator bound below maxPods is run again)."""
+    rate = spec.search.rate if spec.search else None
+    if spec.service is None or rate is None:
         return None, ""
-    broke = [(o, p) for o, p in zip(probed, probes, strict=True)
-             if p.rate_per_second == found.high and not p.holds]  # fmt: skip
-    outcome, probe = broke[0]
-    room = _room(service_share, found.low)
-    service = outcome.service.cpu_share if outcome.service else None
-    generator = generator_cpu_share(outcome)
-    at = f"at {rate_text(found.high)} tasks/s"
-    if probe.generator_saturated:
-        return "generator", f"the generator's limit {at}: it could not keep the rate{room}"
-    if generator is not None and generator >= BUSY_SHARE and (service or 0.0) < BUSY_SHARE:
+    unoffered = [p for p in probes if p.generator_bound is not None and p.pods >= rate.max_pods]
+    if found.high is None and unoffered:
+        first = min(unoffered, key=lambda p: p.rate_per_second)
         return "generator", (
-            f"the generator's limit {at}: its CPU {generator:.0%} of its cores{room}"
+            f"the generators cannot offer {rate_text(first.rate_per_second)} tasks/s with "
+            f"{first.pods} Pod{'s' if first.pods != 1 else ''} (search.rate.maxPods): "
+            f"{first.generator_bound}{_room(service_share, found.low)}; raise maxPods, or the "
+            f"model's workers or resources"
         )
+    if found.high is None:
+        return None, ""
+    broke = [
+        (o, p) for o, p in zip(probed, probes, strict=True)
+        if p.rate_per_second == found.high and not p.holds and p.generator_bound is None
+    ]  # fmt: skip
+    outcome, probe = broke[0]
+    service = outcome.service.cpu_share if outcome.service else None
+    at = f"at {rate_text(found.high)} tasks/s"
     if service is not None and service >= BUSY_SHARE:
         return "service", f"the service's limit {at}: its CPU {service:.0%} of its cores"
     # the shortfall without its "1 Pod x 64 workers at 40 tasks/s: "

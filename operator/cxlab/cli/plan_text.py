@@ -102,7 +102,11 @@ def _search_lines(spec: ExperimentSpec) -> list[str]:
     if spec.service is None:
         return [f"then per model a rate search: {probes}"]
     models = ", ".join(m.model for m in probed_models(spec))
-    lines = [f"then per variant and model a rate search: {probes}; in turn:"]
+    grows = (
+        f", a probe its generator bound again with twice the Pods (up to {search.max_pods})"
+        if search.max_pods > 1 else ""
+    )  # fmt: skip
+    lines = [f"then per variant and model a rate search: {probes}{grows}; in turn:"]
     lines += [
         f"  sv{v.index} {v.name}: its trials, then its search ({models}) against it"
         for v in spec.service.variant_list()

@@ -9,16 +9,17 @@ Then the boundary is made sure of: the highest rate that held and the lowest tha
 probed until each has `repeats` probes, the first first. A rate holds only if every probe of
 it held, so a repeat that breaks moves the boundary down, and the bisection goes on below it
 (cxlab.analysis.rate_search.bounds: the interval and its noise). Each rate has at most
-`repeats` probes: a search runs at most maxProbes x repeats."""
+`repeats` probes: a search runs at most maxProbes x repeats. Against a service subject, a
+probe its generator bound (it, not the service, broke the objective) does not count: its
+rate runs again with twice the generator Pods, up to maxPods."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cxlab.analysis.rate_search import Bounds, bounds
+from cxlab.analysis.rate_search import Bounds, bounds, searched_probe
 from cxlab.analysis.sizing import plan_rtt
-from cxlab.analysis.verification import probe_of
 from cxlab.experiments.plan import Trial, trial_spec
 from cxlab.experiments.record import outcomes_of
 from cxlab.experiments.spec import ExperimentSpec, RateSearchSpec
@@ -63,13 +64,20 @@ def search_probes(
     recorded: Mapping[str, TrialEntry],
 ) -> list[Trial]:  # fmt: skip
     """The line's probes so far, indexed from `first`: those recorded, and the next one if
-    the search goes on (then it is last, and not recorded)."""
+    the search goes on (then it is last, and not recorded). Against a service, a probe the
+    generator bound is run again at its rate with twice the Pods (up to search.rate.maxPods),
+    and the probes after it keep them; a rate bound at maxPods cannot be offered: the search
+    goes on below it as below search.rate.max."""
     assert spec.search is not None and spec.search.rate is not None
+    rate = spec.search.rate
     probes: list[Trial] = []
     seen: list[tuple[float, bool]] = []
+    unoffered: list[float] = []  # rates the generators could not offer at maxPods
+    pods, again = 1, None
     while True:
-        found = bounds(seen)
-        probe = _next_probe(spec, spec.search.rate, found, model, service, first + len(probes))
+        number = len(probes) + 1  # the line's probe: 1, 2, ...
+        probe = _next_probe(spec, rate, seen, unoffered, model, service, first + number - 1,
+                            number, pods, again)  # fmt: skip
         if probe is None:
             return probes
         probes.append(probe)
@@ -77,31 +85,47 @@ def search_probes(
         if entry is None:
             return probes
         [outcome] = outcomes_of([probe], [entry])
-        seen.append((probe.rate_per_second or 0.0, probe_of(spec, outcome).holds))
+        held = searched_probe(spec, outcome)
+        again = None
+        if held.generator_bound is None:
+            seen.append((probe.rate_per_second or 0.0, held.holds))
+        elif pods >= rate.max_pods:
+            unoffered.append(probe.rate_per_second or 0.0)
+        else:
+            pods, again = min(2 * pods, rate.max_pods), probe.rate_per_second
 
 
 def _next_probe(
-    spec: ExperimentSpec, search: RateSearchSpec, found: Bounds, model: ProbedModel,
-    service: Variant | None, index: int,
+    spec: ExperimentSpec, search: RateSearchSpec, seen: list[tuple[float, bool]],
+    unoffered: list[float],
+    model: ProbedModel, service: Variant | None, index: int, number: int, pods: int,
+    again: float | None,
 ) -> Trial | None:  # fmt: skip
-    """A new rate while the bisection has one (and maxProbes allows), else a repeat of the
-    boundary (the rate that held first), else None: the search has ended."""
+    """The rate the generator bound again (with more Pods), else a new rate while the
+    bisection has one (and maxProbes allows; a rate the generators cannot offer bounds it as
+    one that broke would), else a repeat of the boundary (the rate that held first), else
+    None: the search has ended."""
+    found = bounds(seen)
 
     def probe(rate: float) -> Trial:
         return Trial(
             index, model.model, model.workers, model.gomaxprocs, plan_rtt(spec),
-            found.counts.get(rate, 0) + 1, 1, rate, probe=sum(found.counts.values()) + 1,
+            found.counts.get(rate, 0) + 1, pods, rate, probe=number,
             service_variant=service.index if service else 0,
             service=service.name if service else "",
         )  # fmt: skip
 
-    rate = next_rate(found, search.precision, search.max) if found.counts else search.start
-    if rate is not None and len(found.counts) < search.max_probes:
+    if again is not None:
+        return probe(again)
+    planning = bounds([*seen, *((r, False) for r in unoffered)])
+    rate = next_rate(planning, search.precision, search.max) if planning.counts else search.start
+    if rate is not None and len(planning.counts) < search.max_probes:
         trial = probe(float(rate))
         if cannot_probe(spec, trial) is None:
             return trial
     for boundary in (found.low, found.high):
-        if boundary is not None and found.counts[boundary] < search.repeats:
+        if (boundary is not None and boundary not in unoffered
+                and found.counts[boundary] < search.repeats):  # fmt: skip
             return probe(boundary)
     return None
 

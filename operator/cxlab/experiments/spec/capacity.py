@@ -102,6 +102,13 @@ class RateSearchSpec(Strict):
     once."""
     latency: LatencyTarget | None = None
     """The objective a probe must hold (e.g. p99 at most 250ms). Unset: capacity.target's."""
+    max_pods: Annotated[int, Field(strict=True, ge=1, le=LIMITS["pods"].max)] = 4
+    """Against a service subject, the generator Pods a probe may grow to. A probe that broke
+    with the generator, not the service, as the bound (it could not keep the rate, its CPU
+    was near its cores while the service's was not, or its workers were too few: the
+    service answered within the objective and the wait for a worker broke it) does not
+    count: its rate runs again with twice the Pods, and so do the probes after it. Bound
+    still at this many, the search ends: the generators cannot offer that rate."""
 
     rules = (
         Rule(

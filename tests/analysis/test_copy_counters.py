@@ -131,3 +131,18 @@ def test_a_container_the_summary_lacks_has_no_counter_but_its_restarts() -> None
     pods = {"p": PodCount(pod="p", containers=[])}
     (pod,) = with_statuses(pods, {"p": [("sidecar", 2, "Error")]}, {})
     assert pod.containers == [ContainerCount(name="sidecar", restarts=2, last_reason="Error")]
+
+
+def test_the_copys_cores_are_what_its_pods_cpu_limits_allow_and_absent_without_one() -> None:
+    at, later = T0, T0 + timedelta(seconds=10)
+    summary = {"pods": [_summary_pod("cx-a-v1-x", 10**9, 1 << 20, at),
+                        _summary_pod("cx-a-v1-y", 10**9, 1 << 20, at)]}  # fmt: skip
+    pods = summary_pods(summary, "lab", "cx-a-v1-")
+
+    def reading(when: datetime, limits: dict[str, float | None]) -> CopyReading:
+        return CopyReading(read_at=when, pods=with_statuses(pods, {}, {}, limits))
+
+    both = {"cx-a-v1-x": 0.5, "cx-a-v1-y": 0.25}
+    assert window_figures(reading(at, both), reading(later, both), None, 2, 10).cores == 0.75
+    one = {"cx-a-v1-x": 0.5, "cx-a-v1-y": None}  # the other may take the node's spare CPU
+    assert window_figures(reading(at, one), reading(later, one), None, 2, 10).cores is None

@@ -32,7 +32,7 @@ def test_the_bounds_are_the_definitions() -> None:
     assert bounds([(10, False)]).low is None and bounds([(10, True)]).high is None
 
 
-def spec_of(service: bool = True) -> ExperimentSpec:
+def spec_of(service: bool = True, cpu: float | None = None) -> ExperimentSpec:
     subject = {
         "service": {
             "command": ["gunicorn", "httpbin:app"],
@@ -48,6 +48,7 @@ def spec_of(service: bool = True) -> ExperimentSpec:
             "models": [{"model": "asyncio", "workers": [64]}],
             "search": {"rate": {"repeats": 1, "latency": {"max": "250ms"}}},
             **(subject if service else {}),
+            **({"resources": {"cpu": cpu}, "pinning": "preferred"} if cpu else {}),
         },
     }  # fmt: skip
     return parse_experiment(document).spec
@@ -127,6 +128,35 @@ def test_a_generator_on_a_full_core_beside_a_service_with_room_does_not_count() 
     [search] = rate_searches(spec_of(), busy)
     assert search.limit == "service" and search.interval.high == 800
     assert search.probes[1].generator_bound is None
+
+
+def test_a_generators_cores_are_no_more_than_its_pods_cpu_limits_allow() -> None:
+    """On a cluster a trial Pod of resources.cpu 0.25 sees the node's 2 cores in its
+    affinity, but its CFS quota lets it use a quarter of one: 0.24 s a second is 96 %."""
+    busy = probe(2, 800, 0.9, 0.45, generator_share=0.24)
+    assert busy.result is not None
+    busy.result["cpus"] = [0, 1]
+    [search] = rate_searches(spec_of(cpu=0.25), [probe(1, 400, 0.06, 0.3), busy])
+    assert search.probes[1].generator_bound == "its CPU 96% of its cores"
+    [search] = rate_searches(spec_of(), [probe(1, 400, 0.06, 0.3), busy])  # whole cores
+    assert search.probes[1].generator_bound is None  # 12 % of 2 cores
+    # two such Pods merged: their union is the node's 2 cores, their limits half of one
+    grown = probe(3, 800, 0.9, 0.45, generator_share=0.48, pods=2)
+    assert grown.result is not None
+    grown.result["cpus"] = [0, 1]
+    [search] = rate_searches(spec_of(cpu=0.25), [probe(1, 400, 0.06, 0.3), busy, grown])
+    assert search.probes[2].generator_bound == "its CPU 96% of its cores"
+
+
+def test_the_services_share_is_over_the_generators_run_not_its_whole_window() -> None:
+    """A cluster's window also holds the trial Pods' start and end (here 5 s more), when the
+    service idles: its CPU over the 5 s the generator ran."""
+    full = probe(2, 800, 0.9, 0.96)
+    assert full.service is not None
+    longer = replace(full, service=full.service.model_copy(update={"window_seconds": 10.0}))
+    [search] = rate_searches(spec_of(), [probe(1, 400, 0.06, 0.5), longer])
+    assert search.limit == "service"
+    assert search.message.endswith("its CPU 96% of its cores")
 
 
 def test_a_generator_whose_workers_are_too_few_does_not_count() -> None:

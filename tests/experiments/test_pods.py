@@ -271,3 +271,16 @@ def test_a_hosted_trial_writes_its_result_in_the_hosts_tmp_and_has_no_probes() -
     assert command[command.index("--result-path") + 1] == path
     assert "--final-read" in command  # the operator reads it, as a trial Pod's
     assert "readinessProbe" not in container and "startupProbe" not in container
+
+
+def test_a_copys_pod_has_the_cpu_its_containers_limits_allow_in_all() -> None:
+    def copy_pod(*limits: str | None) -> dict[str, Any]:
+        containers = [{"name": f"c{i}", "resources": {"limits": {"cpu": cpu}} if cpu else {}}
+                      for i, cpu in enumerate(limits)]  # fmt: skip
+        labels = {"app.kubernetes.io/component": "service-copy", "cxlab.dev/service-variant": "1"}
+        return {"metadata": {"name": "cx-a-v1-x", "labels": labels},
+                "spec": {"containers": containers}}  # fmt: skip
+
+    assert view_pod(copy_pod("500m", "1")).cpu_limit == 1.5
+    assert view_pod(copy_pod("500m", None)).cpu_limit is None  # one may take the node's spare
+    assert view_pod(copy_pod()).cpu_limit is None

@@ -51,6 +51,8 @@ class ContainerCount(Shape):
 class PodCount(Shape):
     pod: str
     containers: list[ContainerCount]
+    cpu_limit: Maybe[float] = None
+    """The CPU its containers' limits allow in all (absent: one has none)."""
 
 
 class CopyReading(Shape):
@@ -87,9 +89,11 @@ def with_statuses(
     pods: Mapping[str, PodCount],
     statuses: Mapping[str, Sequence[tuple[str, int, str | None]]],
     cfs: Cfs,
+    limits: Mapping[str, float | None] | None = None,
 ) -> list[PodCount]:
     """The summary's Pods with their containers' restarts and last reasons (the Pod
-    statuses: name → (container, restartCount, last reason)) and their CFS counters."""
+    statuses: name → (container, restartCount, last reason)), their CFS counters and their
+    CPU limits (name → cores)."""
     merged = []
     for name, pod in sorted(pods.items()):
         restarts = {c: (n, why) for c, n, why in statuses.get(name, ())}
@@ -106,7 +110,8 @@ def with_statuses(
                 "periods": periods[0] if throttled and periods else None,
                 "cfs_read_at": periods[1] if throttled and periods else None,
             }))  # fmt: skip
-        merged.append(PodCount(pod=name, containers=containers))
+        limit = (limits or {}).get(name)
+        merged.append(PodCount(pod=name, containers=containers, cpu_limit=limit))
     return merged
 
 
@@ -163,6 +168,9 @@ def window_figures(
                 periods += now.periods - was.periods
                 cfs_moved = cfs_moved and (now.cfs_read_at or 0) > (was.cfs_read_at or 0)
     seen = [start.working_set_bytes(), end.working_set_bytes()]
+    # its cores: what the limits allow, where every Pod has one (else it took the node's spare)
+    limits = [p.cpu_limit for p in end.pods if p.cpu_limit is not None]
+    cores = sum(limits) if end.pods and len(limits) == len(end.pods) else None
     return ServiceFigures(
         cpu_seconds=None if cpu is None else round(cpu, 3),
         cpu_per_request_seconds=None if cpu is None else per_request(cpu, requests),
@@ -170,7 +178,7 @@ def window_figures(
         restarts=restarts, oom_kills=ooms,
         cpu_throttled_ratio=round(throttled / periods, 4) if cfs_moved and periods > 0 else None,
         samples=samples, started_at=start.read_at,
-        window_seconds=round((end.read_at - start.read_at).total_seconds(), 3),
+        window_seconds=round((end.read_at - start.read_at).total_seconds(), 3), cores=cores,
     )  # fmt: skip
 
 

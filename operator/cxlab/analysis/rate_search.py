@@ -145,7 +145,7 @@ def _search(spec: ExperimentSpec, variant: str, probed: list[TrialOutcome]) -> R
         o for o, p in zip(probed, probes, strict=True)
         if o.trial.rate_per_second == found.low and p.generator_bound is None
     ]  # fmt: skip
-    shares = sorted(s for o in at_rate if (s := generator_cpu_share(o)) is not None)
+    shares = sorted(s for o in at_rate if (s := generator_cpu_share(spec, o)) is not None)
     if shares:
         search.generator_cpu_share = round(shares[len(shares) // 2], 3)
     if at_rate:
@@ -155,7 +155,7 @@ def _search(spec: ExperimentSpec, variant: str, probed: list[TrialOutcome]) -> R
         middle = sorted(at_low, key=lambda o: o.service.cpu_seconds or 0.0 if o.service else 0.0)
         figures = middle[len(middle) // 2].service
         assert figures is not None
-        share = figures.cpu_share
+        share = service_cpu_share(middle[len(middle) // 2])
         search.service_cpu_share = None if share is None else round(share, 3)
         search.service_cpu_per_request_seconds = figures.cpu_per_request_seconds
         search.service_peak_memory_bytes = figures.peak_memory_bytes
@@ -178,8 +178,8 @@ def generator_bound(spec: ExperimentSpec, outcome: TrialOutcome, probe: Probe) -
     if probe.generator_saturated:
         why = arrival["saturation"] if arrival is not None else None
         return f"it could not keep the rate ({why or 'saturated'})"
-    generator = generator_cpu_share(outcome)
-    service = outcome.service.cpu_share if outcome.service else None
+    generator = generator_cpu_share(spec, outcome)
+    service = service_cpu_share(outcome)
     if generator is not None and generator >= BUSY_SHARE and (service or 0.0) < BUSY_SHARE:
         return f"its CPU {generator:.0%} of its cores"
     target = spec.probe_latency
@@ -259,7 +259,7 @@ def _whose_limit(
         if p.rate_per_second == found.high and not p.holds and p.generator_bound is None
     ]  # fmt: skip
     outcome, probe = broke[0]
-    service = outcome.service.cpu_share if outcome.service else None
+    service = service_cpu_share(outcome)
     at = f"at {rate_text(found.high)} tasks/s"
     if service is not None and service >= BUSY_SHARE:
         return "service", f"the service's limit {at}: its CPU {service:.0%} of its cores"
@@ -277,11 +277,28 @@ def _room(share: float | None, low: float | None) -> str:
     return f" (the service used {share:.0%} of its cores{at})"
 
 
-def generator_cpu_share(outcome: TrialOutcome) -> float | None:
-    """The share of its cores the generator used (its Result's CPU over its wall time)."""
+def generator_cpu_share(spec: ExperimentSpec, outcome: TrialOutcome) -> float | None:
+    """The share of its cores the generator used: its Result's CPU over its wall time and
+    its cores, those its Pods ran on (merged: their union) but no more than their CPU limits
+    allow (resources.cpu a Pod: on a cluster a fraction of a core, or Pods on several nodes,
+    whose core numbers the union would merge)."""
     result = outcome.result
     cpus = result.get("cpus") if result is not None else None
     if result is None or not cpus or result["wallSeconds"] <= 0:
         return None
+    cores = float(len(cpus))
+    if spec.resources.cpu is not None:
+        cores = min(cores, outcome.trial.pods * float(spec.resources.cpu))
     cpu = result["cpuUserSeconds"] + result["cpuSystemSeconds"]
-    return cpu / (result["wallSeconds"] * len(cpus))
+    return cpu / (result["wallSeconds"] * cores)
+
+
+def service_cpu_share(outcome: TrialOutcome) -> float | None:
+    """The share of its cores the service used while the generator ran: its CPU in the
+    trial's window over the generator's wall time (a cluster's window also holds the trial
+    Pods' start and end, when the service idles)."""
+    figures, result = outcome.service, outcome.result
+    if figures is None or figures.cpu_seconds is None or not figures.cores or result is None:
+        return None
+    seconds = min(result["wallSeconds"], figures.window_seconds or result["wallSeconds"])
+    return figures.cpu_seconds / (seconds * figures.cores) if seconds > 0 else None

@@ -53,14 +53,9 @@ class ServiceFigures(Shape):
     window_seconds: Maybe[float] = None
     """From the window's first reading to its last."""
     cores: Maybe[float] = None
-    """The cores the service had (locally those cxlab run pinned it to)."""
+    """The cores the service had: locally those cxlab run pinned it to, on a cluster what
+    its copy's CPU limits allow (absent without a limit)."""
 
-    @property
-    def cpu_share(self) -> float | None:
-        """The share of its cores the service used over the window (1: all of them busy)."""
-        if self.cpu_seconds is None or not self.window_seconds or not self.cores:
-            return None
-        return self.cpu_seconds / (self.window_seconds * self.cores)
 
 
 def completed_requests(result: Result) -> int:

@@ -116,7 +116,8 @@ class CopyMeter:
                         error)  # fmt: skip
             return None
         statuses = {p.name: p.restarts for p in pods}
-        return CopyReading(read_at=now(), pods=with_statuses(found, statuses, cfs))
+        limits = {p.name: p.cpu_limit for p in pods}
+        return CopyReading(read_at=now(), pods=with_statuses(found, statuses, cfs, limits))
 
     def _summary(self, node: str) -> dict[str, Any]:
         query = {"only_cpu_and_memory": "true"}

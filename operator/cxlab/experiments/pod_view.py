@@ -11,6 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from cxlab.experiments.fields import quantity
 from cxlab.experiments.pods import (
     COMPONENT_HOST,
     COMPONENT_TRIAL,
@@ -93,6 +94,9 @@ class PodView:
     # A copy's Pod: each container's (name, restartCount, why it last ended), which the
     # service's figures count over a trial's window (cxlab.analysis.copy_counters).
     restarts: tuple[tuple[str, int, str | None], ...] = ()
+    # A copy's Pod: the CPU its containers may use at most (the sum of their limits; None
+    # when one has none, and the Pod may take what the node has spare).
+    cpu_limit: float | None = None
 
     @property
     def live(self) -> bool:
@@ -180,7 +184,18 @@ def view_pod(pod: Mapping[str, Any]) -> PodView:
         variant=int(labels.get(LABEL_VARIANT, "0") or 0),
         last_termination_reason=last_reason,
         restarts=tuple(restarts) if labels.get(LABEL_VARIANT) else (),
+        cpu_limit=_cpu_limit(containers) if labels.get(LABEL_VARIANT) else None,
     )
+
+
+def _cpu_limit(containers: list[Mapping[str, Any]]) -> float | None:
+    cores = 0.0
+    for container in containers:
+        limit = ((container.get("resources") or {}).get("limits") or {}).get("cpu")
+        if limit is None:
+            return None
+        cores += float(quantity(limit))
+    return cores if containers else None
 
 
 def _conditions(status: Mapping[str, Any], unprobed: bool) -> tuple[str | None, bool]:

@@ -384,6 +384,24 @@ def test_a_chart_of_single_points_at_one_x_renders() -> None:
         assert left < x < right and top < y < bottom
 
 
+def test_markers_only_series_draw_no_line_in_the_plot_or_the_legend() -> None:
+    points = (Point(1, 1.0), Point(2, 2.0), Point(3, 1.5))
+    series = [
+        Series("curve", points, "#000", markers=False),
+        Series("hollow", points, "#111", joined=False, hollow=True),
+        Series("crossed", points, "#222", "cross", joined=False),
+    ]
+    chart = parse(line_chart("t", Axis("x"), Axis("y"), series)).find_all("svg")[0]
+    curve, hollow, crossed = series_of(chart)
+    assert len(curve.find_all("polyline")) == 1 and not curve.find_all("path", "marker")
+    for drawn, fill in ((hollow, "#fff"), (crossed, "none")):
+        assert not drawn.find_all("polyline")
+        assert [m.attrs["fill"] for m in drawn.find_all("path", "marker")] == [fill] * 3
+    legend = chart.find_all("g", "legend")[0]
+    assert [line.attrs["stroke"] for line in legend.find_all("line")] == ["#000"]
+    assert [m.attrs["fill"] for m in legend.find_all("path", "marker")] == ["#fff", "none"]
+
+
 def test_an_empty_chart_says_so() -> None:
     html = line_chart("empty", Axis("x"), Axis("y"), [])
     assert "no data yet" in html

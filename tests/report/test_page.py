@@ -7,13 +7,11 @@ import copy
 import itertools
 import json
 import math
-import re
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from html.parser import HTMLParser
 from typing import Any
 
 import pytest
+from helpers.report_dom import charts, column, coordinates, parse, plot_area, rows, series_of
 
 from cxlab.analysis.objectives import skipped_trials
 from cxlab.analysis.outcome import TrialOutcome, parse_result
@@ -182,100 +180,6 @@ def sleep_document() -> dict[str, Any]:
     names = [t["name"] for t in document["status"]["trials"]]
     assert FAILED_TRIAL in names  # the plan's naming is what the fixture relies on
     return document
-
-
-# --- a small DOM over html.parser, strict about nesting ------------------------------------
-
-VOID = {"meta", "br", "hr", "img", "input", "link"}
-
-
-@dataclass
-class Node:
-    tag: str
-    attrs: dict[str, str]
-    children: list[Node] = field(default_factory=list)
-    text: str = ""
-
-    def find_all(self, tag: str, css: str | None = None) -> list[Node]:
-        found = []
-        for child in self.children:
-            if child.tag == tag and (css is None or css in child.attrs.get("class", "").split()):
-                found.append(child)
-            found += child.find_all(tag, css)
-        return found
-
-    def all_text(self) -> str:
-        return self.text + "".join(c.all_text() for c in self.children)
-
-
-class TreeBuilder(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.root = Node("#root", {})
-        self.stack = [self.root]
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        node = Node(tag, {k: v or "" for k, v in attrs})
-        self.stack[-1].children.append(node)
-        if tag not in VOID:
-            self.stack.append(node)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.stack[-1].children.append(Node(tag, {k: v or "" for k, v in attrs}))
-
-    def handle_endtag(self, tag: str) -> None:
-        assert self.stack[-1].tag == tag, f"</{tag}> closes <{self.stack[-1].tag}>"
-        self.stack.pop()
-
-    def handle_data(self, data: str) -> None:
-        self.stack[-1].text += data
-
-
-def parse(html: str) -> Node:
-    builder = TreeBuilder()
-    builder.feed(html)
-    builder.close()
-    assert builder.stack == [builder.root], "unclosed elements"
-    return builder.root
-
-
-def charts(root: Node) -> dict[str, Node]:
-    svgs = root.find_all("svg", "chart")
-    titles = [svg.find_all("title")[0].text for svg in svgs]
-    assert len(set(titles)) == len(titles), "chart titles are unique"
-    return dict(zip(titles, svgs, strict=True))
-
-
-def series_of(chart: Node) -> list[Node]:
-    return chart.find_all("g", "series")
-
-
-def plot_area(chart: Node) -> tuple[float, float, float, float]:
-    rect = chart.find_all("rect", "plot-area")[0]
-    x, y = float(rect.attrs["x"]), float(rect.attrs["y"])
-    return x, y, x + float(rect.attrs["width"]), y + float(rect.attrs["height"])
-
-
-def coordinates(series: Node) -> list[tuple[float, float]]:
-    coords = []
-    for line in series.find_all("polyline"):
-        for pair in line.attrs["points"].split():
-            x, y = pair.split(",")
-            coords.append((float(x), float(y)))
-    for marker in series.find_all("path", "marker"):
-        match = re.fullmatch(r"translate\((\S+) (\S+)\)", marker.attrs["transform"])
-        assert match, marker.attrs["transform"]
-        coords.append((float(match[1]), float(match[2])))
-    return coords
-
-
-def column(table: Node, header: str) -> list[str]:
-    """The text of one column of a table, found by its header."""
-    headers = [th.all_text() for th in table.find_all("th")]
-    index = headers.index(header)
-    return [
-        row.find_all("td")[index].all_text() for row in table.find_all("tbody")[0].find_all("tr")
-    ]
 
 
 # --- the report of a full sweep -------------------------------------------------------------
@@ -480,6 +384,24 @@ def test_a_chart_of_single_points_at_one_x_renders() -> None:
         assert left < x < right and top < y < bottom
 
 
+def test_markers_only_series_draw_no_line_in_the_plot_or_the_legend() -> None:
+    points = (Point(1, 1.0), Point(2, 2.0), Point(3, 1.5))
+    series = [
+        Series("curve", points, "#000", markers=False),
+        Series("hollow", points, "#111", joined=False, hollow=True),
+        Series("crossed", points, "#222", "cross", joined=False),
+    ]
+    chart = parse(line_chart("t", Axis("x"), Axis("y"), series)).find_all("svg")[0]
+    curve, hollow, crossed = series_of(chart)
+    assert len(curve.find_all("polyline")) == 1 and not curve.find_all("path", "marker")
+    for drawn, fill in ((hollow, "#fff"), (crossed, "none")):
+        assert not drawn.find_all("polyline")
+        assert [m.attrs["fill"] for m in drawn.find_all("path", "marker")] == [fill] * 3
+    legend = chart.find_all("g", "legend")[0]
+    assert [line.attrs["stroke"] for line in legend.find_all("line")] == ["#000"]
+    assert [m.attrs["fill"] for m in legend.find_all("path", "marker")] == ["#fff", "none"]
+
+
 def test_an_empty_chart_says_so() -> None:
     html = line_chart("empty", Axis("x"), Axis("y"), [])
     assert "no data yet" in html
@@ -545,10 +467,6 @@ P99_NEAR = {"name": "p99-near", "latency": {"max": "1600ms"}, "workers": [4]}
 
 def gated_document(*objectives: dict[str, Any], done: int | None = None) -> dict[str, Any]:
     return build_document({**GATED_SPEC, "objectives": list(objectives)}, done=done)
-
-
-def rows(table: Node) -> list[list[str]]:
-    return [[td.all_text() for td in tr.find_all("td")] for tr in table.find_all("tr")[1:]]
 
 
 def test_a_broken_objective_is_a_banner_on_top_and_a_table_of_its_points() -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from cxlab.analysis.capacity_plan import Probe
 from cxlab.analysis.labels import rate_text
 from cxlab.analysis.outcome import TrialOutcome
+from cxlab.analysis.service_figures import cpu_share
 from cxlab.analysis.sizing import FRACTION
 from cxlab.analysis.verification import probe_of
 from cxlab.experiments.spec import ExperimentSpec
@@ -155,7 +156,7 @@ def _search(spec: ExperimentSpec, variant: str, probed: list[TrialOutcome]) -> R
         middle = sorted(at_low, key=lambda o: o.service.cpu_seconds or 0.0 if o.service else 0.0)
         figures = middle[len(middle) // 2].service
         assert figures is not None
-        share = service_cpu_share(middle[len(middle) // 2])
+        share = cpu_share(figures, middle[len(middle) // 2].result)
         search.service_cpu_share = None if share is None else round(share, 3)
         search.service_cpu_per_request_seconds = figures.cpu_per_request_seconds
         search.service_peak_memory_bytes = figures.peak_memory_bytes
@@ -179,7 +180,7 @@ def generator_bound(spec: ExperimentSpec, outcome: TrialOutcome, probe: Probe) -
         why = arrival["saturation"] if arrival is not None else None
         return f"it could not keep the rate ({why or 'saturated'})"
     generator = generator_cpu_share(spec, outcome)
-    service = service_cpu_share(outcome)
+    service = cpu_share(outcome.service, outcome.result)
     if generator is not None and generator >= BUSY_SHARE and (service or 0.0) < BUSY_SHARE:
         return f"its CPU {generator:.0%} of its cores"
     target = spec.probe_latency
@@ -259,7 +260,7 @@ def _whose_limit(
         if p.rate_per_second == found.high and not p.holds and p.generator_bound is None
     ]  # fmt: skip
     outcome, probe = broke[0]
-    service = service_cpu_share(outcome)
+    service = cpu_share(outcome.service, outcome.result)
     at = f"at {rate_text(found.high)} tasks/s"
     if service is not None and service >= BUSY_SHARE:
         return "service", f"the service's limit {at}: its CPU {service:.0%} of its cores"
@@ -291,14 +292,3 @@ def generator_cpu_share(spec: ExperimentSpec, outcome: TrialOutcome) -> float | 
         cores = min(cores, outcome.trial.pods * float(spec.resources.cpu))
     cpu = result["cpuUserSeconds"] + result["cpuSystemSeconds"]
     return cpu / (result["wallSeconds"] * cores)
-
-
-def service_cpu_share(outcome: TrialOutcome) -> float | None:
-    """The share of its cores the service used while the generator ran: its CPU in the
-    trial's window over the generator's wall time (a cluster's window also holds the trial
-    Pods' start and end, when the service idles)."""
-    figures, result = outcome.service, outcome.result
-    if figures is None or figures.cpu_seconds is None or not figures.cores or result is None:
-        return None
-    seconds = min(result["wallSeconds"], figures.window_seconds or result["wallSeconds"])
-    return figures.cpu_seconds / (seconds * figures.cores) if seconds > 0 else None

@@ -57,6 +57,15 @@ class ServiceFigures(Shape):
     its copy's CPU limits allow (absent without a limit)."""
 
 
+def cpu_share(figures: ServiceFigures | None, result: Result | None) -> float | None:
+    """The share of its cores the service used while the generator ran: its CPU in the
+    trial's window over the generator's wall time (a cluster's window also holds the trial
+    Pods' start and end, when the service idles); None without its cores or its CPU."""
+    if figures is None or figures.cpu_seconds is None or not figures.cores or result is None:
+        return None
+    seconds = min(result["wallSeconds"], figures.window_seconds or result["wallSeconds"])
+    return figures.cpu_seconds / (seconds * figures.cores) if seconds > 0 else None
+
 
 def completed_requests(result: Result) -> int:
     """The requests a trial completed in its whole window: its ok tasks, its warm-up's

@@ -1,6 +1,6 @@
 """The experiment document (spec + status) → one self-contained HTML page: the answer first
-(the objectives' verdict, recommendations, the capacity plan, the objectives' points, knees),
-then the curves behind it per RTT, then every number in tables.
+(the objectives' verdict, recommendations, the capacity plan, the rate search, the objectives'
+points, knees), then the curves behind it per RTT, then every number in tables.
 
 Pure and deterministic: everything shown comes from the document, so the same document
 renders to the same bytes and a report can be regenerated from result.json at any time."""
@@ -16,6 +16,7 @@ from cxlab.report.header import answer_section, header_section
 from cxlab.report.objectives import objectives_section, verdict_banner
 from cxlab.report.page import page_html
 from cxlab.report.rates import rate_sections
+from cxlab.report.search import search_section
 from cxlab.report.service import service_table
 from cxlab.report.tables import failed_table, knees_table, points_table, skipped_table
 
@@ -50,6 +51,7 @@ def render_report(document: Json) -> str:
         verdict_banner(typed, status),
         answer_section(summary, status),
         capacity_section(status.capacity_plan),
+        search_section(status.rate_search or [], typed.probe_latency, context),
         objectives_section(status),
         *body,
     ]

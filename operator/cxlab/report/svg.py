@@ -56,6 +56,8 @@ class Series:
     shape: str = "circle"
     dashed: bool = False
     markers: bool = True  # a single-point series always gets its marker
+    joined: bool = True  # False: markers only, points that are not on a curve
+    hollow: bool = False  # outlined markers, told apart from filled ones of the same shape
 
 
 @dataclass(frozen=True)
@@ -242,17 +244,23 @@ def _num(value: float) -> str:
     return f"{value:.1f}"
 
 
-def _marker(shape: str, x: float, y: float, color: str) -> str:
+def _marker(shape: str, x: float, y: float, color: str, hollow: bool = False) -> str:
     paths = {
         "circle": "M-3.6,0a3.6,3.6 0 1,0 7.2,0a3.6,3.6 0 1,0 -7.2,0Z",
         "square": "M-3.2,-3.2h6.4v6.4h-6.4Z",
         "diamond": "M0,-4.4L4.4,0L0,4.4L-4.4,0Z",
         "triangle": "M0,-4.4L4,3.2H-4Z",
+        "cross": "M-3.6,-3.6L3.6,3.6M3.6,-3.6L-3.6,3.6",  # strokes only: no area to fill
     }
+    if shape == "cross":
+        paint = f'fill="none" stroke="{color}" stroke-width="1.8"'
+    elif hollow:
+        paint = f'fill="#fff" stroke="{color}" stroke-width="1.4"'
+    else:
+        paint = f'fill="{color}" stroke="#fff" stroke-width="0.8"'
     return (
         f'<path class="marker" transform="translate({_num(x)} {_num(y)})" '
-        f'd="{paths.get(shape, paths["circle"])}" fill="{color}" stroke="#fff" '
-        f'stroke-width="0.8"/>'
+        f'd="{paths.get(shape, paths["circle"])}" {paint}/>'
     )
 
 
@@ -263,7 +271,7 @@ def _dash(line: Series) -> str:
 def _series(line: Series, xf: _Frame, yf: _Frame) -> str:
     points = sorted(line.points, key=lambda p: p.x)
     parts = [f'<g class="series" data-label="{escape(line.label)}">']
-    if len(points) > 1:
+    if line.joined and len(points) > 1:
         coords = " ".join(f"{_num(xf.pixel(p.x))},{_num(yf.pixel(p.y))}" for p in points)
         parts.append(
             f'<polyline points="{coords}" fill="none" stroke="{line.color}" '
@@ -273,7 +281,10 @@ def _series(line: Series, xf: _Frame, yf: _Frame) -> str:
         if p.error > 0:
             parts.append(_error_bar(p, xf, yf, line.color))
     if line.markers or len(points) == 1:
-        parts += [_marker(line.shape, xf.pixel(p.x), yf.pixel(p.y), line.color) for p in points]
+        parts += [
+            _marker(line.shape, xf.pixel(p.x), yf.pixel(p.y), line.color, line.hollow)
+            for p in points
+        ]
     parts.append("</g>")
     return "".join(parts)
 
@@ -328,12 +339,13 @@ def _legend(rows: list[list[tuple[float, Series]]], top: float) -> str:
         y = top + index * LEGEND_ROW
         for offset, line in row:
             x = MARGIN_LEFT + offset
-            parts.append(
-                f'<line x1="{_num(x)}" x2="{_num(x + 24)}" y1="{_num(y)}" y2="{_num(y)}" '
-                f'stroke="{line.color}" stroke-width="1.8"{_dash(line)}/>'
-            )
+            if line.joined:
+                parts.append(
+                    f'<line x1="{_num(x)}" x2="{_num(x + 24)}" y1="{_num(y)}" y2="{_num(y)}" '
+                    f'stroke="{line.color}" stroke-width="1.8"{_dash(line)}/>'
+                )
             if line.markers or len(line.points) == 1:
-                parts.append(_marker(line.shape, x + 12, y, line.color))
+                parts.append(_marker(line.shape, x + 12, y, line.color, line.hollow))
             parts.append(
                 f'<text x="{_num(x + 30)}" y="{_num(y)}" dominant-baseline="middle">'
                 f"{escape(line.label)}</text>"

@@ -69,11 +69,14 @@ def test_too_few_workers_queue_and_the_latency_shows_it(model: str) -> None:
 
 @pytest.mark.parametrize("model", ["gevent", "threads", "goroutines"])
 def test_drop_counts_the_arrivals_that_find_every_worker_busy(model: str) -> None:
-    # 2 workers of 50 ms carry 40/s of 100/s: about 60 % are dropped, none waits.
+    # 2 workers of 50 ms carry 40/s of 100/s: about 60 % are dropped, none waits. Arrivals
+    # come every 10 ms, so a worker whose 50 ms overran by 0-10 ms takes the one 60 ms after
+    # its last (133 dropped), by 10-20 ms (a loaded machine: 141 seen cold) the one 70 ms
+    # after (143), by 20-30 ms 80 ms after (150): the bound allows that much.
     result = _arrivals(model, 100, 2, "--workers", "2", "--on-busy", "drop")
     arrival = result["arrival"]
     assert arrival["dropped"] + result["tasksOk"] == 200
-    assert 90 <= arrival["dropped"] <= 140, arrival
+    assert 90 <= arrival["dropped"] <= 150, arrival
     assert arrival["maxQueue"] <= 2
     # Nothing waits for a worker (queueing, the last would wait ~1.5 s): what is left is the
     # hand-over to a worker, slow only on a busy machine (77 ms seen in CI).

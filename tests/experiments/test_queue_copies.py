@@ -97,8 +97,8 @@ def test_the_copy_goes_where_its_pod_template_may_go() -> None:
     assert not verdict(anywhere_too_big, [anywhere_too_big], nodes, NOW).admit
 
 
-def _admit(copy: ServiceCopyRequest, cpu: str = "2", cordoned: bool = False) -> Any:
-    body = document(**served(), resources={"cpu": 1})
+def _admit(copy: ServiceCopyRequest, cpu: str = "2", cordoned: bool = False, **spec: Any) -> Any:
+    body = document(**({**served(), "resources": {"cpu": 1}} | spec))
     body["metadata"] |= {"namespace": "lab", "creationTimestamp": "2026-11-23T11:59:00Z"}
     spec = parse_experiment(body).spec
     observed = Observed(spec, plan_trials(spec), {}, {}, [], NOW)
@@ -114,3 +114,29 @@ def test_a_copy_that_never_fits_beside_a_trial_fails_at_once() -> None:
     assert "beside its service's copy: 1 replica(s) of 1.5 CPU(s)" in refused.ruling.failure
     assert _admit(copy_of(1.0)).ruling is None  # admitted
     assert _admit(copy_of(1.0), cordoned=True).ruling.failure is None  # cordoned: it waits
+
+
+def test_a_searched_service_holds_room_for_its_probes_grown_to_max_pods() -> None:
+    """A probe its generator binds runs again with more Pods, up to search.rate.maxPods,
+    beside the copy: the queue counts those Pods from the start, so the grown probe is never
+    left Pending, and one that could never fit is refused at once, naming the field."""
+    search = {"rate": {"start": 10, "latency": {"max": "250ms"}, "maxPods": 2}}
+    body = document(**served(), resources={"cpu": 0.5}, pinning="preferred", search=search)
+    del body["spec"]["workload"]["tasks"]
+    body["spec"]["workload"]["arrival"] = {"ratePerSecond": 20, "duration": "2s"}
+    body["metadata"] |= {"namespace": "lab", "creationTimestamp": "2026-11-23T11:59:00Z"}
+    workload = dict(body["spec"]["workload"])
+    seen = candidate_of(body, NOW)
+    assert seen is not None and seen.pods == 2
+    body["spec"]["search"]["rate"]["maxPods"] = 4
+    assert (seen := candidate_of(body, NOW)) is not None and seen.pods == 4
+    del body["spec"]["service"]  # a search of the client never grows its generator
+    body["spec"]["workload"]["target"] = {"url": "http://api/"}
+    assert (seen := candidate_of(body, NOW)) is not None and seen.pods == 1
+    # 4 Pods x 1 CPU and a copy of 1 CPU do not fit 4 CPUs even empty
+    four = {"rate": {**search["rate"], "maxPods": 4}}
+    refused = _admit(copy_of(1.0), cpu="4", search=four, workload=workload)
+    assert refused.ruling is not None and refused.ruling.failure is not None
+    assert "4 trial Pod(s)" in refused.ruling.failure, refused.ruling.failure
+    assert "search.rate.maxPods" in refused.ruling.failure
+    assert _admit(copy_of(1.0), cpu="5", search=four, workload=workload).ruling is None

@@ -162,3 +162,25 @@ def test_without_a_service_the_generator_is_the_subject_and_never_grows() -> Non
     assert {o.trial.pods for o in probes} == {1}
     [search] = rate_searches(spec, probes)
     assert search.interval.high == 32.5 and search.limit is None  # the saturated counted
+
+
+def test_a_probe_whose_trial_failed_measured_nothing_and_stops_its_line() -> None:
+    """A grown probe whose second Pod was never placed (the start barrier timed out) is no
+    answer of the service's: the line runs no probe after it, the bounds leave it out, and
+    the answer says where it stopped and why."""
+    spec = spec_of(maxPods=2)
+    why = "not every Pod was ready at the start barrier within 40s: Pod 1 Pending"
+
+    def outcome(trial: Trial) -> TrialOutcome:
+        if trial.pods == 2:
+            return TrialOutcome(trial, None, error=why)
+        return queued(trial) if (trial.rate_per_second or 0) > 10 else checked(trial, HELD)
+
+    probes = run(spec, outcome)
+    # 20/s bound (1 worker < 20/s x 250 ms), again with 2 Pods: failed, and nothing after
+    assert [(p.trial.rate_per_second, p.trial.pods) for p in probes] == [(20, 1), (20, 2)]
+    [search] = rate_searches(spec, probes)
+    assert search.probes[1].failed == why and search.probes[1].generator_bound is None
+    assert search.interval.low is None and search.interval.high is None
+    assert search.message.endswith(f"the search stopped at 20 tasks/s, whose probe measured "
+                                   f"nothing: {why}"), search.message  # fmt: skip

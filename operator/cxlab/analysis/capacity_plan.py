@@ -105,6 +105,9 @@ class Probe(Shape):
     generator_bound: Maybe[str] = None
     """Against a service subject, why the generator, not the service, bounded a probe that
     broke: it does not count, and its rate runs again with more Pods (search.rate.maxPods)."""
+    failed: Maybe[str] = None
+    """Its trial ended without a Result (why: a Pod never placed, the runner failed): it
+    measured nothing, does not count, and its line's search stopped there."""
 
 
 class Verification(Shape):

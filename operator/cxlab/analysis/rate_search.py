@@ -120,13 +120,20 @@ def searched_probe(spec: ExperimentSpec, outcome: TrialOutcome) -> Probe:
     whether the generator bound it (then it does not count)."""
     probe = probe_of(spec, outcome)
     probe.pods = outcome.trial.pods
+    if outcome.result is None:
+        probe.failed = outcome.error or outcome.skipped or "its trial has no Result"
+        return probe
     probe.generator_bound = generator_bound(spec, outcome, probe)
     return probe
 
 
 def counted(probes: Iterable[Probe]) -> list[tuple[float, bool]]:
     """The (rate, held) of the probes that measured the subject, for bounds()."""
-    return [(p.rate_per_second, p.holds) for p in probes if p.generator_bound is None]
+    return [
+        (p.rate_per_second, p.holds)
+        for p in probes
+        if p.generator_bound is None and p.failed is None
+    ]
 
 
 def _search(spec: ExperimentSpec, variant: str, probed: list[TrialOutcome]) -> RateSearch:
@@ -144,7 +151,7 @@ def _search(spec: ExperimentSpec, variant: str, probed: list[TrialOutcome]) -> R
     # those that measured the service's CPU (a cluster's window may lack it) the median one's
     at_rate = [
         o for o, p in zip(probed, probes, strict=True)
-        if o.trial.rate_per_second == found.low and p.generator_bound is None
+        if o.trial.rate_per_second == found.low and p.generator_bound is None and p.failed is None
     ]  # fmt: skip
     shares = sorted(s for o in at_rate if (s := generator_cpu_share(spec, o)) is not None)
     if shares:
@@ -230,6 +237,12 @@ def _message(spec: ExperimentSpec, search: RateSearch, found: Bounds, whose: str
             f"; noisy: a probe held at {rate_text(search.spread.high or 0.0)} above the "
             f"{rate_text(search.spread.low or 0.0)} that broke"
         )
+    failed = next((p for p in search.probes if p.failed is not None), None)
+    if failed is not None:
+        text += (
+            f"; the search stopped at {rate_text(failed.rate_per_second)} tasks/s, whose probe "
+            f"measured nothing: {failed.failed}"
+        )
     return f"{search.variant}: {text}" + (f"; {whose}" if whose else "")
 
 
@@ -258,6 +271,7 @@ def _whose_limit(
     broke = [
         (o, p) for o, p in zip(probed, probes, strict=True)
         if p.rate_per_second == found.high and not p.holds and p.generator_bound is None
+        and p.failed is None
     ]  # fmt: skip
     outcome, probe = broke[0]
     service = cpu_share(outcome.service, outcome.result)

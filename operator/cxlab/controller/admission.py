@@ -19,6 +19,7 @@ from cxlab.experiments.queue import (
     verdict,
     with_copy,
 )
+from cxlab.experiments.rate_search import grown_pods
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import ExperimentStatus, QueuePlace, ServiceCopyRequest
 from cxlab_contract.durations import parse_duration
@@ -89,12 +90,13 @@ def admit(
     # even empty (a cordoned node may come back: it can make one wait, never fail)
     empty = Capacity([replace(n, cordoned=False) for n in nodes()])
     if copy is not None and not empty.fits_all(me.needs()):
+        grown = " or search.rate.maxPods (a probe may grow to it)" if grown_pods(spec) > 1 else ""
         message = (
             f"no trial can ever be scheduled beside its service's copy: {copy.replicas} "
             f"replica(s) of {copy.cpu:g} CPU(s) and {copy.memory_bytes / 2**20:.0f} MiB each, "
             f"and {me.pods} trial Pod(s) of {me.request.cpu.normalize():f} CPU(s), do not fit "
             f"the nodes even empty: lower the variants' replicas or resources, or "
-            f"spec.resources"
+            f"spec.resources{grown}"
         )
         return Admission(fail_experiment(observed, message, "DoesNotFit"))
     if spec.queue_name:

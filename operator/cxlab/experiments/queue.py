@@ -44,6 +44,7 @@ from pydantic import ValidationError
 from cxlab.experiments.fields import SpecError
 from cxlab.experiments.nodes import Held, NodeView, Request, placed
 from cxlab.experiments.plan import plan_trials
+from cxlab.experiments.rate_search import grown_pods
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.service_copy import copy_name
 from cxlab.experiments.service_run import copies_left
@@ -257,7 +258,8 @@ def _queue_view(name: str, spec: str, started: bool) -> _View | None:
 
 def _view(spec: ExperimentSpec, name: str) -> _View:
     trials = plan_trials(spec)
-    pods = max(t.pods for t in trials)
+    # a probe grown beside the copy takes its room too: the queue holds it from the start
+    pods = max(max(t.pods for t in trials), grown_pods(spec))
     services = services_of(spec, name)
     return Request.of(spec), spec.priority, spec.parallelism, len(trials), pods, services
 

@@ -42,6 +42,13 @@ class ProbedModel:
     workers: int
 
 
+def grown_pods(spec: ExperimentSpec) -> int:
+    """The most generator Pods a probe may grow to: search.rate.maxPods against a service
+    (whose probes the generator may bind), else 1 (a search of the client never grows)."""
+    rate = spec.search.rate if spec.search else None
+    return rate.max_pods if rate is not None and spec.service is not None else 1
+
+
 def probed_models(spec: ExperimentSpec) -> list[ProbedModel]:
     """Each model of the spec, in its order, with the workers its probes run: one for
     sequential; a worker per arrival (0) where its workers list has it, except processes
@@ -67,7 +74,8 @@ def search_probes(
     the search goes on (then it is last, and not recorded). Against a service, a probe the
     generator bound is run again at its rate with twice the Pods (up to search.rate.maxPods),
     and the probes after it keep them; a rate bound at maxPods cannot be offered: the search
-    goes on below it as below search.rate.max."""
+    goes on below it as below search.rate.max. A probe whose trial ended without a Result
+    (its Pods never placed, its runner failed) measured nothing: the line stops there."""
     assert spec.search is not None and spec.search.rate is not None
     rate = spec.search.rate
     probes: list[Trial] = []
@@ -87,6 +95,8 @@ def search_probes(
         [outcome] = outcomes_of([probe], [entry])
         held = searched_probe(spec, outcome)
         again = None
+        if held.failed is not None:  # it measured nothing: to go on would guess
+            return probes
         if held.generator_bound is None:
             seen.append((probe.rate_per_second or 0.0, held.holds))
         elif pods >= rate.max_pods:

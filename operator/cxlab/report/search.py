@@ -93,6 +93,8 @@ def _service_share(trial: TrialEntry | None) -> str:
 
 def _verdict(probe: Probe) -> tuple[str, str]:
     """What the search made of the probe, and why."""
+    if probe.failed is not None:
+        return "failed", probe.failed
     if probe.generator_bound is not None:
         return "generator's", probe.generator_bound
     return ("held", "") if probe.holds else ("broke", probe.shortfall or "")

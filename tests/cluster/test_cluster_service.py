@@ -36,6 +36,10 @@ def _sync(workers: int) -> dict[str, Any]:
     return {"name": f"sync-{workers}", "args": [*args, "httpbin:app"]}
 
 
+def _gunicorn(name: str, *args: str) -> dict[str, Any]:
+    return {"name": name, "args": ["--bind", "0.0.0.0:8080", *args, "httpbin:app"]}
+
+
 def _deploy_httpbin(lab: Lab, cpu: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The user's Deployment and Service (as the apiserver returned them), once Ready; with a
     CPU request where its throughput is measured (none: it fits beside any trial)."""
@@ -226,9 +230,12 @@ def _window(figures: dict[str, Any]) -> tuple[float, float]:
     return start, start + figures["windowSeconds"]
 
 
-def _check_figures(entry: dict[str, Any], cgroups: CgroupWatch, peak: bool = True) -> str:
+def _check_figures(
+    entry: dict[str, Any], cgroups: CgroupWatch, peak: bool = True, limited: bool = False
+) -> str:
     """The trial's service figures against the copy's cgroups over the same window, each
-    within 10 %; `peak` False: the peak must be absent (its samples missed part of it)."""
+    within 10 %; `peak` False: the peak must be absent (its samples missed part of it);
+    `limited`: the copy has a CPU limit, whose CFS periods the throttled share counts."""
     figures = entry["service"]
     start, end = _window(figures)
     cpu, reference = figures["cpuSeconds"], cgroups.cpu_seconds(start, end)
@@ -238,7 +245,12 @@ def _check_figures(entry: dict[str, Any], cgroups: CgroupWatch, peak: bool = Tru
         cpu / entry["result"]["tasksOk"], rel=0.01
     )
     assert figures["restarts"] == 0 and figures["oomKills"] == 0, figures
-    assert "cpuThrottledRatio" not in figures, figures  # no CPU limit: no CFS periods
+    if limited:  # absent where cAdvisor's counters did not move in the window
+        ratio = figures.get("cpuThrottledRatio")
+        assert ratio is None or 0 <= ratio <= 1, figures
+        line += "" if ratio is None else f", throttled {ratio:.1%} of its periods"
+    else:
+        assert "cpuThrottledRatio" not in figures, figures  # no CPU limit: no CFS periods
     if not peak:
         assert "peakMemoryBytes" not in figures, figures
         return line + ", peak memory absent"
@@ -291,35 +303,55 @@ def measured_httpbin(lab: Lab) -> Iterator[tuple[dict[str, Any], dict[str, Any]]
     yield _deploy_httpbin(lab, cpu="250m")
 
 
+def _searched(
+    lab: Lab, name: str, spec: dict[str, Any], **rate: Any
+) -> tuple[dict[str, Any], CopyWatch, CgroupWatch]:
+    """`spec` run with each variant's rate search (evenly spaced arrivals, p99 <= 250 ms,
+    each boundary rate probed twice, `rate`'s settings over these), watched: its status."""
+    spec["search"] = {"rate": {"duration": "4s", "precision": 0.1, "repeats": 2,
+                               "latency": {"max": "250ms"}, **rate}}  # fmt: skip
+    spec["workload"]["arrival"] = {"process": "uniform", "ratePerSecond": 20, "duration": "2s"}
+    del spec["workload"]["duration"]
+    with CopyWatch(lab.namespace) as watch, CgroupWatch(lab.namespace) as cgroups:
+        lab.apply(name, spec)
+        experiment = lab.wait_finished(name, timeout=900)
+        _wait_no_copies(lab)
+    assert lab.phase(experiment) == "Succeeded", why(experiment)
+    print()
+    return experiment["status"], watch, cgroups
+
+
+def _search_line(search: dict[str, Any], predicted: float) -> str:
+    probes = ", ".join(f"{p['ratePerSecond']:g} x{p['pods']} "
+                       + ("bound" if "generatorBound" in p else "held" if p["holds"] else "broke")
+                       for p in search["probes"])  # fmt: skip
+    return (f"{search['variant']}: predicted {predicted:.0f}/s, searched "
+            f"{search['ratePerSecond']}/s, interval [{search['interval']['low']}, "
+            f"{search['interval'].get('high')}) from {probes}: {search['message']}")  # fmt: skip
+
+
 @pytest.mark.solo  # its figures need the node's CPU: side by side, others' trials take it
 @pytest.mark.long
 def test_each_variants_capacity_is_searched_against_its_own_copy_as_theory_gives(
     lab: Lab, measured_httpbin: tuple[dict[str, Any], dict[str, Any]]
 ) -> None:
-    """sync-2 and sync-4: each variant's sweep trial, then its rate search (evenly spaced
-    arrivals, p99 <= 250 ms, each boundary rate probed twice) against its copy, made once:
-    W sync workers serve W / 0.05 s. Every trial's service figures against the cgroups."""
+    """sync-2, sync-4 and gthread 2 x 4 threads: each variant's sweep trial, then its rate
+    search (evenly spaced arrivals, p99 <= 250 ms, each boundary rate probed twice) against
+    its copy, made once: W requests served at a time sustain W / 0.05 s (2, 4 and 8). Every
+    trial's service figures against the cgroups."""
     deployment, service = measured_httpbin
-    spec = _experiment(_sync(2), _sync(4))
-    spec["search"] = {"rate": {"start": 30, "duration": "4s", "precision": 0.1, "repeats": 2,
-                               "latency": {"max": "250ms"}}}  # fmt: skip
-    spec["workload"]["arrival"] = {"process": "uniform", "ratePerSecond": 20, "duration": "2s"}
-    del spec["workload"]["duration"]
-    with CopyWatch(lab.namespace) as watch, CgroupWatch(lab.namespace) as cgroups:
-        lab.apply("searched", spec)
-        experiment = lab.wait_finished("searched", timeout=600)
-        _wait_no_copies(lab)
-    assert lab.phase(experiment) == "Succeeded", why(experiment)
-    print()
-    status = experiment["status"]
-    for search, workers in zip(status["rateSearch"], (2, 4), strict=True):
-        predicted, low = workers / DELAY, search["interval"]["low"]
-        probes = ", ".join(f"{p['ratePerSecond']:g} {'held' if p['holds'] else 'broke'}"
-                           for p in search["probes"])  # fmt: skip
-        print(f"{search['variant']}: predicted {predicted:.0f}/s, searched "
-              f"{search['ratePerSecond']}/s, interval [{low}, {search['interval'].get('high')})"
-              f" from {probes}: {search['message']}")  # fmt: skip
-        assert search["variant"] == f"sync-{workers} / asyncio"
+    gthread = _gunicorn("gthread-2x4", "--worker-class", "gthread", "--workers", "2",
+                        "--threads", "4")  # fmt: skip
+    spec = _experiment(_sync(2), _sync(4), gthread)
+    # a generator of half a core, whose CFS quota never stalls its reading of the answers;
+    # the node's 1 CPU holds it, the user's 0.25 and its copy's 0.25: one probe Pod
+    spec["resources"] = {"cpu": 0.5}
+    status, watch, cgroups = _searched(lab, "searched", spec, start=30, maxPods=1)
+    at_once = {"sync-2": 2, "sync-4": 4, "gthread-2x4": 8}
+    for search, (name, served) in zip(status["rateSearch"], at_once.items(), strict=True):
+        predicted, low = served / DELAY, search["interval"]["low"]
+        print(_search_line(search, predicted))
+        assert search["variant"] == f"{name} / asyncio"
         assert search["ratePerSecond"] == low == pytest.approx(predicted, rel=0.15), search
         assert search["limit"] == "service", search
         assert not any(p.get("generatorSaturated") for p in search["probes"]), search
@@ -336,9 +368,51 @@ def test_each_variants_capacity_is_searched_against_its_own_copy_as_theory_gives
               f"deleted in {variant.get('deletedSeconds')} s")  # fmt: skip
         assert variant["readySeconds"] > 0, variant
     assert variants[0]["deletedSeconds"] > 0, variants[0]
-    assert watch.seen == {"cx-searched-v1", "cx-searched-v2"}
+    assert watch.seen == {"cx-searched-v1", "cx-searched-v2", "cx-searched-v3"}
     assert watch.most == 1, "two variants' copies at once"
     assert all("app" not in labels for labels in watch.template_labels), watch.template_labels
+    _unchanged(lab, deployment, service)
+
+
+SERVICE_CPU = 0.5  # the evented variant's CPU limit (its resources axis)
+
+
+@pytest.mark.solo  # as the sync variants': its figures need the node's CPU
+@pytest.mark.long
+def test_an_evented_variants_capacity_is_its_cpu_limits_and_its_generator_grows(
+    lab: Lab, httpbin: tuple[dict[str, Any], dict[str, Any]]
+) -> None:
+    """gevent 2 serves any number of requests at once, far more than the threads' 160/s,
+    until its CPU limit (0.5 core, its resources axis) is the bound: the search says so. At
+    the rates where 64 generator workers are fewer than rate x 250 ms, a probe they bind runs
+    again with twice the Pods. The node's 1 allocatable CPU holds the copy (0.5) and 2 Pods
+    of 0.25: the user's own Deployment requests none here."""
+    deployment, service = httpbin
+    spec = _experiment(_gunicorn("gevent-2", "--worker-class", "gevent", "--workers", "2"))
+    spec["service"]["variants"]["resources"] = [{"cpu": SERVICE_CPU, "memory": "256Mi"}]
+    status, watch, cgroups = _searched(lab, "evented", spec, start=120, maxPods=2)
+    trials = {t["name"]: t for t in status["trials"]}
+    [search] = status["rateSearch"]
+    probes = search["probes"]
+    print(_search_line(search, 8 / DELAY))
+    assert search["variant"] == "gevent-2-cpu0.5-mem256Mi / asyncio"
+    assert search["ratePerSecond"] >= 2 * 8 / DELAY, search  # far more than 8 at a time
+    assert search["limit"] == "service", search
+    share = re.search(r"its CPU (\d+)% of its cores$", search["message"])
+    assert share and int(share.group(1)) >= 90, search["message"]  # its core bound it
+    counted = [p for p in probes if "generatorBound" not in p]
+    assert not any(p.get("generatorSaturated") for p in counted), search
+    for i, probe in enumerate(probes):  # a bound probe runs again with twice the Pods
+        if "generatorBound" in probe:
+            again = probes[i + 1]
+            assert (again["ratePerSecond"], again["pods"]) == (
+                probe["ratePerSecond"], 2 * probe["pods"]), probes  # fmt: skip
+    assert any("generatorBound" in p for p in probes), probes  # 64 workers bound one
+    assert all(trials[p["trial"]].get("pods", 1) == p["pods"] for p in probes)
+    for entry in status["trials"]:
+        print(f"  {entry['name']}: {_check_figures(entry, cgroups, limited=True)}")
+    assert any("cpuThrottledRatio" in t["service"] for t in status["trials"])
+    assert watch.most == 1, "two variants' copies at once"
     _unchanged(lab, deployment, service)
 
 

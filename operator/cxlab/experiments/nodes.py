@@ -17,33 +17,13 @@ from __future__ import annotations
 
 import heapq
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from cxlab.experiments.fields import memory_bytes
+from cxlab.experiments.fields import memory_bytes, quantity
 from cxlab.experiments.spec import ExperimentSpec
-
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[numkMGTPE]|[KMGTPE]i)?$")
-_FACTOR = {
-    None: Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
-    "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12),
-    "P": Decimal(10**15), "E": Decimal(10**18), "Ki": Decimal(2**10), "Mi": Decimal(2**20),
-    "Gi": Decimal(2**30), "Ti": Decimal(2**40), "Pi": Decimal(2**50), "Ei": Decimal(2**60),
-}  # fmt: skip
-
-
-def quantity(text: str | int | float) -> Decimal:
-    """A Kubernetes quantity ("2", "1950m", "24386112Ki", "1e3") as a number."""
-    match = _QUANTITY.match(str(text).strip())
-    if not match:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity")
-    number, suffix = Decimal(match.group(1)), match.group(2)
-    if suffix and suffix[0] in "eE":
-        return number * Decimal(10) ** int(suffix[1:])
-    return number * _FACTOR[suffix]
 
 
 @dataclass(frozen=True)

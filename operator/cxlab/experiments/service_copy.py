@@ -15,7 +15,7 @@ import hashlib
 from decimal import Decimal
 from typing import Any
 
-from cxlab.experiments.nodes import quantity
+from cxlab.experiments.fields import quantity
 from cxlab.experiments.pods import (
     COMPONENT_COPY,
     LABEL_COMPONENT,

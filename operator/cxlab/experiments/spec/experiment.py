@@ -161,6 +161,14 @@ _RULES = (
         valid={**served(), "search": {"rate": {"latency": {"max": "1s"}}}},
         invalid={**served(), "capacity": CAPACITY},
     ),
+    Rule(  # its trials belong to no variant: no copy would be up for them, or all would
+        "service: calibration measures the nodes, not a service: leave calibration out, or "
+        "calibrate in an experiment without spec.service",
+        holds=lambda s: s.service is None or not s.calibration,
+        cel="!has(self.service) || !has(self.calibration) || !self.calibration",
+        valid={**served(), "calibration": False},
+        invalid={**served(), "calibration": True},
+    ),
     Rule(
         "service: each variant's trials run in Pods of their own: leave isolation: process out",
         holds=lambda s: s.service is None or s.isolation == "pod",

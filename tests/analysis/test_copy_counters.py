@@ -146,3 +146,14 @@ def test_the_copys_cores_are_what_its_pods_cpu_limits_allow_and_absent_without_o
     assert window_figures(reading(at, both), reading(later, both), None, 2, 10).cores == 0.75
     one = {"cx-a-v1-x": 0.5, "cx-a-v1-y": None}  # the other may take the node's spare CPU
     assert window_figures(reading(at, one), reading(later, one), None, 2, 10).cores is None
+
+
+def test_the_pods_own_cfs_counters_stand_for_its_containers_once() -> None:
+    stamp = int(T0.timestamp() * 1000)
+
+    def pod_level(periods: int, throttled: int, at: int) -> dict[Any, Any]:
+        return {("cx-a-v1-7d9f-x2", ""): {PERIODS: (periods, at), THROTTLED: (throttled, at)}}
+
+    start = _reading(T0, 0, cfs=pod_level(1000, 100, stamp))
+    end = _reading(T0 + timedelta(seconds=10), 10**9, cfs=pod_level(1100, 125, stamp + 10_000))
+    assert window_figures(start, end, 1, 3, 10).cpu_throttled_ratio == 0.25

@@ -33,3 +33,24 @@ def test_the_cfs_counters_of_the_copys_containers_only_with_their_timestamps() -
         },
     }  # fmt: skip
     assert cfs_counters(EXPOSITION, "lab", ["another-pod"]) == {}
+
+
+# As this cluster's kubelet writes it since (containerd's containers unlabelled to cAdvisor):
+# the Pod's own cgroup is the one series of the Pod's.
+POD_ONLY = """\
+# HELP container_cpu_cfs_periods_total Number of elapsed enforcement period intervals.
+# TYPE container_cpu_cfs_periods_total counter
+container_cpu_cfs_periods_total{container="",id="/kubepods/pod6534",image="",name="",namespace="lab",pod="cx-a-v1-7d9f-x2"} 46 1796305146924
+container_cpu_cfs_periods_total{container="",id="/kubepods/pod6534/b473",image="",name="",namespace="",pod=""} 44 1796305146924
+# HELP container_cpu_cfs_throttled_periods_total Number of throttled period intervals.
+# TYPE container_cpu_cfs_throttled_periods_total counter
+container_cpu_cfs_throttled_periods_total{container="",id="/kubepods/pod6534",image="",name="",namespace="lab",pod="cx-a-v1-7d9f-x2"} 9 1796305146924
+"""  # noqa: E501 (the kubelet's lines as they are)
+
+
+def test_without_a_series_by_container_the_pods_own_cgroup_stands_for_them() -> None:
+    found = cfs_counters(POD_ONLY, "lab", ["cx-a-v1-7d9f-x2"])
+    assert found == {("cx-a-v1-7d9f-x2", ""): {PERIODS: (46, 1796305146924),
+                                               THROTTLED: (9, 1796305146924)}}  # fmt: skip
+    # with a series by container, the Pod's own is left out (it would count them twice)
+    assert ("cx-a-v1-7d9f-x2", "") not in cfs_counters(EXPOSITION, "lab", ["cx-a-v1-7d9f-x2"])

@@ -100,9 +100,12 @@ def with_statuses(
         listed = {c.name for c in pod.containers}
         missing = [ContainerCount(name=c) for c in restarts if c not in listed]
         containers = []
-        for container in [*pod.containers, *missing]:
+        for i, container in enumerate([*pod.containers, *missing]):
             count, why = restarts.get(container.name, (0, None))
-            counters = cfs.get((name, container.name), {})
+            # the Pod's own cgroup's counters, where cAdvisor has none by container: once
+            counters = cfs.get((name, container.name)) or (
+                cfs.get((name, ""), {}) if i == 0 else {}
+            )
             throttled, periods = counters.get(THROTTLED), counters.get(PERIODS)
             containers.append(container.model_copy(update={
                 "restarts": count, "last_reason": why,

@@ -54,14 +54,16 @@ Summary = dict[str, Any]  # a kubelet's /stats/summary
 
 def cfs_counters(text: str, namespace: str, pods: Iterable[str]) -> Cfs:
     """cAdvisor's CFS counters of these Pods' containers from a node's /metrics/cadvisor:
-    (pod, container) → {metric: (value, timestamp ms)}. The Pod's own cgroup (container "")
-    and the pause container (no container label) are left out."""
+    (pod, container) → {metric: (value, timestamp ms)}. Where cAdvisor has no series of a
+    Pod's containers by name (a runtime whose containers it cannot label: this cluster's
+    containerd), the Pod's own cgroup (container ""), whose quota is its containers' limits
+    together, stands for them; the pause container (no labels) is left out."""
     wanted = set(pods)
     found: dict[tuple[str, str], dict[str, tuple[int, int | None]]] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             labels = sample.labels
-            if sample.name not in (THROTTLED, PERIODS) or not labels.get("container"):
+            if sample.name not in (THROTTLED, PERIODS) or "container" not in labels:
                 continue
             if labels.get("namespace") != namespace or labels.get("pod") not in wanted:
                 continue
@@ -69,7 +71,8 @@ def cfs_counters(text: str, namespace: str, pods: Iterable[str]) -> Cfs:
             found.setdefault((labels["pod"], labels["container"]), {})[sample.name] = (
                 int(sample.value), stamp,
             )  # fmt: skip
-    return found
+    named = {pod for pod, container in found if container}
+    return {k: v for k, v in found.items() if k[1] or k[0] not in named}
 
 
 @dataclass

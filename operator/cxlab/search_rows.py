@@ -29,7 +29,7 @@ def search_rows(searches: Sequence[RateSearch]) -> list[list[str]]:
         low, high = search.interval.low, search.interval.high
         spread = search.spread
         noisy = f"yes ({_rate(spread.low)} to {_rate(spread.high)})" if spread else "no"
-        counted = [p for p in search.probes if p.generator_bound is None]
+        counted = [p for p in search.probes if p.measured]
         at_low = sum(1 for p in counted if low is not None and p.rate_per_second == low)
         rows.append([
             search.variant, _rate(search.rate_per_second), f"[{_rate(low)}, {_rate(high)})",

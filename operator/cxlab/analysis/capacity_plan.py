@@ -109,6 +109,12 @@ class Probe(Shape):
     """Its trial ended without a Result (why: a Pod never placed, the runner failed): it
     measured nothing, does not count, and its line's search stopped there."""
 
+    @property
+    def measured(self) -> bool:
+        """It measured the subject: its trial has a Result and its generator did not bind it
+        (the probes a search's bounds count)."""
+        return self.generator_bound is None and self.failed is None
+
 
 class Verification(Shape):
     """One run of a plan: its Pods and workers at the target rate, tasks arriving at random,

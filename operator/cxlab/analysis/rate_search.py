@@ -129,11 +129,7 @@ def searched_probe(spec: ExperimentSpec, outcome: TrialOutcome) -> Probe:
 
 def counted(probes: Iterable[Probe]) -> list[tuple[float, bool]]:
     """The (rate, held) of the probes that measured the subject, for bounds()."""
-    return [
-        (p.rate_per_second, p.holds)
-        for p in probes
-        if p.generator_bound is None and p.failed is None
-    ]
+    return [(p.rate_per_second, p.holds) for p in probes if p.measured]
 
 
 def _search(spec: ExperimentSpec, variant: str, probed: list[TrialOutcome]) -> RateSearch:
@@ -151,7 +147,7 @@ def _search(spec: ExperimentSpec, variant: str, probed: list[TrialOutcome]) -> R
     # those that measured the service's CPU (a cluster's window may lack it) the median one's
     at_rate = [
         o for o, p in zip(probed, probes, strict=True)
-        if o.trial.rate_per_second == found.low and p.generator_bound is None and p.failed is None
+        if o.trial.rate_per_second == found.low and p.measured
     ]  # fmt: skip
     shares = sorted(s for o in at_rate if (s := generator_cpu_share(spec, o)) is not None)
     if shares:
@@ -270,8 +266,7 @@ def _whose_limit(
         return None, ""
     broke = [
         (o, p) for o, p in zip(probed, probes, strict=True)
-        if p.rate_per_second == found.high and not p.holds and p.generator_bound is None
-        and p.failed is None
+        if p.rate_per_second == found.high and not p.holds and p.measured
     ]  # fmt: skip
     outcome, probe = broke[0]
     service = cpu_share(outcome.service, outcome.result)

@@ -45,7 +45,7 @@ def _at(probes: Sequence[Probe]) -> tuple[svg.Point, ...]:
 
 
 def _line_series(search: RateSearch, style: Style) -> list[svg.Series]:
-    counted = [p for p in search.probes if p.generator_bound is None]
+    counted = [p for p in search.probes if p.measured]
     bound = [p for p in search.probes if p.generator_bound is not None]
     line, color, shape = search.variant, style.color, style.shape
     series = [

@@ -191,7 +191,18 @@ def pixel_of(rate: float, ticks: list[tuple[float, float]]) -> float:
     return x0 + (rate - v0) * (x1 - x0) / (v1 - v0)
 
 
+def at_rates(drawn: list[float], rates: list[float], ticks: list[tuple[float, float]]) -> bool:
+    """The markers' x pixels are those of these rates (in any order)."""
+    return bool(sorted(drawn) == pytest.approx(sorted(pixel_of(r, ticks) for r in rates), 0.1))
+
+
 # --- the chart ------------------------------------------------------------------------------
+
+
+def the_chart(document: dict[str, Any]) -> tuple[dict[str, Node], list[tuple[float, float]]]:
+    """The rate search chart's series by label, and its x axis' ticks."""
+    chart = charts(section(render_report(document)))[CHART]
+    return by_label(chart), x_ticks(chart)
 
 
 def test_one_marker_per_probe_at_its_rate_and_latency(
@@ -219,15 +230,12 @@ def test_one_marker_per_probe_at_its_rate_and_latency(
 def test_held_and_broke_are_told_apart(
     document: dict[str, Any], searches: list[RateSearch]
 ) -> None:
-    chart = charts(section(render_report(document)))[CHART]
-    lines = by_label(chart)
-    ticks = x_ticks(chart)
+    lines, ticks = the_chart(document)
     for search in searches:
         counted = [p for p in search.probes if p.generator_bound is None]
         for kind, holds in (("held", True), ("broke", False)):
             drawn = [x for x, _ in markers(lines[f"{search.variant} {kind}"])]
-            rates = [p.rate_per_second for p in counted if p.holds is holds]
-            assert sorted(drawn) == pytest.approx(sorted(pixel_of(r, ticks) for r in rates), 0.1)
+            assert at_rates(drawn, [p.rate_per_second for p in counted if p.holds is holds], ticks)
         hollow = lines[f"{search.variant} broke"].find_all("path", "marker")
         assert {m.attrs["fill"] for m in hollow} == {"#fff"}
         filled = lines[f"{search.variant} held"].find_all("path", "marker")
@@ -238,14 +246,11 @@ def test_held_and_broke_are_told_apart(
 def test_a_probe_the_generator_bound_is_marked_apart_and_off_the_curve(
     document: dict[str, Any], searches: list[RateSearch]
 ) -> None:
-    chart = charts(section(render_report(document)))[CHART]
-    lines = by_label(chart)
-    ticks = x_ticks(chart)
+    lines, ticks = the_chart(document)
     for search in searches:
         bound = lines[f"{search.variant} generator's"]
         rates = [p.rate_per_second for p in search.probes if p.generator_bound is not None]
-        drawn = [x for x, _ in markers(bound)]
-        assert sorted(drawn) == pytest.approx(sorted(pixel_of(r, ticks) for r in rates), 0.1)
+        assert at_rates([x for x, _ in markers(bound)], rates, ticks)
         assert not bound.find_all("polyline")
         assert {m.attrs["fill"] for m in bound.find_all("path", "marker")} == {"none"}
         # the curve joins the counted probes only, in the order of their rates

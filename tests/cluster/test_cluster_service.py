@@ -348,9 +348,9 @@ def test_each_variants_capacity_is_searched_against_its_own_copy_as_theory_gives
     # the node's 1 CPU holds it, the user's 0.25 and its copy's 0.25: one probe Pod
     spec["resources"] = {"cpu": 0.5}
     status, watch, cgroups = _searched(lab, "searched", spec, start=30, maxPods=1)
-    sweep = {
-        t["variant"]: t for t in status["trials"] if not re.match(r"\d+-sv\d-s\d+-", t["name"])
-    }
+    # a probe's trial is named for its search step (001-sv1-s3-...), a sweep trial is not
+    probes = [t for t in status["trials"] if re.match(r"\d+-sv\d-s\d+-", t["name"])]
+    sweep = {t["variant"]: t for t in status["trials"] if t not in probes}
     # below W / S, 10 % for the search's precision and a hiccup's backlog so near the bound
     # (35.6/s broke once at sync-2's 37.7); gthread's 8 threads also take turns at each
     # worker's GIL (2 ms a request), which a sweep at 20/s barely sees: 25 %
@@ -366,7 +366,6 @@ def test_each_variants_capacity_is_searched_against_its_own_copy_as_theory_gives
         assert (1 - margin) * low <= search["ratePerSecond"] <= 1.02 * high, search
         assert search["limit"] == "service", search
         assert not any(p.get("generatorSaturated") for p in search["probes"]), search
-    probes = [t for t in status["trials"] if re.match(r"\d+-sv\d-s\d+-", t["name"])]
     assert len(probes) == sum(len(s["probes"]) for s in status["rateSearch"]), status["trials"]
     for entry in status["trials"]:  # the service's figures, against the cgroups
         print(f"  {entry['name']}: {_check_figures(entry, cgroups)}")

@@ -100,9 +100,12 @@ def test_a_hand_calculated_plan() -> None:
     #   c=4: 13.5 / (13 + 13.5) = 0.5094;  c=5: 5.0625 / (16.375 + 5.0625) = 0.2362
     #   c=6: 2.025 / (18.4 + 2.025) = 0.099143 <= 0.2: 6 workers per Pod (Little's law alone,
     #   L = 60 * 0.1 = 6 over 2 Pods, gave 3: every worker busy, every task waiting)
-    # occupancy 3 / 6 = 0.5; mean wait C · T / (c - a) · (1 + cv²) / 2 = 0.099143 * 0.1 / 3 / 2
-    #   = 0.00165238678 s; a waiting task waits Exp(mean T / (c - a) / 2 = 1/60 s), so
-    #   p99: C · exp(-(t - 0.1) · 60) = 0.01 → t = 0.1 + ln(9.9143) / 60 = 0.138233004 s
+    # occupancy 3 / 6 = 0.5; mean wait C · T / (c - a) · v, cv² = 0: Cosmetatos' M/D/c
+    #   v = (1 + (1 - rho)(c - 1)(sqrt(4 + 5c) - 2) / (16 rho c)) / 2
+    #     = (1 + 0.5 · 5 · (sqrt(34) - 2) / 48) / 2 = 0.599764372
+    #   = 0.099143 * 0.1 / 3 * 0.599764 = 0.00198208544 s; a waiting task waits
+    #   Exp(mean T / (c - a) · v = 0.0199921457 s), so p99: C · exp(-(t - 0.1) / 0.0199921) =
+    #   0.01 → t = 0.1 + 0.0199921 · ln(9.9143) = 0.145861587 s
     #   (latencies to 9 significant digits, never fixed decimals)
     # cores 2, memory 2 * 80 MiB, CPU at the target: 30 * 50e-6 / 1 = 0.0015 → 0.002
     target = {"ratePerSecond": 60, "latency": {"percentile": "p99", "max": "250ms"}}
@@ -137,8 +140,8 @@ def test_a_hand_calculated_plan() -> None:
                 "variant": "asyncio", "model": "asyncio", "meets": True, "workers": 4,
                 "workersPerPod": 6, "pods": 2, "coresPerPod": 1, "cores": 2,
                 "memoryBytes": 2 * 80 * MIB, "ratePerPod": 40.0, "holdingTimeSeconds": 0.1,
-                "expectedLatencySeconds": 0.138233004, "expectedOccupancy": 0.5,
-                "expectedWaitProbability": 0.0991, "expectedMeanWaitSeconds": 0.00165238678,
+                "expectedLatencySeconds": 0.145861587, "expectedOccupancy": 0.5,
+                "expectedWaitProbability": 0.0991, "expectedMeanWaitSeconds": 0.00198208544,
                 "expectedCpuUtilization": 0.002, "basis": "extrapolated", "note": note,
             },
         ],
@@ -146,8 +149,8 @@ def test_a_hand_calculated_plan() -> None:
         "basis": "extrapolated",
         "display": "2 Pods \u00d7 1 CPU, asyncio",
         "message": "asyncio: 2 Pods \u00d7 1 CPU (6 workers per Pod) for 60 tasks/s at "
-        "p99 ≤ 250ms (RTT 100ms), expected p99 138.233ms with 10% of tasks waiting "
-        f"1.652ms on average at 50% occupancy; extrapolated: {note}",
+        "p99 ≤ 250ms (RTT 100ms), expected p99 145.862ms with 10% of tasks waiting "
+        f"1.982ms on average at 50% occupancy; extrapolated: {note}",
     }  # fmt: skip
 
 

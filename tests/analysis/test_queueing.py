@@ -1,6 +1,7 @@
 """The queueing model under the capacity plan (cxlab.analysis.queueing), against references
 it does not share code or formulas with: Wolfram's published ErlangC values, the M/M/c chain's
-balance equations solved exactly, and the M/M/1 and M/D/1 closed forms."""
+balance equations solved exactly, the M/M/1 and M/D/1 closed forms, and the exact M/D/c
+(tests/helpers/mdc_exact.py), itself checked against a simulation."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from cxlab.analysis.queueing import Service, erlang_c, queue, smallest_workers
 from cxlab_contract.histogram import build
+from tests.helpers.mdc_exact import MDc, fewest_workers, simulated_waits
 
 
 def waiting_by_balance(workers: int, load: Fraction, states: int) -> Fraction:
@@ -99,9 +101,67 @@ def test_the_fewest_workers_meet_both_the_wait_and_the_latency_bound() -> None:
 
 def test_a_histograms_service_keeps_its_exact_mean_and_its_spread() -> None:
     # 90 % of tasks 0.1 s and 10 % 2.0 s: mean 0.29 s (the p50 is 0.1 s);
-    # Var = 0.9·0.01 + 0.1·4 - 0.29² = 0.3249, cv² = 0.3249 / 0.0841 = 3.863. Read from the
-    # buckets' middles: 2.0 s sits at its bucket's top, 2.2 % above the middle at schema 4, so
-    # the spread is about 5 % low.
+    # Var = 0.9·0.01 + 0.1·4 - 0.29² = 0.3249, cv² = 0.3249 / 0.0841 = 3.863. Read at the
+    # buckets' upper edges (2.0 s is its bucket's max, kept; 0.1 s up to a bucket, 2.2 %,
+    # above itself at schema 4), so the spread is a little high, never low.
     service = Service.of_histogram(build([0.1] * 900 + [2.0] * 100))
     assert service.mean == pytest.approx(0.29)
     assert service.scv == pytest.approx(3.863, rel=0.06)
+    assert service.scv >= 3.863
+
+
+def test_a_histograms_points_are_never_below_the_values_they_stand_for() -> None:
+    # Each value is at or under its bucket's point, so every quantile read from the points
+    # is at or over the exact one (the plan then errs to a worker more, never one fewer).
+    values = [0.05 + 0.01 * math.sin(k) ** 2 for k in range(1, 2001)]
+    service = Service.of_histogram(build(values))
+    ordered = sorted(values)
+    for q in (0.5, 0.9, 0.99):
+        exact = ordered[math.ceil(q * len(ordered)) - 1]
+        seen, read = 0.0, 0.0
+        for s, p in service.points:
+            seen += p
+            if seen >= q - 1e-12:
+                read = s
+                break
+        assert exact <= read <= exact * 1.025
+
+
+def test_the_exact_m_d_c_reference_agrees_with_a_simulation_and_pollaczek_khinchine() -> None:
+    # The issue's case: 50/s of a constant 100 ms on 8 workers; its own simulation put
+    # 1.025 % of tasks over a 150 ms latency (a wait over 50 ms).
+    exact = MDc(50, 0.1, 8)
+    assert exact.wait_over(0.05) == pytest.approx(0.01025, abs=5e-6)
+    waits = simulated_waits(50, 0.1, 8, 400_000)
+    assert sum(w > 0.05 for w in waits) / len(waits) == pytest.approx(0.01025, abs=0.0015)
+    assert sum(w > 0 for w in waits) / len(waits) == pytest.approx(exact.wait_over(0), abs=0.005)
+    # M/D/1 at rho 0.6, D = 0.2 s: E[wait] = rho·D / (2(1 - rho)) = 0.15 s, the tail's integral.
+    one = MDc(3, 0.2, 1)
+    step = 0.0005
+    assert sum(one.wait_over(step * (k + 0.5)) for k in range(8000)) * step == pytest.approx(
+        0.15, rel=1e-3
+    )
+
+
+# (rate/s, constant service s, percentile, objective s, max P(wait)): the issue's M/D/8 case,
+# gunicorn sync workers on /delay/0.05 (53 ms a request), and a spread of loads and bounds.
+MDC_CASES = [
+    (50, 0.1, 0.99, 0.15, 1.0), (50, 0.1, 0.99, 0.15, 0.2), (50, 0.053, 0.99, 0.2, 1.0),
+    (37.5, 0.053, 0.99, 0.2, 1.0), (25, 0.053, 0.99, 0.2, 1.0), (30, 0.053, 0.99, 0.2, 1.0),
+    (100, 0.05, 0.99, 0.1, 1.0), (100, 0.05, 0.9, 0.07, 1.0), (200, 0.05, 0.99, 0.08, 0.2),
+    (20, 0.1, 0.99, 0.2, 0.5), (300, 0.02, 0.99, 0.03, 1.0), (10, 0.2, 0.5, 0.25, 1.0),
+    (1000, 0.01, 0.99, 0.015, 1.0), (40, 0.05, 0.99, 0.3, 1.0),
+]  # fmt: skip
+
+
+def test_constant_service_is_planned_never_a_worker_too_few_against_the_exact_m_d_c() -> None:
+    planned, exact = [], []
+    for rate, service, q, objective, max_wait in MDC_CASES:
+        found = smallest_workers(rate, Service.of([(service, 1)]), q, objective, max_wait, 1000)
+        assert found is not None
+        planned.append(found.workers)
+        exact.append(fewest_workers(rate, service, q, objective, max_wait))
+    # never fewer than exactly needed, at most one more, and exactly the issue's 9 of M/D/8
+    assert all(e <= p <= e + 1 for p, e in zip(planned, exact, strict=True)), (planned, exact)
+    assert planned[0] == exact[0] == 9
+    assert sum(p == e for p, e in zip(planned, exact, strict=True)) >= len(MDC_CASES) - 1

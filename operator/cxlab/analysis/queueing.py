@@ -11,11 +11,18 @@ busy on average, Little's law):
 
     occupancy  rho = a / c                                   (c > a, or the queue grows forever)
     P(wait)    C(c, a), Erlang's C formula                 exact for exponential service
-    E[wait]    C(c, a) · T / (c - a) · (1 + cv²) / 2       Allen-Cunneen: exact for exponential
-                                                           service (cv² = 1) and for one worker
-                                                           (Pollaczek-Khinchine); an
-                                                           approximation in between
+    E[wait]    C(c, a) · T / (c - a) · v                   v = (1 + cv²) / 2 for cv² >= 1
+                                                           (Allen-Cunneen: exact for exponential
+                                                           service and for one worker,
+                                                           Pollaczek-Khinchine); below it
+                                                           Cosmetatos' interpolation between
+                                                           M/M/c and his M/D/c correction
     a waiting task waits an exponential time of mean E[wait] / C(c, a)   (exact for M/M/c)
+
+Against the exact M/D/c (Crommelin's chain, Franx's waiting-time formula; tests/analysis/
+test_queueing.py) this never plans a worker too few in the cases checked, and plans one too
+many where few workers serve near-constant times (2 workers at 25/s of 53 ms: a p99 of 213 ms
+predicted, 196 ms exact): an exponential wait's tail is longer than a constant service's.
 
 cv² is the squared coefficient of variation of S. A task's latency is its wait plus its service,
 independent of each other under first come first served, so its q-quantile is the t for which
@@ -24,7 +31,9 @@ independent of each other under first come first served, so its q-quantile is th
 
 References: J. D. C. Little, "A proof for the queuing formula L = λW" (1961); A. K. Erlang (1917),
 whose C formula is here computed through Erlang B's recursion; A. O. Allen, "Probability,
-Statistics, and Queueing Theory" (1990), the M/G/c approximation."""
+Statistics, and Queueing Theory" (1990), the M/G/c approximation; G. P. Cosmetatos, "Some
+approximate equilibrium results for the multi-server queue (M/G/r)", Operational Research
+Quarterly 27 (1976)."""
 
 from __future__ import annotations
 
@@ -59,13 +68,15 @@ class Service:
 
     @classmethod
     def of_histogram(cls, histogram: Histogram) -> Service:
-        """Each bucket as its middle, within [min, max] (where histogram.quantile places it);
-        the mean exactly, sum / count."""
+        """Each bucket as its upper edge, within [min, max]: a percentile read from the points
+        is then never below the value it stands for (a bucket's middle, where
+        histogram.quantile reads it, is up to half a bucket low: 1.1 % at schema 5, enough to
+        plan a worker too few at a bound). The mean exactly, sum / count."""
         points: list[tuple[float, float]] = [(0.0, histogram["zeroCount"])]
         base = 2.0 ** (2.0 ** -histogram["schema"])
         for k, n in enumerate(histogram["counts"]):
-            middle = 2 * base ** (histogram["offset"] + k) / (base + 1)
-            points.append((min(max(middle, histogram["min"]), histogram["max"]), n))
+            upper = base ** (histogram["offset"] + k)  # bucket i holds (base^(i-1), base^i]
+            points.append((min(max(upper, histogram["min"]), histogram["max"]), n))
         return cls.of(points, histogram["sum"] / count(histogram))
 
 
@@ -139,7 +150,7 @@ def queue(rate: float, service: Service, workers: int, q: float) -> Queue | None
 
 def _queue(rate: float, service: Service, workers: int, q: float, c: float) -> Queue:
     load = rate * service.mean
-    mean_wait = c * service.mean / (workers - load) * (1 + service.scv) / 2 if c > 0 else 0.0
+    mean_wait = c * service.mean / (workers - load) * _variability(workers, load, service.scv)
     waiting_mean = mean_wait / c if c > 0 else 0.0
     return Queue(
         workers=workers,
@@ -148,6 +159,19 @@ def _queue(rate: float, service: Service, workers: int, q: float, c: float) -> Q
         mean_wait=mean_wait,
         latency=_latency_quantile(service, c, waiting_mean, q),
     )
+
+
+def _variability(workers: int, load: float, scv: float) -> float:
+    """E[wait] over M/M/c's. Allen-Cunneen's (1 + cv²) / 2 above cv² = 1; below it
+    Cosmetatos' interpolation between M/M/c and his M/D/c correction, which Allen-Cunneen's
+    1/2 misses by up to a fifth at a few workers (M/D/8 at rho 0.625: 15 % more wait)."""
+    if scv >= 1 or load <= 0:  # no load: no wait to scale
+        return (1 + scv) / 2
+    rho = load / workers
+    deterministic = 0.5 * (
+        1 + (1 - rho) * (workers - 1) * (math.sqrt(4 + 5 * workers) - 2) / (16 * rho * workers)
+    )
+    return scv + (1 - scv) * deterministic
 
 
 def smallest_workers(

@@ -8,10 +8,11 @@ from typing import Any
 
 from cxlab.analysis.capacity_plan import CapacityPlan
 from cxlab.analysis.knees import Knee, RateKnee
-from cxlab.analysis.labels import NOISE_CHECKED, share_text, spread_cells, workers_label
+from cxlab.analysis.labels import NOISE_CHECKED, rate_text, share_text, spread_cells, workers_label
 from cxlab.analysis.objectives import row_figure, row_needed
 from cxlab.analysis.outcome import failure_kinds_text
 from cxlab.analysis.point import ArrivalPoint, MeasuredPoint, Point
+from cxlab.analysis.service_plan import ServicePlan
 from cxlab.analysis.stats import MIN_FOR_INTERVAL, Spread, center
 from cxlab.analysis.summary import Summary, syscalls_requested
 from cxlab.compare import VERDICTS, Comparison
@@ -237,6 +238,32 @@ def capacity_text(plan: CapacityPlan | None) -> str:
     return f"capacity plan: {plan.display}\n{render_table(headers, rows)}"
 
 
+def service_plan_text(plan: ServicePlan) -> str:
+    """The service's plan (status.servicePlan), variant by variant."""
+    rows = []
+    for variant in plan.variants:
+        measured = ", ".join(
+            f"{rate_text(m.rate_per_second)}@{m.replicas}" for m in variant.measured
+        )
+        fit = variant.scalability
+        usl = f"sigma {fit.sigma:.3g} kappa {fit.kappa:.3g}" if fit else "—"
+        if not variant.meets:
+            rows.append([variant.variant, "no", measured or "—", usl, *["—"] * 6,
+                         variant.reason or ""])  # fmt: skip
+            continue
+        rows.append([
+            variant.variant, "yes", measured, usl, str(variant.concurrency),
+            str(variant.replicas), f"{variant.cores:g}" if variant.cores is not None else "—",
+            unit_cell(variant.memory_bytes, "B"), unit_cell(variant.expected_latency_seconds, "s"),
+            share_text(variant.expected_cpu_utilization), variant.basis or "",
+        ])  # fmt: skip
+    headers = [
+        "variant", "meets", "searched (tasks/s@replicas)", "USL", "at once", "replicas",
+        "cores", "memory", f"expected {plan.target.percentile}", "CPU", "basis",
+    ]  # fmt: skip
+    return f"service plan: {plan.display}\n{render_table(headers, rows)}\n{plan.message}"
+
+
 def _interval_legend(points: Sequence[Point]) -> str:
     """What the 95% CI column holds, for the repetitions this experiment ran."""
     reps = sorted({p.repetitions for p in points if p.repetitions})
@@ -319,6 +346,8 @@ def render_summary(document: Mapping[str, Any]) -> str:
         parts += search_legend(status.rate_search)
     if status.capacity_plan:
         parts += ["", capacity_text(status.capacity_plan)]
+    if status.service_plan:
+        parts += ["", service_plan_text(status.service_plan)]
     failed = [t for t in status.entries if t.failed]
     if failed:
         parts += ["", "Failed trials:"] + [f"  {t.name}: {t.message or ''}" for t in failed]

@@ -31,11 +31,12 @@ TIMES = "\u00d7"
 def capacity_plan(
     spec: ExperimentSpec, outcomes: Sequence[TrialOutcome], unverified: str | None = None
 ) -> CapacityPlan | None:
-    """status.capacityPlan; None when the spec asks for no capacity plan. The sweep's
+    """status.capacityPlan; None when the spec asks for no capacity plan, or one of its
+    service (cxlab.analysis.service_plan). The sweep's
     outcomes plan; a verification's (trial.verify) say whether the plan held, and the plan
     shown is the last one run. `unverified`: why the plan was not run, when it was asked to
     be."""
-    if spec.capacity is None:
+    if spec.capacity is None or spec.service is not None:  # a service's: service_plan
         return None
     # the matrix and the rate search plan; calibrations measure the environment
     sweep = [o for o in outcomes if not (o.trial.verify or o.trial.calibrate)]

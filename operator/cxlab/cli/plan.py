@@ -1,6 +1,7 @@
 """`cxlab plan FILE`: each experiment's trials and floor-time estimate, each schedule's next
 firings and its runs' trials, nothing run; `cxlab plan --capacity SOURCE`: a measured
-experiment's capacity plan, its choice as a Deployment fragment."""
+experiment's capacity plan, its choice as a Deployment fragment (of a service: its replicas,
+a patch of its Deployment and a HorizontalPodAutoscaler)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from cxlab.experiments.resource import ConcurrencyExperiment
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.status import ExperimentStatus
 from cxlab.local.cores import DoesNotFit, check_fits
-from cxlab.table import capacity_text
+from cxlab.table import capacity_text, service_plan_text
 
 
 def plan_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -50,7 +51,19 @@ def _trials_spec(resource: Resource) -> tuple[str, ExperimentSpec]:
 def capacity_command(args: argparse.Namespace, settings: Settings) -> int:
     """A measured experiment's capacity plan, and its choice as a Deployment fragment."""
     document = read_document(settings, args.capacity, args.namespace)
-    plan = ExperimentStatus.read(document["status"]).capacity_plan
+    status = ExperimentStatus.read(document["status"])
+    if status.service_plan is not None:
+        served = status.service_plan
+        print(service_plan_text(served))
+        for title, manifest in (
+            ("a strategic merge patch of your Deployment (kubectl patch --type strategic)",
+             served.deployment_patch),
+            ("its HorizontalPodAutoscaler (kubectl apply -f)", served.autoscaler),
+        ):  # fmt: skip
+            if manifest:
+                print(f"\n# {title}\n{manifest}", end="")
+        return 0
+    plan = status.capacity_plan
     print(capacity_text(plan))
     if plan is not None and plan.manifest:
         print(f"\n{plan.manifest}", end="")

@@ -14,6 +14,7 @@ from cxlab.analysis.outcome import TrialOutcome
 from cxlab.analysis.planning import capacity_plan
 from cxlab.analysis.rate_search import rate_searches
 from cxlab.analysis.recommend import best_line
+from cxlab.analysis.service_plan import service_plan
 from cxlab.analysis.summary import summarize
 from cxlab.conditions import Condition, condition_of, is_true, set_condition
 from cxlab.experiments.environment import environment_of
@@ -199,6 +200,23 @@ def build_status(
     return status
 
 
+def _copy_facts(
+    old: ExperimentStatus, made: Recording, outcomes: Sequence[TrialOutcome]
+) -> tuple[float | None, str | None, str | None]:
+    """What the service's plan needs of the Deployment: the CPU one replica requests, its
+    name and its container's. On a cluster from the copy's request the queue read from it
+    (the variants' own cpu aside); locally the cores cxlab run pinned the process to."""
+    service = made.spec.service
+    if service is None:
+        return None, None, None
+    copy = old.service_copy
+    if copy is not None:
+        sized = any(v.cpu is not None for v in service.variant_list())
+        return (None if sized or copy.cpu <= 0 else copy.cpu), service.deployment, copy.container
+    cores = next((o.service.cores for o in outcomes if o.service and o.service.cores), None)
+    return cores, service.deployment, service.container
+
+
 def _progress(made: Recording) -> Progress:
     done, total = len(made.entries), len(made.trials)
     display = f"{done}/{total}"
@@ -222,6 +240,7 @@ def _finish(
     status.summary = summary
     status.capacity_plan = capacity_plan(made.spec, outcomes, made.unverified)
     status.rate_search = rate_searches(made.spec, outcomes) or None
+    status.service_plan = service_plan(made.spec, outcomes, *_copy_facts(old, made, outcomes))
     status.environment = environment_of(made.trials, made.entries, made.host)
     status.objectives = judge_objectives(made.spec, outcomes, summary) or None
     met, why, verdict = summed_up(status.objectives or [])

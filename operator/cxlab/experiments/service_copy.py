@@ -175,8 +175,10 @@ def copy_request(
         replicas = max(replicas, int(spec["replicas"]))
         cpu = max(cpu, _pod_request(pod, "cpu"))
         memory = max(memory, _pod_request(pod, "memory"))
+    containers = pod.get("containers") or [{}]
     return ServiceCopyRequest(
         replicas=replicas, cpu=float(cpu), memory_bytes=int(memory),
+        container=container or containers[0].get("name"),
         node_selector=pod.get("nodeSelector") or None, tolerations=pod.get("tolerations") or None,
         affinity=pod.get("affinity") or None,
     )  # fmt: skip

@@ -14,6 +14,7 @@ from cxlab.analysis.capacity_plan import CapacityPlan
 from cxlab.analysis.copy_counters import ServiceWindow
 from cxlab.analysis.rate_search import RateSearch
 from cxlab.analysis.service_figures import ServiceFigures
+from cxlab.analysis.service_plan import ServicePlan
 from cxlab.analysis.summary import Summary
 from cxlab.conditions import Condition
 from cxlab.shape import Maybe, Shape, nullable, optional
@@ -283,6 +284,8 @@ class ServiceCopyRequest(Shape):
     """CPUs one copy Pod requests (its containers' requests, or limits where only those)."""
     memory_bytes: int
     """Memory one copy Pod requests."""
+    container: Maybe[str] = None
+    """The container the variants change (service.container, else the template's first)."""
     node_selector: Maybe[dict[str, str]] = None
     tolerations: Maybe[list[dict[str, Any]]] = None
     affinity: Maybe[dict[str, Any]] = None
@@ -319,6 +322,9 @@ class ExperimentStatus(Shape):
     rate_search: Maybe[list[RateSearch]] = None
     """spec.search.rate's answer per line (a model, or a service variant and a model): the
     searched rate, its interval, whether it is noisy, whose limit (once finished)."""
+    service_plan: Maybe[ServicePlan] = None
+    """Replicas of spec.service for spec.capacity.target, per variant, the cheapest, and the
+    plan as a Deployment patch and a HorizontalPodAutoscaler (once finished)."""
     environment: Maybe[Environment] = None
     """The calibration's fingerprint and figures (spec.calibration, once finished)."""
     objectives: Maybe[list[ObjectiveStatus]] = None

@@ -52,6 +52,24 @@ class CapacityTarget(Strict):
     """The most of the tasks arriving at random that may find every worker of their Pod busy
     and wait for one (Erlang C): the plan adds workers, then Pods, until it holds. 1: no bound
     but the latency objective, which counts the wait too."""
+    peak_rate_per_second: TargetRate | None = None
+    """Against a service subject, the highest rate its autoscaler must carry: the
+    HorizontalPodAutoscaler's maxReplicas is planned for it (minReplicas for ratePerSecond).
+    Unset: ratePerSecond."""
+
+    rules = (
+        Rule(
+            "capacity.target.peakRatePerSecond is below ratePerSecond: the peak is the most "
+            "the service must carry, at least the target",
+            holds=lambda t: (
+                t.peak_rate_per_second is None or t.peak_rate_per_second >= t.rate_per_second
+            ),
+            cel="!has(self.peakRatePerSecond) || self.peakRatePerSecond >= self.ratePerSecond",
+            field="peakRatePerSecond",
+            valid={"capacity": {"target": {**CAPACITY["target"], "peakRatePerSecond": 1000}}},
+            invalid={"capacity": {"target": {**CAPACITY["target"], "peakRatePerSecond": 1}}},
+        ),
+    )
 
 
 class VerifySpec(Strict):

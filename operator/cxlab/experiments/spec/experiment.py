@@ -154,12 +154,32 @@ _RULES = (
         invalid={**served(deployment=None, command=_COMMAND), "workload": served()["workload"]},
     ),
     Rule(
-        "service: a capacity plan of a service subject is not supported yet: leave capacity "
-        "out (search.rate finds each variant's capacity, with search.rate.latency)",
-        holds=lambda s: s.service is None or s.capacity is None,
-        cel="!has(self.service) || !has(self.capacity)",
-        valid={**served(), "search": {"rate": {"latency": {"max": "1s"}}}},
+        "service: a capacity plan of the service (capacity) is built from each variant's "
+        "searched capacity: add search.rate",
+        holds=lambda s: (
+            s.service is None
+            or s.capacity is None
+            or (s.search is not None and s.search.rate is not None)
+        ),
+        cel="!has(self.service) || !has(self.capacity) || "
+        "(has(self.search) && has(self.search.rate))",
+        field="search.rate",
+        valid={**served(), "capacity": CAPACITY, "search": {"rate": {}}},
         invalid={**served(), "capacity": CAPACITY},
+    ),
+    Rule(
+        "service: capacity.verify of a service's plan is not run yet (its copy at the planned "
+        "replicas): set capacity.verify.enabled false, or leave verify out",
+        holds=lambda s: s.service is None or s.capacity is None or s.capacity.verifying is None,
+        cel="!has(self.service) || !has(self.capacity) || !has(self.capacity.verify) || "
+        "(has(self.capacity.verify.enabled) && !self.capacity.verify.enabled)",
+        field="capacity.verify",
+        valid={
+            **served(),
+            "capacity": {**CAPACITY, "verify": {"enabled": False}},
+            "search": {"rate": {}},
+        },
+        invalid={**served(), "capacity": {**CAPACITY, "verify": {}}, "search": {"rate": {}}},
     ),
     Rule(  # its trials belong to no variant: no copy would be up for them, or all would
         "service: calibration measures the nodes, not a service: leave calibration out, or "
@@ -346,8 +366,11 @@ _RULES = (
     Rule(
         "capacity: a capacity plan counts whole cores per Pod, and resources.cpu is a fraction "
         "of a CPU: set whole CPUs, or leave capacity out",
-        holds=lambda s: s.capacity is None or s.resources.whole_cpus is not None,
-        cel="!has(self.capacity) || !has(self.resources) || !has(self.resources.cpu) || "
+        holds=lambda s: (
+            s.capacity is None or s.service is not None or s.resources.whole_cpus is not None
+        ),
+        cel="!has(self.capacity) || has(self.service) || !has(self.resources) || "
+        "!has(self.resources.cpu) || "
         "double(int(self.resources.cpu)) == double(self.resources.cpu)",
         found=lambda s: f"cpu {s.resources.cpu}",
         valid={"resources": {"cpu": 2}, "capacity": CAPACITY},

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers.mdc_exact import MDc
+from helpers.mdc_exact import fewest_replicas
 from helpers.results import arrival_result
 
 from cxlab.analysis.outcome import TrialOutcome
@@ -92,19 +92,14 @@ def planned(spec: ExperimentSpec, outcomes: list[TrialOutcome]) -> ServicePlan:
 def exact_replicas(rate: float, workers: int) -> int:
     """The fewest replicas of `workers` each, a Service spreading arrivals at random over them
     (each an M/D/c at rate / replicas), with p99 of wait + SERVICE within OBJECTIVE."""
-    replicas = 1
-    while True:
-        per = rate / replicas
-        if per * SERVICE < workers:
-            queue = MDc(per, SERVICE, workers, lambda q: q.wait_over(OBJECTIVE - SERVICE) > 0.01)
-            if queue.settled and queue.wait_over(OBJECTIVE - SERVICE) <= 0.01:
-                return replicas
-        replicas += 1
+    return fewest_replicas(rate, SERVICE, workers, 0.99, OBJECTIVE)
 
 
+# What a 10 s probe at p99 <= 250 ms holds of W workers of 53 ms: W / 0.053 x 1.0197 (its
+# backlog's grace), 77/s for 4; twice that with 2 replicas.
 LINEAR = {
-    "sync-4-r1-cpu0.25": 75.0, "sync-4-r2-cpu0.25": 150.0,
-    "sync-2-r1-cpu0.25": 37.5, "sync-2-r2-cpu0.25": 75.0,
+    "sync-4-r1-cpu0.25": 77.0, "sync-4-r2-cpu0.25": 154.0,
+    "sync-2-r1-cpu0.25": 38.5, "sync-2-r2-cpu0.25": 77.0,
 }  # fmt: skip
 
 
@@ -113,11 +108,11 @@ def test_replicas_agree_with_the_exact_m_d_c_of_each_replica_and_the_cheapest_is
     plan = planned(spec, searched(spec, LINEAR))
     four, two = plan.variants
     assert (four.variant, two.variant) == ("sync-4-cpu0.25", "sync-2-cpu0.25")
-    # c by Little's law at one replica's searched rate: ceil(75 x 0.053) = 4, ceil(37.5 x 0.053) = 2
+    # c by Little's law at one replica's searched rate: 77 x 0.053 / 1.0197 = 4.002, 2.001
     assert (four.concurrency, two.concurrency) == (4, 2)
     # Linear points: the USL through them has sigma = kappa = 0 and gamma one replica's rate.
     assert four.scalability is not None and four.scalability.sigma == pytest.approx(0, abs=1e-9)
-    assert four.scalability.gamma == pytest.approx(75)
+    assert four.scalability.gamma == pytest.approx(77)
     # 150/s at p99 <= 200 ms: 3 replicas of 4 sync workers, exactly as the M/D/4 needs; 2
     # (75/s each, rho 0.99) do not hold.
     assert four.replicas == exact_replicas(150, 4) == 3
@@ -175,10 +170,10 @@ def test_contention_measured_at_three_counts_costs_replicas_and_extrapolation_is
     assert four.scalability is not None
     assert four.scalability.sigma == pytest.approx(0.1, rel=1e-3)
     assert four.scalability.kappa == pytest.approx(0, abs=1e-5)
-    # linear replicas would carry 400/s with ceil(400 / 75 x ...) fewer; contention stretches
-    # each replica's service by 1 / e(N), e(N) = 1 / (1 + 0.1 (N - 1)), so more are needed
-    linear = exact_replicas(400, 4)
-    assert four.replicas is not None and four.replicas > linear
+    # Linear replicas of 4 workers would carry 400/s with exact_replicas(400, 4) = 7; the
+    # fleet carries X(N) >= 400 only from 75 N = 400 (1 + 0.1 (N - 1)), N = 10.3: 11.
+    assert exact_replicas(400, 4) == 7
+    assert four.replicas == 11
     assert four.basis == "extrapolated"  # more than twice the 4 measured
     assert "past twice the 4 measured" in (four.note or "")
 
@@ -196,3 +191,21 @@ def test_a_variant_whose_service_alone_breaks_the_objective_does_not_meet_it() -
     plan = planned(spec, searched(spec, {"sync-4-r1-cpu0.25": 75.0}))
     assert plan.choice is None and not plan.variants[0].meets
     assert "no replica count keeps p99 ≤ 50ms" in plan.message
+
+
+def test_a_replicas_concurrency_is_littles_law_less_what_a_probe_holds_over_it() -> None:
+    # 4 workers of 53 ms serve 75.5/s; a 10 s probe at p99 <= 250 ms holds up to 1.0197 x that
+    # while its backlog grows (76.5/s: 4.05 requests at once by Little's law), and is 4.
+    spec = spec_of(SYNC[:1], [1])
+    plan = planned(spec, searched(spec, {"sync-4-r1-cpu0.25": 76.5}))
+    assert plan.variants[0].concurrency == 4
+    # 92/s, 4.78 requests at once: 5, whose M/G/5 at 53 ms would carry 94/s; its service is
+    # stretched until 5 at once carry what one replica held (5 x 1.0197 / 92 = 55.4 ms)
+    plan = planned(spec, searched(spec, {"sync-4-r1-cpu0.25": 92.0}))
+    assert plan.variants[0].concurrency == 5
+    assert plan.variants[0].holding_time_seconds == pytest.approx(SERVICE)
+    # at 45/s on one replica the model's 5 workers are busy 45 x 55.4 ms / 5, not 45 x 53 / 5
+    half = spec_of(SYNC[:1], [1], ratePerSecond=45)
+    [one] = planned(half, searched(half, {"sync-4-r1-cpu0.25": 92.0})).variants
+    assert one.replicas == 1
+    assert one.expected_occupancy == pytest.approx(45 * (5 * 1.0197 / 92) / 5, abs=1e-3)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import json
 import re
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -23,8 +25,12 @@ from typing import Any, Self
 
 import kubernetes
 import pytest
-from helpers.cluster import TIMEOUT_SCALE, Lab, Operator, why
+from helpers.cluster import KUBECONFIG, TIMEOUT_SCALE, Lab, Operator, why
+from helpers.mdc_exact import fewest_replicas
 from helpers.queue import started_after_it_finished
+
+from cxlab.experiments.status import ExperimentStatus
+from cxlab.table import service_plan_text
 
 IMAGE = "cxlab.dev/httpbin:dev"
 DELAY = 0.05
@@ -299,6 +305,11 @@ def httpbin(lab: Lab) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
 
 
 @pytest.fixture
+def planned_httpbin(lab: Lab) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    yield _deploy_httpbin(lab, cpu="200m")
+
+
+@pytest.fixture
 def measured_httpbin(lab: Lab) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     yield _deploy_httpbin(lab, cpu="250m")
 
@@ -381,6 +392,71 @@ def test_each_variants_capacity_is_searched_against_its_own_copy_as_theory_gives
     assert watch.seen == {"cx-searched-v1", "cx-searched-v2"}
     assert watch.most == 1, "two variants' copies at once"
     assert all("app" not in labels for labels in watch.template_labels), watch.template_labels
+    _unchanged(lab, deployment, service)
+
+
+def _kubectl(lab: Lab, *args: str, stdin: str | None = None) -> dict[str, Any]:
+    done = subprocess.run(
+        ["kubectl", "--kubeconfig", str(KUBECONFIG), "-n", lab.namespace, *args, "-o", "json"],
+        input=stdin, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+@pytest.mark.solo  # its capacities need the node's CPU, as the searches' above
+@pytest.mark.long
+def test_the_services_plan_sizes_replicas_as_the_exact_m_d_c_and_applies_on_the_server(
+    lab: Lab, planned_httpbin: tuple[dict[str, Any], dict[str, Any]]
+) -> None:
+    """4 sync workers at 1 and 2 replicas, each searched; the plan for 150/s at p99 <= 200 ms:
+    the replicas the exact M/D/4 of each replica needs (tests/helpers/mdc_exact.py) for the
+    service time and concurrency measured, or one more (the plan's wait tail is longer than a
+    constant service's), never fewer; its Deployment patch and HPA accepted by the apiserver
+    (--dry-run=server), the user's Deployment unchanged."""
+    deployment, service = planned_httpbin
+    spec = _experiment(_sync(4))
+    spec["service"]["variants"]["replicas"] = [1, 2]
+    # the node's 1 CPU: the user's 0.2, the copy's 2 x 0.2, a generator of 0.4
+    spec["resources"] = {"cpu": 0.4}
+    spec["capacity"] = {"target": {
+        "ratePerSecond": 150, "peakRatePerSecond": 300, "maxWaitProbability": 1,
+        "latency": {"percentile": "p99", "max": "200ms"},
+    }}  # fmt: skip
+    status, watch, _ = _searched(lab, "planned", spec, start=40, maxPods=1)
+    assert watch.most == 1, "two variants' copies at once"
+    for search in status["rateSearch"]:
+        print(_search_line(search, 4 / DELAY))
+    plan = status["servicePlan"]
+    print(service_plan_text(ExperimentStatus.read(status).service_plan))  # type: ignore[arg-type]
+    [variant] = plan["variants"]
+    assert variant["variant"] == "sync-4" and variant["meets"], plan
+    measured = {m["replicas"]: m["ratePerSecond"] for m in variant["measured"]}
+    assert set(measured) == {1, 2}, variant
+    # a sync worker waits on the request's sleep, not a core: 2 replicas carry about twice
+    assert measured[2] >= 1.6 * measured[1], measured
+    assert variant["concurrency"] == 4, variant  # 4 sync workers
+    holding = variant["holdingTimeSeconds"]
+    assert DELAY < holding < 1.3 * DELAY, variant
+    exact = fewest_replicas(150, holding, 4, 0.99, 0.2)
+    print(f"exact M/D/4 at T {holding * 1000:.1f} ms: {exact} replicas; the plan "
+          f"{variant['replicas']}")  # fmt: skip
+    assert exact <= variant["replicas"] <= exact + 1, (exact, variant)
+    assert plan["choice"] == "sync-4" and plan["replicas"] == variant["replicas"]
+    assert variant["coresPerReplica"] == pytest.approx(0.2)  # the Deployment's request
+    # ready to apply: the apiserver takes both, and keeps neither
+    patched = _kubectl(lab, "patch", "deployment", "api", "--type", "strategic",
+                       "--patch", plan["deploymentPatch"], "--dry-run=server")  # fmt: skip
+    assert patched["spec"]["replicas"] == variant["replicas"]
+    [container] = patched["spec"]["template"]["spec"]["containers"]
+    assert container["args"] == _sync(4)["args"]
+    assert container["resources"]["requests"]["cpu"] == "200m"
+    hpa = _kubectl(lab, "apply", "--dry-run=server", "-f", "-", stdin=plan["autoscaler"])
+    assert hpa["kind"] == "HorizontalPodAutoscaler"
+    assert hpa["spec"]["minReplicas"] == variant["replicas"]
+    assert hpa["spec"]["maxReplicas"] == variant["peakReplicas"] >= variant["replicas"]
+    autoscaling = kubernetes.client.AutoscalingV2Api()
+    assert not autoscaling.list_namespaced_horizontal_pod_autoscaler(lab.namespace).items
     _unchanged(lab, deployment, service)
 
 

@@ -119,3 +119,26 @@ def simulated_waits(
         starts.append(start)
         waits.append(start - now)
     return waits[tasks // 10 :]
+
+
+def fewest_replicas(
+    rate: float, service: float, workers: int, q: float, objective: float,
+    max_wait_probability: float = 1.0,
+) -> int:  # fmt: skip
+    """The fewest replicas of `workers` each, arrivals spread at random over them (each an
+    M/D/c at rate / replicas), that keep P(wait) and the q-quantile of wait + D, exactly."""
+
+    def broken(queue: MDc) -> bool:
+        return (
+            queue.wait_over(0.0) > max_wait_probability
+            or queue.wait_over(objective - service) > 1 - q
+        )
+
+    replicas = 1
+    while True:
+        each = rate / replicas
+        if each * service < workers:
+            queue = MDc(each, service, workers, broken)
+            if queue.settled and not broken(queue):
+                return replicas
+        replicas += 1

@@ -12,9 +12,11 @@ highest searched rate over the client models, which only offer the load):
     X(N) = the searched rate of the copy of N replicas, tasks/s through its Service
     S    = the time a request held the service (the probes' serviceHistogram, at the lowest
            rate that held: the least queueing), T = E[S]
-    c    = ceil(X(N) / N * T): the requests one replica serves at once, by Little's law at its
-           searched rate (2 for two gunicorn sync workers); a lower bound, the rate searched
-           being under the rate that saturates it
+    c    = round(X(N) / N * T / g): the requests one replica serves at once, by Little's law
+           at its searched rate (2 for two gunicorn sync workers); g = 1 + (L - T) / D is what
+           a probe of D seconds at the search's objective L may hold over c / T while its
+           backlog grows (1.05 at 250 ms over 4 s). Rounded up, S is stretched to a mean of
+           c * g / X(N) * N, so that a replica of the model carries no more than it held
     CPU per request, the peak memory of one replica (the copy's over N)
 
 Scaling is measured, not assumed: with two or more replica counts the Universal Scalability Law
@@ -57,7 +59,7 @@ from cxlab.analysis.queueing import Queue, Service, queue
 from cxlab.analysis.rate_search import rate_searches
 from cxlab.analysis.scalability import Scalability, fit
 from cxlab.analysis.sizing import FRACTION
-from cxlab.experiments.spec import CapacityTarget, ExperimentSpec
+from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.spec.service import Variant
 from cxlab.shape import Maybe, Shape
 from cxlab_contract.durations import format_duration, parse_duration
@@ -181,7 +183,7 @@ def service_plan(
     if spec.service is None or spec.capacity is None:
         return None
     target = spec.capacity.target
-    planner = _Planner(target, copy_cores)
+    planner = _Planner(spec, copy_cores)
     counts = _counts(spec, outcomes)
     variants: dict[str, list[_Count]] = {}
     for count in counts:
@@ -285,7 +287,13 @@ def _counts(spec: ExperimentSpec, outcomes: Sequence[TrialOutcome]) -> list[_Cou
 
 
 class _Planner:
-    def __init__(self, target: CapacityTarget, copy_cores: float | None) -> None:
+    def __init__(self, spec: ExperimentSpec, copy_cores: float | None) -> None:
+        assert spec.capacity is not None
+        target = spec.capacity.target
+        search = spec.search.rate if spec.search else None
+        probe = spec.probe_latency
+        self.probe_seconds = parse_duration(search.duration) if search else None
+        self.probe_objective = parse_duration(probe.max) if probe else None
         self.rate = target.rate_per_second
         self.peak = target.peak_rate_per_second or target.rate_per_second
         self.fraction = FRACTION[target.latency.percentile]
@@ -313,7 +321,7 @@ class _Planner:
             for m in measured:
                 m.fitted_rate_per_second = round(usl.capacity(m.replicas), 3)
         service = first.service
-        concurrency = max(1, math.ceil(round(first.rate / first.replicas * service.mean, 9)))
+        concurrency, grace = self.concurrency(first.rate / first.replicas, service.mean)
         plan.concurrency = concurrency
         plan.holding_time_seconds = significant(service.mean)
         cores = first.variant.cpu if first.variant.cpu is not None else self.copy_cores
@@ -323,7 +331,12 @@ class _Planner:
         memories = [c.memory_per_replica for c in counts if c.memory_per_replica]
         per_replica_memory = math.ceil(max(memories) * (1 + MEMORY_MARGIN)) if memories else None
         plan.memory_bytes_per_replica = per_replica_memory
-        services = tuple((c.replicas, c.service) for c in counts if c.service is not None)
+        # c rounded up would let a replica of the model carry more than it was measured to:
+        # its service times are then stretched until c / T is the rate it held
+        floor = concurrency * grace / (first.rate / first.replicas)
+        services = tuple(
+            (c.replicas, _at_least(c.service, floor)) for c in counts if c.service is not None
+        )
         fitted = _Fitted(usl, first.rate / first.replicas, services, concurrency, cores, cpu)
         sized = self.size(fitted, self.rate)
         if sized is None:
@@ -351,6 +364,18 @@ class _Planner:
             )
             plan.peak_replicas = replicas
         return plan
+
+    def concurrency(self, rate: float, holding: float) -> tuple[int, float]:
+        """c: the requests a replica serves at once, from its searched rate by Little's law,
+        to the nearest whole request (T is the client's view of a request, a little over the
+        server's own: 56 ms where 4 sync workers held 75/s), and g. A probe of D seconds may
+        hold a little over c / T: its backlog grows by the excess for D seconds and the wait
+        it adds stays under the objective L while rate <= c / T * g, g = 1 + (L - T) / D (5 %
+        at 250 ms over 4 s), so that share is taken off first."""
+        grace = 1.0
+        if self.probe_seconds and self.probe_objective:
+            grace += max(0.0, self.probe_objective - holding) / self.probe_seconds
+        return max(1, round(rate * holding / grace)), grace
 
     def size(self, fitted: _Fitted, rate: float) -> tuple[int, Queue] | None:
         """The fewest replicas whose queues hold at `rate`; None when none up to the USL's
@@ -432,6 +457,14 @@ class _Fitted:
         """The service times measured at the largest replica count searched up to N."""
         below = [service for n, service in self.services if n <= replicas]
         return below[-1] if below else self.services[0][1]
+
+
+def _at_least(service: Service, mean: float) -> Service:
+    """The service times stretched to a mean of at least `mean`."""
+    if service.mean <= 0 or service.mean >= mean:
+        return service
+    scale = mean / service.mean
+    return Service.of([(s * scale, p) for s, p in service.points], mean)
 
 
 def _scalability(points: list[tuple[int, float]]) -> Scalability | None:

@@ -46,7 +46,9 @@ def _gunicorn(name: str, *args: str) -> dict[str, Any]:
     return {"name": name, "args": ["--bind", "0.0.0.0:8080", *args, "httpbin:app"]}
 
 
-def _deploy_httpbin(lab: Lab, cpu: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def _deploy_httpbin(
+    lab: Lab, cpu: str | None = None, replicas: int = 1
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The user's Deployment and Service (as the apiserver returned them), once Ready; with a
     CPU request where its throughput is measured (none: it fits beside any trial)."""
     apps = kubernetes.client.AppsV1Api()
@@ -69,7 +71,7 @@ def _deploy_httpbin(lab: Lab, cpu: str | None = None) -> tuple[dict[str, Any], d
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "api", "labels": {"app": "api"}},
         "spec": {
-            "replicas": 1, "selector": {"matchLabels": {"app": "api"}},
+            "replicas": replicas, "selector": {"matchLabels": {"app": "api"}},
             "template": {
                 "metadata": {"labels": {"app": "api"}},
                 "spec": {
@@ -91,7 +93,7 @@ def _deploy_httpbin(lab: Lab, cpu: str | None = None) -> tuple[dict[str, Any], d
     deadline = time.monotonic() + 90 * TIMEOUT_SCALE
     while time.monotonic() < deadline:
         read = apps.read_namespaced_deployment("api", lab.namespace)
-        if (read.status.ready_replicas or 0) >= 1:
+        if (read.status.ready_replicas or 0) >= replicas:
             return read.to_dict(), created.to_dict()
         time.sleep(0.5)
     raise AssertionError(f"the user's httpbin never got Ready: {read.status}")
@@ -306,7 +308,9 @@ def httpbin(lab: Lab) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
 
 @pytest.fixture
 def planned_httpbin(lab: Lab) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    yield _deploy_httpbin(lab, cpu="200m")
+    # scaled to none (a staging Deployment): the node's 1 CPU holds the plan's 3 replicas of
+    # 0.2 and a generator of 0.4, and nothing else
+    yield _deploy_httpbin(lab, cpu="200m", replicas=0)
 
 
 @pytest.fixture
@@ -412,17 +416,22 @@ def test_the_services_plan_sizes_replicas_as_the_exact_m_d_c_and_applies_on_the_
     """4 sync workers at 1 and 2 replicas, each searched; the plan for 150/s at p99 <= 200 ms:
     the replicas the exact M/D/4 of each replica needs (tests/helpers/mdc_exact.py) for the
     service time and concurrency measured, or one more (the plan's wait tail is longer than a
-    constant service's), never fewer; its Deployment patch and HPA accepted by the apiserver
-    (--dry-run=server), the user's Deployment unchanged."""
+    constant service's), never fewer; verified by running it (a copy of its replicas, at
+    150/s in Poisson arrivals), and one replica fewer refuted (verify.fewer); its Deployment
+    patch and HPA accepted by the apiserver (--dry-run=server), the user's Deployment
+    unchanged."""
     deployment, service = planned_httpbin
     spec = _experiment(_sync(4))
     spec["service"]["variants"]["replicas"] = [1, 2]
-    # the node's 1 CPU: the user's 0.2, the copy's 2 x 0.2, a generator of 0.4
+    # the node's 1 CPU: the copy's up to 3 x 0.2, a generator of 0.4
     spec["resources"] = {"cpu": 0.4}
-    spec["capacity"] = {"target": {
-        "ratePerSecond": 150, "peakRatePerSecond": 300, "maxWaitProbability": 1,
-        "latency": {"percentile": "p99", "max": "200ms"},
-    }}  # fmt: skip
+    spec["capacity"] = {
+        "target": {
+            "ratePerSecond": 150, "peakRatePerSecond": 300, "maxWaitProbability": 1,
+            "latency": {"percentile": "p99", "max": "200ms"},
+        },
+        "verify": {"duration": "20s", "maxAttempts": 2, "fewer": True},
+    }  # fmt: skip
     status, watch, _ = _searched(lab, "planned", spec, start=40, maxPods=1)
     assert watch.most == 1, "two variants' copies at once"
     for search in status["rateSearch"]:
@@ -443,6 +452,16 @@ def test_the_services_plan_sizes_replicas_as_the_exact_m_d_c_and_applies_on_the_
           f"{variant['replicas']}")  # fmt: skip
     assert exact <= variant["replicas"] <= exact + 1, (exact, variant)
     assert plan["choice"] == "sync-4" and plan["replicas"] == variant["replicas"]
+    # run: the plan's replicas hold at 150/s, one fewer do not (the copies one at a time)
+    [held] = plan["verification"]
+    print(plan["message"])
+    assert held["holds"] and held["replicas"] == variant["replicas"], plan
+    assert held["achievedRatePerSecond"] == pytest.approx(150, rel=0.1), held
+    fewer = plan["fewer"]
+    assert fewer["replicas"] == variant["replicas"] - 1 and not fewer["holds"], plan
+    assert plan["basis"] == variant["basis"] == "verified"
+    copies = {v["name"]: v for v in status["serviceVariants"]}
+    assert copies[f"sync-4-r{variant['replicas']}"]["phase"] == "Deleted", copies
     assert variant["coresPerReplica"] == pytest.approx(0.2)  # the Deployment's request
     # ready to apply: the apiserver takes both, and keeps neither
     patched = _kubectl(lab, "patch", "deployment", "api", "--type", "strategic",

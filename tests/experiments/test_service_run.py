@@ -55,12 +55,23 @@ def test_the_first_variants_copy_is_made_and_no_trial_starts_before_it_is_ready(
     assert decide(observed, CONFIG).create == []
 
 
-def test_a_ready_copy_starts_only_its_variants_trials() -> None:
+def test_a_ready_copy_starts_only_its_variants_trials_once_it_has_settled() -> None:
     copies = Copies({1: CopyView(1, 1)}, {1}, [copy_pod(1)], endpoints={1: 1})
+    # Ready now, 5 s after it was made: its trials wait service.settle (5 s) for its start-up
     ready = plan(copies, old=[started(1)])
-    assert ready.ready and ready.create is None and ready.statuses[0].ready_seconds == 5.0
+    assert not ready.ready and ready.create is None and ready.statuses[0].ready_seconds == 5.0
+    assert ready.statuses[0].phase == "Ready" and ready.recheck_seconds == 5.05
     observed = Observed(SPEC, TRIALS, {}, {}, [], NOW, service=ready.gate)
+    assert decide(observed, CONFIG).create == []
+    # 5 s later, as status recorded it (a restarted operator knows as much)
+    settled = plan_copies(SPEC, "x", TRIALS, set(), copies, ready.statuses,
+                          NOW + timedelta(seconds=5))  # fmt: skip
+    assert settled.ready
+    observed = Observed(SPEC, TRIALS, {}, {}, [], NOW, service=settled.gate)
     assert [t.service_variant for t, _, _ in decide(observed, CONFIG).create] == [1]
+    # settle 0s: at once
+    spec = SPEC.model_copy(update={"service": SPEC.service.model_copy(update={"settle": "0s"})})
+    assert plan(copies, old=[started(1)], spec=spec).ready
 
 
 def test_pods_ready_before_the_service_lists_them_wait_a_moment() -> None:

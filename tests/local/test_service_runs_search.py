@@ -51,6 +51,9 @@ def _document(port: int) -> dict[str, Any]:
             "models": [{"model": "asyncio", "workers": [4]}],
             "search": {"rate": {"start": 60, "duration": "5s", "precision": 0.05, "repeats": 2,
                                 "latency": {"max": "250ms"}, "maxPods": 4}},
+            # the service's plan for 25/s: one replica, run to see that it holds
+            "capacity": {"target": {"ratePerSecond": 25, "latency": {"max": "250ms"},
+                                    "maxWaitProbability": 1}, "verify": {"duration": "8s"}},
         },
     }  # fmt: skip
 
@@ -143,7 +146,7 @@ def test_the_generator_given_too_few_workers_is_grown_until_it_is_not_the_bound(
 def test_the_probes_ran_against_the_variant_right_after_its_trial(searched: dict[str, Any]) -> None:
     trials = searched["document"]["status"]["trials"]
     assert trials[0]["name"] == "000-sv1-asyncio-w4-a20-r1"
-    probes = trials[1:]
+    probes = trials[1:-1]  # the last: the plan's verification
     assert probes and all(t["name"].startswith(f"{i:03d}-sv1-s{i}-") for i, t in
                           enumerate(probes, 1))  # fmt: skip
     assert all(t["phase"] == "Succeeded" and t["service"]["cpuSeconds"] > 0 for t in probes)
@@ -151,3 +154,18 @@ def test_the_probes_ran_against_the_variant_right_after_its_trial(searched: dict
     assert all(t["service"]["windowSeconds"] >= t["result"]["wallSeconds"] for t in probes)
     assert all(t["service"]["cores"] == 1 for t in probes)  # 2 cores: 1 each
     assert "Rate search:" in searched["out"] and "sync-2 / asyncio" in searched["out"]
+
+
+def test_a_plan_of_one_replica_is_verified_by_running_it(searched: dict[str, Any]) -> None:
+    """25/s at p99 <= 250 ms: one replica of sync-2 (about 38/s), run as its own start of the
+    service at 25/s in Poisson arrivals for 8 s, from the generator Pods the rate needs."""
+    status = searched["document"]["status"]
+    plan = status["servicePlan"]
+    print(plan["message"])
+    assert (plan["choice"], plan["replicas"], plan["basis"]) == ("sync-2", 1, "verified"), plan
+    [held] = plan["verification"]
+    assert held["holds"] and held["replicas"] == 1 and held["ratePerSecond"] == 25, held
+    assert held["achievedRatePerSecond"] == pytest.approx(25, rel=0.2), held
+    last = status["trials"][-1]
+    assert last["name"] == held["trial"] and last["phase"] == "Succeeded"
+    assert last["service"]["cpuSeconds"] > 0  # the service's own figures, as any trial's

@@ -128,6 +128,9 @@ class Verification(Shape):
     """Pods run."""
     workers_per_pod: int
     """Workers each Pod ran."""
+    replicas: Maybe[int] = None
+    """Against a service subject, the replicas of the service's copy it ran against (the
+    Pods are then the generator's)."""
     rate_per_second: float
     """Tasks per second offered to all Pods together."""
     percentile: Literal["p50", "p90", "p99"]

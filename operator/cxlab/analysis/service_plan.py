@@ -52,13 +52,14 @@ from dataclasses import dataclass
 
 import yaml
 
-from cxlab.analysis.capacity_plan import Basis, PlanTarget
+from cxlab.analysis.capacity_plan import Basis, PlanTarget, Verification
 from cxlab.analysis.labels import rate_text
 from cxlab.analysis.outcome import TrialOutcome
 from cxlab.analysis.queueing import Queue, Service, queue
 from cxlab.analysis.rate_search import rate_searches
 from cxlab.analysis.scalability import Scalability, fit
 from cxlab.analysis.sizing import FRACTION
+from cxlab.analysis.verification import verification_of
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.spec.service import Variant
 from cxlab.shape import Maybe, Shape
@@ -159,6 +160,15 @@ class ServicePlan(Shape):
     container's requests and limits, the variant's image, command, args and env."""
     autoscaler: Maybe[str] = None
     """The choice's autoscaling/v2 HorizontalPodAutoscaler (YAML)."""
+    verification: Maybe[list[Verification]] = None
+    """The choice run (spec.capacity.verify): its copy at the planned replicas, then one
+    more each time the last fell short; the last is the plan shown."""
+    fewer: Maybe[Verification] = None
+    """The verified plan's replicas less one, run (capacity.verify.fewer): short, the plan
+    is the fewest that hold."""
+    unverified: Maybe[str] = None
+    """Why the plan was not run although spec.capacity.verify asked for it (or, refuted,
+    why its next attempt could not run)."""
 
 
 @dataclass(frozen=True)
@@ -175,11 +185,14 @@ class _Count:
 
 def service_plan(
     spec: ExperimentSpec, outcomes: Sequence[TrialOutcome], copy_cores: float | None = None,
-    deployment: str | None = None, container: str | None = None,
+    deployment: str | None = None, container: str | None = None, unverified: str | None = None,
 ) -> ServicePlan | None:  # fmt: skip
     """status.servicePlan; None without a service or a capacity target. copy_cores: the CPU
     one replica of the Deployment requests (for a variant without resources.cpu);
-    deployment, container: the names the patch and the autoscaler refer to."""
+    deployment, container: the names the patch and the autoscaler refer to. The rate
+    searches plan; the verification's trials (trial.service_replicas) say whether it held,
+    and the plan shown has the replicas of the last attempt. `unverified`: why the plan was
+    not run, when it was asked to be."""
     if spec.service is None or spec.capacity is None:
         return None
     target = spec.capacity.target
@@ -187,7 +200,7 @@ def service_plan(
     counts = _counts(spec, outcomes)
     variants: dict[str, list[_Count]] = {}
     for count in counts:
-        variants.setdefault(_base(count.variant), []).append(count)
+        variants.setdefault(count.variant.base, []).append(count)
     plans = [planner.plan(name, found) for name, found in variants.items()]
     for name in _bases(spec):
         if name not in variants:
@@ -212,6 +225,15 @@ def service_plan(
         meeting,
         key=lambda p: ((p.cores or 0.0) if known else 0.0, p.replicas or 0, p.memory_bytes or 0),
     )
+    checks = [o for o in outcomes if o.trial.verify and o.trial.service == best.variant
+              and o.trial.service_replicas]  # fmt: skip
+    checks.sort(key=lambda o: o.trial.verify)
+    attempts = [o for o in checks if o.trial.verify <= _most_attempts(spec)]
+    if attempts and attempts[-1].trial.service_replicas != best.replicas:
+        forced = attempts[-1].trial.service_replicas
+        best = planner.plan(best.variant, variants[best.variant], forced)
+        plans = [best if p.variant == best.variant else p for p in plans]
+        plan.variants = plans
     plan.choice, plan.replicas, plan.cores = best.variant, best.replicas, best.cores
     plan.memory_bytes, plan.basis = best.memory_bytes, best.basis
     cores = f" {TIMES} {best.cores_per_replica:g} CPU" if best.cores_per_replica else ""
@@ -224,7 +246,8 @@ def service_plan(
         f"{best.expected_wait_probability or 0.0:.0%} of requests waiting; "
         f"{best.basis}: {best.note}"
     )
-    chosen = next(c.variant for c in counts if _base(c.variant) == best.variant)
+    _verified(plan, best, spec, attempts, [o for o in checks if o not in attempts], unverified)
+    chosen = next(c.variant for c in counts if c.variant.base == best.variant)
     plan.deployment_patch = deployment_patch(best, chosen, container)
     if best.expected_cpu_utilization:
         plan.autoscaler = autoscaler(best, deployment or spec.service.deployment or "service")
@@ -236,17 +259,64 @@ def service_plan(
     return plan
 
 
-def _base(variant: Variant) -> str:
-    """The variant's name without its replica count: sync-4 of sync-4-r2."""
-    if variant.replicas is None:
-        return variant.name
-    parts = [p for p in variant.name.split("-") if p != f"r{variant.replicas}"]
-    return "-".join(parts) or "default"
+def _most_attempts(spec: ExperimentSpec) -> int:
+    verify = spec.capacity.verify if spec.capacity else None
+    return verify.max_attempts if verify is not None else 0
+
+
+def fewer_attempt(spec: ExperimentSpec) -> int:
+    """The verification attempt number of the run one replica fewer: past the attempts."""
+    return _most_attempts(spec) + 1
+
+
+def _verified(
+    plan: ServicePlan, best: VariantPlan, spec: ExperimentSpec,
+    attempts: Sequence[TrialOutcome], fewer: Sequence[TrialOutcome], unverified: str | None,
+) -> None:  # fmt: skip
+    """The verification folded into the plan: verified or refuted, by its last attempt."""
+    if not attempts:
+        if unverified:
+            plan.message += f"; not verified: {unverified}"
+            plan.unverified = unverified
+        return
+    tries = [_judged(spec, o) for o in attempts]
+    last = tries[-1]
+    tried = f" after {len(tries)} attempts" if len(tries) > 1 else ""
+    plan.verification = tries
+    plan.basis = best.basis = "verified" if last.holds else "refuted"
+    plan.display += f" ({plan.basis})"
+    if last.holds:
+        plan.message += f"; verified{tried}: {last.summary}"
+    else:
+        plan.message += f"; refuted{tried}: {last.shortfall}"
+        if unverified:  # the next attempt could not run here
+            plan.message += f"; {unverified}"
+            plan.unverified = unverified
+    if fewer:
+        plan.fewer = one = _judged(spec, fewer[-1])
+        if one.holds:
+            plan.message += (
+                f"; {one.replicas} replicas held too ({one.summary}): the plan is one over"
+            )
+        else:
+            plan.message += f"; {one.replicas} replicas fell short ({one.shortfall}): the fewest"
+
+
+def _judged(spec: ExperimentSpec, outcome: TrialOutcome) -> Verification:
+    """A verification trial judged, with the replicas its copy ran."""
+    found = verification_of(spec, outcome)
+    found.replicas = outcome.trial.service_replicas
+    replicas = f"{found.replicas} replica{'s' if found.replicas != 1 else ''}"
+    for field in ("summary", "shortfall"):
+        text = getattr(found, field)
+        if text:
+            setattr(found, field, f"{replicas}, {text}")
+    return found
 
 
 def _bases(spec: ExperimentSpec) -> list[str]:
     assert spec.service is not None
-    return list(dict.fromkeys(_base(v) for v in spec.service.variant_list()))
+    return list(dict.fromkeys(v.base for v in spec.service.variant_list()))
 
 
 def _counts(spec: ExperimentSpec, outcomes: Sequence[TrialOutcome]) -> list[_Count]:
@@ -303,7 +373,8 @@ class _Planner:
         self.copy_cores = copy_cores
         self.objective_text = f"{target.latency.percentile} ≤ {format_duration(self.objective)}"
 
-    def plan(self, name: str, counts: list[_Count]) -> VariantPlan:
+    def plan(self, name: str, counts: list[_Count], forced: int | None = None) -> VariantPlan:
+        """The variant's plan; `forced`: at that many replicas (a verification's last)."""
         counts = sorted(counts, key=lambda c: c.replicas)
         measured = [ReplicaCapacity(replicas=c.replicas, rate_per_second=c.rate) for c in counts]
         plan = VariantPlan(variant=name, meets=False, measured=measured)
@@ -344,6 +415,10 @@ class _Planner:
             return plan
         replicas, at = sized
         peak = self.size(fitted, self.peak) if self.peak > self.rate else sized
+        if forced is not None and forced != replicas:
+            per_replica = self.rate / forced
+            service = fitted.service_at(forced)
+            replicas, at = forced, queue(per_replica, service, concurrency, self.fraction) or at
         plan.meets, plan.replicas = True, replicas
         plan.peak_replicas = peak[0] if peak is not None else None
         plan.rate_per_replica = round(self.rate / replicas, 3)

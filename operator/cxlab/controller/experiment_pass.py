@@ -190,6 +190,7 @@ class Reconciler:
             room=self._room(spec, trials, recorded, as_listed, pods),
             unverified=followed.unverified, full=full.entries if full else None,
             fits=full.fits if full else None, refused=memory.refused,
+            service_copy=status.service_copy,
         )  # fmt: skip
         admitted = status.phase == Phase.RUNNING or bool(recorded) or any(attempts.values())
         why_impossible = impossible(spec, observed, admitted, self.nodes)
@@ -259,8 +260,9 @@ class Reconciler:
         key = frozenset(recorded)
         if memory.followed is not None and memory.followed[0] == key:
             return memory.followed[1], None
-        full = self.reader.read(namespace, name, spec, status.entries)
-        memory.followed = (key, trials_of(spec, list(full.entries.values()), full.fits))
+        full = self.reader.read(namespace, name, spec, status.entries, status.service_copy)
+        entries = list(full.entries.values())
+        memory.followed = (key, trials_of(spec, entries, full.fits, status.service_copy))
         return memory.followed[1], full
 
     def _room(
@@ -341,8 +343,9 @@ class Reconciler:
         decision = self._decision(state)
         if decision.needs_full:
             full = self.reader.read(
-                state.namespace, state.name, state.spec, list(state.observed.recorded.values())
-            )
+                state.namespace, state.name, state.spec, list(state.observed.recorded.values()),
+                state.observed.service_copy,
+            )  # fmt: skip
             state.observed = replace(state.observed, full=full.entries, fits=full.fits)
             decision = self._decision(state)
         if state.spec.queue_name and not state.observed.recorded:

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from cxlab.controller.admission import NodeReader
 from cxlab.controller.kube import Kube
 from cxlab.experiments.followups import Fits
-from cxlab.experiments.nodes import NodeView, Request, fits_now
+from cxlab.experiments.nodes import Capacity, NodeView, Request, fits_now
 from cxlab.experiments.plan import Trial
+from cxlab.experiments.queue import copy_request_of
 from cxlab.experiments.results_store import entries_of, results_selector
 from cxlab.experiments.spec import ExperimentSpec
-from cxlab.experiments.status import TrialEntry
+from cxlab.experiments.status import ServiceCopyRequest, TrialEntry
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,9 @@ class FullReader:
         self.nodes = nodes
 
     def read(
-        self, namespace: str, name: str, spec: ExperimentSpec, recorded: Sequence[TrialEntry]
-    ) -> Full:
+        self, namespace: str, name: str, spec: ExperimentSpec, recorded: Sequence[TrialEntry],
+        copy: ServiceCopyRequest | None = None,
+    ) -> Full:  # fmt: skip
         """A compact entry replaced by its full entry from the experiment's ConfigMaps (one
         list, none when no entry is kept there). An entry with its Result inline (written by
         an operator before the ConfigMaps) is its own full entry."""
@@ -45,15 +47,31 @@ class FullReader:
             stored = entries_of(self.kube.list_config_maps(namespace, results_selector(name)))
             entries = [stored.get(e.name, e) if e.results_in else e for e in entries]
         verifying = spec.capacity is not None and spec.capacity.verifying is not None
-        fits = fits_on(spec, self.nodes()) if verifying else None
+        fits = fits_on(spec, self.nodes(), copy) if verifying else None
         return Full({e.name: e for e in entries}, fits)
 
 
-def fits_on(spec: ExperimentSpec, nodes: list[NodeView]) -> Fits:
-    """Why these Nodes, even empty, cannot hold a verification's Pods at once."""
+def fits_on(
+    spec: ExperimentSpec, nodes: list[NodeView], copy: ServiceCopyRequest | None = None
+) -> Fits:
+    """Why these Nodes, even empty, cannot hold a verification's Pods at once: against a
+    service subject, its generator Pods beside its copy's replicas (each as the largest
+    variant's, status.serviceCopy)."""
     request = Request.of(spec)
+    replica = copy_request_of(copy.document()) if copy is not None else None
 
     def fits(trial: Trial) -> str | None:
+        if replica is not None and trial.service_replicas:
+            needs = [request] * trial.pods + [replica] * trial.service_replicas
+            if Capacity(nodes).fits_all(needs):
+                return None
+            assert copy is not None
+            return (
+                f"the plan's {trial.service_replicas} replicas of {copy.cpu:g} CPU and "
+                f"{copy.memory_bytes / 2**20:.0f} MiB, beside {trial.pods} generator Pod(s) of "
+                f"{spec.resources.cpu} CPU, do not fit this cluster's nodes at once, even "
+                f"empty: too big to verify here"
+            )
         if fits_now(request, nodes, [], trial.pods):
             return None
         return (

@@ -42,7 +42,7 @@ from cxlab.experiments.record import trial_entry
 from cxlab.experiments.refusal import Refusal as Refusal
 from cxlab.experiments.service_run import ServiceGate
 from cxlab.experiments.spec import ExperimentSpec
-from cxlab.experiments.status import TrialEntry
+from cxlab.experiments.status import ServiceCopyRequest, TrialEntry
 from cxlab_contract.durations import parse_duration
 
 
@@ -69,6 +69,7 @@ class Observed:
     # status's compact entries only (`follow` asks for them: Decision.needs_full).
     full: Mapping[str, TrialEntry] | None = None
     fits: Fits | None = None  # why the Nodes read with `full` cannot hold a verification
+    service_copy: ServiceCopyRequest | None = None  # status.serviceCopy: the service's plan's
     refused: Refusal | None = None  # a Pod the last pass's act step could not create
     service: ServiceGate | None = None  # spec.service: the variant whose copy runs (service_run)
 
@@ -202,6 +203,7 @@ def follow(observed: Observed, decision: Decision) -> Decision:
     decision.planned = after(
         observed.spec, observed.trials, observed.recorded, decision.finished,
         full=observed.full, fits=observed.fits, unverified=observed.unverified,
+        copy=observed.service_copy,
     )  # fmt: skip
     decision.needs_full = decision.planned is None
     return decision

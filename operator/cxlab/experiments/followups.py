@@ -11,22 +11,32 @@ after the whole sweep, in the order they run, so every trial keeps its name.
 
 Verification (spec.capacity.verify): once every sweep trial has ended, the plan's choice runs
 as one trial of its Pods, each with its workers, at the target rate (plan.trial_spec); if it
-falls short and attempts are left, the next attempt runs the choice with one more Pod."""
+falls short and attempts are left, the next attempt runs the choice with one more Pod.
+Against a service subject the service's plan is verified: the chosen variant at the planned
+replicas as a copy of its own (the copies past the spec's variants, one per attempt), loaded
+at the target rate by the client model whose search measured it, with as many generator Pods
+as its probes showed the rate needs; refuted, one more replica; held and verify.fewer asked,
+one replica fewer."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cxlab.analysis.objectives import skipped_trials
+from cxlab.analysis.outcome import TrialOutcome
 from cxlab.analysis.planning import attempt_plan
+from cxlab.analysis.rate_search import rate_searches
+from cxlab.analysis.service_plan import fewer_attempt, service_plan
 from cxlab.analysis.sizing import plan_rtt
 from cxlab.analysis.verification import verification_of
 from cxlab.experiments.plan import Trial, calibration_trials, plan_trials, trial_spec
-from cxlab.experiments.rate_search import probed_models, search_probes
-from cxlab.experiments.record import outcomes_of
+from cxlab.experiments.rate_search import grown_pods, probed_models, search_probes
+from cxlab.experiments.record import copy_cores, outcomes_of
 from cxlab.experiments.spec import MAX_PROCESS_WORKERS, MAX_RESULTS, ExperimentSpec, VerifySpec
-from cxlab.experiments.status import Phase, TrialEntry
+from cxlab.experiments.spec.service import MAX_REPLICAS
+from cxlab.experiments.status import Phase, ServiceCopyRequest, TrialEntry
 from cxlab_contract import runner_contract
 from cxlab_contract.durations import parse_duration
 
@@ -68,6 +78,7 @@ def after(
     full: Mapping[str, TrialEntry] | None,
     fits: Fits | None,
     unverified: str | None,
+    copy: ServiceCopyRequest | None = None,
 ) -> Planned | None:
     """The experiment once `ended` is recorded beside `recorded` (status's entries): while
     trials are left, `trials` as they stand; once every one has ended, what their outcomes
@@ -81,15 +92,18 @@ def after(
     if full is None and (verifying or any(e.results_in for e in recorded.values())):
         return None
     entries = [*(recorded if full is None else full).values(), *ended]
-    followed = trials_of(spec, entries, fits)
+    followed = trials_of(spec, entries, fits, copy)
     return Planned(followed.trials, entries, followed.unverified, followed=True)
 
 
 def trials_of(
-    spec: ExperimentSpec, entries: Sequence[TrialEntry], fits: Fits | None = None
-) -> Trials:
+    spec: ExperimentSpec, entries: Sequence[TrialEntry], fits: Fits | None = None,
+    copy: ServiceCopyRequest | None = None,
+) -> Trials:  # fmt: skip
     """The sweep, and the probes and verification attempts its recorded outcomes call for.
-    `entries` must hold their Results (the full entries) once the sweep has ended."""
+    `entries` must hold their Results (the full entries) once the sweep has ended.
+    copy: what a copy of the user's Deployment requests (status.serviceCopy, on a cluster),
+    whose CPU the service's plan reads."""
     sweep = plan_trials(spec)
     verify = spec.capacity.verifying if spec.capacity else None
     recorded = {e.name: e for e in entries}
@@ -114,6 +128,8 @@ def trials_of(
                 return Trials(trials)
     if verify is None or spec.capacity is None:
         return Trials(trials)
+    if spec.service is not None:
+        return _service_verified(spec, verify, trials, entries, recorded, fits, copy)
     return _verified(spec, verify, trials, entries, recorded, fits)
 
 
@@ -214,6 +230,102 @@ def _verified(
         if verification_of(spec, outcome).holds:
             return Trials(trials)
     return Trials(trials)
+
+
+def _service_verified(
+    spec: ExperimentSpec, verify: VerifySpec, trials: list[Trial],
+    entries: Sequence[TrialEntry], recorded: Mapping[str, TrialEntry], fits: Fits | None,
+    copy: ServiceCopyRequest | None,
+) -> Trials:  # fmt: skip
+    """The trials with the attempts the service's plan calls for: its copy at the planned
+    replicas, one more each time the last fell short, and one fewer after it held
+    (verify.fewer)."""
+    assert spec.service is not None and spec.capacity is not None
+    outcomes = outcomes_of(trials, entries)
+    searched = [o for o in outcomes if not o.trial.verify]
+    plan = service_plan(spec, searched, copy_cores(spec, copy, searched))
+    if plan is None or plan.choice is None or plan.replicas is None:
+        return Trials(trials)  # no variant meets the objective: nothing to run
+    generator = _generator(spec, searched, plan.choice)
+    if generator is None:
+        return Trials(trials, f"no probe of {plan.choice} measured the service")
+    first = len(spec.service.variant_list())
+
+    def attempt_trial(attempt: int, replicas: int) -> Trial:
+        return replace(
+            generator, index=len(trials), verify=attempt, service_variant=first + attempt,
+            service=plan.choice or "", service_replicas=replicas,
+        )  # fmt: skip
+
+    held = None
+    for attempt in range(1, verify.max_attempts + 1):
+        trial = attempt_trial(attempt, plan.replicas + attempt - 1)
+        why = _cannot_run(spec, trial, fits)
+        if why:
+            return Trials(trials, why if attempt == 1 else f"attempt {attempt}: {why}")
+        trials.append(trial)
+        entry = recorded.get(trial.name)
+        if entry is None:  # running, or about to
+            return Trials(trials)
+        [outcome] = outcomes_of([trial], [entry])
+        if verification_of(spec, outcome).holds:
+            held = (attempt, trial.service_replicas)
+            break
+    if held is None or not verify.fewer or held[0] > 1 or held[1] <= 1:
+        return Trials(trials)  # a refuted attempt already ran one fewer
+    trial = attempt_trial(fewer_attempt(spec), held[1] - 1)
+    if _cannot_run(spec, trial, fits) is None:
+        trials.append(trial)
+    return Trials(trials)
+
+
+def _cannot_run(spec: ExperimentSpec, trial: Trial, fits: Fits | None) -> str | None:
+    if trial.service_replicas > MAX_REPLICAS:
+        return (
+            f"the plan's {trial.service_replicas} replicas are more than a copy runs "
+            f"({MAX_REPLICAS})"
+        )
+    return cannot_verify(spec, trial) or (fits(trial) if fits else None)
+
+
+def _generator(spec: ExperimentSpec, outcomes: Sequence[TrialOutcome], choice: str) -> Trial | None:
+    """The load of a service plan's verification: the client model whose search of the
+    chosen variant measured the most, at the target rate, from as many Pods as the fastest
+    a Pod of that model offered in a probe the generator did not bound needs, and as hold
+    the requests in flight at the objective (rate x objective) in their workers
+    (search.rate.maxPods at most); None when no probe of the variant measured it."""
+    assert spec.capacity is not None
+    rate = spec.capacity.target.rate_per_second
+    by_line = {o.trial.variant: o.trial for o in outcomes if o.trial.probe}
+    best: tuple[float, Trial] | None = None
+    offered: dict[tuple[str, int | None, int], float] = {}
+    variants = {v.index: v for v in spec.service.variant_list()} if spec.service else {}
+    for search in rate_searches(spec, outcomes):
+        probe = by_line.get(search.variant)
+        if probe is None:
+            continue
+        key = (probe.model, probe.gomaxprocs, probe.workers)
+        for found in search.probes:
+            if found.measured:
+                each = found.rate_per_second / max(1, found.pods)
+                offered[key] = max(offered.get(key, 0.0), each)
+        variant = variants.get(probe.service_variant)
+        if variant is None or variant.base != choice or search.rate_per_second is None:
+            continue
+        if best is None or search.rate_per_second > best[0]:
+            best = (search.rate_per_second, probe)
+    if best is None:
+        return None
+    probe = best[1]
+    each = offered.get((probe.model, probe.gomaxprocs, probe.workers)) or rate
+    pods = max(1, math.ceil(rate / each * (1 - 1e-9)))
+    if probe.workers:  # and workers for every request in flight at the objective (Little)
+        objective = parse_duration(spec.capacity.target.latency.max)
+        pods = max(pods, math.ceil(rate * objective / probe.workers * (1 - 1e-9)))
+    pods = min(pods, grown_pods(spec))
+    return Trial(
+        0, probe.model, probe.workers, probe.gomaxprocs, probe.rtt_seconds, 1, pods, rate,
+    )  # fmt: skip
 
 
 def cannot_verify(spec: ExperimentSpec, trial: Trial) -> str | None:

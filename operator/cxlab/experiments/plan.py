@@ -47,6 +47,9 @@ class Trial:
     calibrate: str = ""  # a calibration trial: "cpu" or "sleep"; "": not one
     service_variant: int = 0  # spec.service's variant it measures (1, 2, ...); 0: none
     service: str = ""  # that variant's name (a line of its own: "sync-2 / asyncio")
+    # A service plan's verification: the replicas of the chosen variant its own copy runs
+    # (service_variant is then that copy's, past the spec's variants); 0: the variant's own.
+    service_replicas: int = 0
 
     @property
     def follows(self) -> bool:

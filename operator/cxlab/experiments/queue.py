@@ -47,7 +47,7 @@ from cxlab.experiments.plan import plan_trials
 from cxlab.experiments.rate_search import grown_pods
 from cxlab.experiments.resource import parse_experiment
 from cxlab.experiments.service_copy import copy_name
-from cxlab.experiments.service_run import copies_left
+from cxlab.experiments.service_run import copies_left, copy_indexes
 from cxlab.experiments.spec import API_VERSION, KIND, ExperimentSpec
 from cxlab.experiments.status import ServiceCopyRequest, ServiceVariantStatus
 from cxlab.times import parse_time
@@ -195,7 +195,7 @@ def services_of(spec: ExperimentSpec, name: str) -> tuple[Named, ...]:
         found.extend(_url_service(target.url))
     if spec.service is not None and spec.service.deployment is not None:
         found.append(("Deployment", None, spec.service.deployment))
-        found += [("Service", None, copy_name(name, v.index)) for v in spec.service.variant_list()]
+        found += [("Service", None, copy_name(name, i)) for i in copy_indexes(spec)]
     return tuple(dict.fromkeys(found))
 
 

@@ -27,6 +27,7 @@ from cxlab.experiments.status import (
     Progress,
     QueuePlace,
     RunningTrial,
+    ServiceCopyRequest,
     TrialEntry,
     TrialPhase,
 )
@@ -204,17 +205,28 @@ def _copy_facts(
     old: ExperimentStatus, made: Recording, outcomes: Sequence[TrialOutcome]
 ) -> tuple[float | None, str | None, str | None]:
     """What the service's plan needs of the Deployment: the CPU one replica requests, its
-    name and its container's. On a cluster from the copy's request the queue read from it
-    (the variants' own cpu aside); locally the cores cxlab run pinned the process to."""
+    name and its container's."""
     service = made.spec.service
     if service is None:
         return None, None, None
     copy = old.service_copy
+    container = copy.container if copy is not None else service.container
+    return copy_cores(made.spec, copy, outcomes), service.deployment, container
+
+
+def copy_cores(
+    spec: ExperimentSpec, copy: ServiceCopyRequest | None, outcomes: Sequence[TrialOutcome]
+) -> float | None:
+    """The CPU one replica of the service requests, for the variants that do not set
+    theirs: on a cluster the copy's request the queue read from the Deployment (`copy`:
+    status.serviceCopy; none when a variant sizes its own); locally the cores cxlab run
+    pinned the process to."""
+    if spec.service is None:
+        return None
     if copy is not None:
-        sized = any(v.cpu is not None for v in service.variant_list())
-        return (None if sized or copy.cpu <= 0 else copy.cpu), service.deployment, copy.container
-    cores = next((o.service.cores for o in outcomes if o.service and o.service.cores), None)
-    return cores, service.deployment, service.container
+        sized = any(v.cpu is not None for v in spec.service.variant_list())
+        return None if sized or copy.cpu <= 0 else copy.cpu
+    return next((o.service.cores for o in outcomes if o.service and o.service.cores), None)
 
 
 def _progress(made: Recording) -> Progress:
@@ -240,7 +252,9 @@ def _finish(
     status.summary = summary
     status.capacity_plan = capacity_plan(made.spec, outcomes, made.unverified)
     status.rate_search = rate_searches(made.spec, outcomes) or None
-    status.service_plan = service_plan(made.spec, outcomes, *_copy_facts(old, made, outcomes))
+    status.service_plan = service_plan(
+        made.spec, outcomes, *_copy_facts(old, made, outcomes), unverified=made.unverified
+    )
     status.environment = environment_of(made.trials, made.entries, made.host)
     status.objectives = judge_objectives(made.spec, outcomes, summary) or None
     met, why, verdict = summed_up(status.objectives or [])

@@ -4,11 +4,11 @@ it out).
 
 The variant that runs is the first whose trials have not all ended. Its copy is made once no
 other variant's copy (Deployment or Pod) is left, so variants never share the node; its
-trials start once every replica is Ready; a copy not Ready within service.readyTimeout ends
-the variant's trials as failed with the Pods' own reason, and the next variant runs. Every
-other variant's copy is deleted. All of it is level-based: after a restart the copies are
-found again by their labels, and what status recorded (the copy's creation, its deletion)
-says how long each took."""
+trials start once every replica has been Ready for service.settle; a copy not Ready within
+service.readyTimeout ends the variant's trials as failed with the Pods' own reason, and the
+next variant runs. Every other variant's copy is deleted. All of it is level-based: after a
+restart the copies are found again by their labels, and what status recorded (the copy's
+creation, its readiness, its deletion) says how long each took and when it has settled."""
 
 from __future__ import annotations
 
@@ -130,12 +130,13 @@ def plan_copies(
     variants' statuses as recorded)."""
     assert spec.service is not None
     plan = ServicePlan()
-    variants = {v.index: v for v in spec.service.variant_list()}
+    variants = copy_variants(spec, trials)
     statuses = {s.index: s.model_copy() for s in old}
     for index, variant in variants.items():
         statuses.setdefault(index, ServiceVariantStatus(index=index, name=variant.name))
     done = set(ended)
     timeout = parse_duration(spec.service.ready_timeout)
+    settle = parse_duration(spec.service.settle)
     while True:
         plan.current = _current(variants, trials, done)
         if plan.current is None:
@@ -147,7 +148,7 @@ def plan_copies(
         elif plan.current not in copies.deployments:
             break
         else:
-            why = _readiness(plan, status, copies, timeout, now)
+            why = _readiness(plan, status, copies, timeout, settle, now)
             if why is None:
                 break
         plan.failed[plan.current] = why
@@ -156,6 +157,29 @@ def plan_copies(
     _make(plan, statuses, variants, copies, experiment, now)
     plan.statuses = [statuses[i] for i in sorted(statuses)]
     return plan
+
+
+def copy_variants(spec: ExperimentSpec, trials: Sequence[Trial]) -> dict[int, Variant]:
+    """Every copy the trials run against, by index: the spec's variants, then each
+    verification's of the service's plan (its chosen variant at its replicas)."""
+    assert spec.service is not None
+    variants = {v.index: v for v in spec.service.variant_list()}
+    for trial in trials:
+        if trial.service_replicas and trial.service_variant not in variants:
+            variants[trial.service_variant] = spec.service.copy_variant(
+                trial.service_variant, trial.service, trial.service_replicas
+            )
+    return variants
+
+
+def copy_indexes(spec: ExperimentSpec) -> list[int]:
+    """Every copy index the experiment may make: its variants', then one per verification
+    attempt of the service's plan and its run one replica fewer."""
+    assert spec.service is not None
+    count = len(spec.service.variant_list())
+    verify = spec.capacity.verifying if spec.capacity else None
+    extra = verify.max_attempts + 1 if verify is not None else 0
+    return list(range(1, count + extra + 1))
 
 
 def _current(
@@ -170,20 +194,21 @@ def _readiness(
     status: ServiceVariantStatus,
     copies: Copies,
     timeout: float,
+    settle: float,
     now: datetime,
 ) -> str | None:
-    """Whether the current variant's copy is Ready (plan.ready), still on its way (when to
-    look again), or will not get Ready: why, for its trials' messages."""
+    """Whether the current variant's copy is Ready and settled (plan.ready), still on its
+    way (when to look again), or will not get Ready: why, for its trials' messages."""
     assert plan.current is not None
     view = copies.deployments[plan.current]
     pods = [p for p in copies.pods_of(plan.current) if not p.deleting]
     if view.deleting:
         return None
     if status.ready_seconds is not None:
-        # Ready once: its trials run. A replica that stops being Ready under the load (a
-        # probe queued behind the requests) shows in the trials' own failures; it does not
-        # end the variant.
-        plan.ready = True
+        # Ready once: its trials run once it has settled. A replica that stops being Ready
+        # under the load (a probe queued behind the requests) shows in the trials' own
+        # failures; it does not end the variant.
+        _settled(plan, status, settle, now)
         return None
     pods_ready = sum(1 for p in pods if p.ready) >= view.replicas
     if pods_ready and copies.endpoints.get(plan.current, 0) < view.replicas:
@@ -191,12 +216,12 @@ def _readiness(
         plan.recheck_seconds = _sooner(plan.recheck_seconds, ENDPOINTS_RECHECK_SECONDS)
         return None
     if pods_ready and plan.current in copies.services:
-        plan.ready = True
         if status.phase != READY:
             status.phase = READY
             if status.created_at is not None and status.ready_seconds is None:
                 status.ready_seconds = round((now - status.created_at).total_seconds(), 3)
             plan.became_ready.append(status)
+        _settled(plan, status, settle, now)
         return None
     created = status.created_at or now
     waited = (now - created).total_seconds()
@@ -211,6 +236,20 @@ def _readiness(
         f"{waited:.0f} s (service.readyTimeout {timeout:g} s): {reason}: {message}"
     )[:1000]
     return status.message
+
+
+def _settled(plan: ServicePlan, status: ServiceVariantStatus, settle: float,
+             now: datetime) -> None:  # fmt: skip
+    """The copy's trials may start once it has been Ready for service.settle; until then the
+    pass looks again when it will have."""
+    if status.created_at is None or status.ready_seconds is None:
+        plan.ready = True
+        return
+    left = status.ready_seconds + settle - (now - status.created_at).total_seconds()
+    if left <= 0:
+        plan.ready = True
+    else:
+        plan.recheck_seconds = _sooner(plan.recheck_seconds, left + 0.05)
 
 
 def not_ready(pods: Sequence[PodView]) -> tuple[str, str]:

@@ -217,7 +217,13 @@ class LocalBackend:
                 return waiting[0] if waiting else None
 
     def _fits(self, trial: Trial) -> str | None:
-        """Why this machine cannot run a verification of so many Pods on cores of their own."""
+        """Why this machine cannot run a verification of so many Pods on cores of their own,
+        or of a service's plan of several replicas (cxlab run starts one process)."""
+        if trial.service_replicas > 1:
+            return (
+                f"the plan's {trial.service_replicas} replicas: cxlab run starts one process per "
+                f"variant, so a plan of more than one replica is verified on a cluster"
+            )
         whole = self.spec.resources.whole_cpus or 1
         usable = len(available_cores()) - self.spec.workload.delay_target
         if trial.pods * whole > usable:

@@ -9,6 +9,7 @@ import time
 from types import TracebackType
 
 from cxlab.experiments.plan import Trial
+from cxlab.experiments.service_run import copy_variants
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.spec.service import ServiceSubject, Variant
 from cxlab.local.service import RunningService, service_argv, service_environment
@@ -25,7 +26,7 @@ class ServiceRuns:
     def __init__(self, spec: ExperimentSpec, url: str, cores: set[int]) -> None:
         assert spec.service is not None
         self.service: ServiceSubject = spec.service
-        self.variants = {v.index: v for v in self.service.variant_list()}
+        self.spec = spec
         self.url = url
         self.cores = cores
         self.running: RunningService | None = None
@@ -48,7 +49,7 @@ class ServiceRuns:
         if trial.service_variant != self.index:
             self._stop()
             self.index = trial.service_variant
-            self.problem = self._start(self.variants[self.index])
+            self.problem = self._start(copy_variants(self.spec, [trial])[self.index])
         elif self.running is not None and self.running.process.poll() is not None:
             self.problem = self.running.failure("exited")
             self._stop()

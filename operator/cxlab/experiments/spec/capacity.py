@@ -75,7 +75,9 @@ class CapacityTarget(Strict):
 class VerifySpec(Strict):
     """Run the chosen plan to see whether it holds: its Pods, each with its workers, at the
     target rate split among them, tasks arriving at random (Poisson) and queueing for a worker,
-    for a duration. Refuted, one more Pod is tried, up to maxAttempts plans in all."""
+    for a duration. Refuted, one more Pod is tried, up to maxAttempts plans in all. Against a
+    service subject, the plan's replicas of the chosen variant run as a copy of their own,
+    loaded by the client model that measured it; refuted, one more replica."""
 
     enabled: bool = True
     """false: plan without running the plan (a schedule's template verifies unless it says
@@ -90,6 +92,10 @@ class VerifySpec(Strict):
         None
     )
     """Run this many workers per Pod instead of the plan's (in every attempt)."""
+    fewer: bool = False
+    """Against a service subject, once the plan holds, run its replicas less one too: short,
+    the plan is the fewest replicas that hold (status.servicePlan.fewer); held, it is one
+    over (the message says so)."""
 
 
 class RateSearchSpec(Strict):

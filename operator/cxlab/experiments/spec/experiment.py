@@ -168,18 +168,42 @@ _RULES = (
         invalid={**served(), "capacity": CAPACITY},
     ),
     Rule(
-        "service: capacity.verify of a service's plan is not run yet (its copy at the planned "
-        "replicas): set capacity.verify.enabled false, or leave verify out",
-        holds=lambda s: s.service is None or s.capacity is None or s.capacity.verifying is None,
+        "service: capacity.verify.pods and workersPerPod size a client's plan; a service's "
+        "plan runs its replicas, loaded by the generator Pods its searches needed: leave "
+        "them out",
+        holds=lambda s: (
+            s.service is None
+            or s.capacity is None
+            or s.capacity.verify is None
+            or (s.capacity.verify.pods is None and s.capacity.verify.workers_per_pod is None)
+        ),
         cel="!has(self.service) || !has(self.capacity) || !has(self.capacity.verify) || "
-        "(has(self.capacity.verify.enabled) && !self.capacity.verify.enabled)",
+        "(!has(self.capacity.verify.pods) && !has(self.capacity.verify.workersPerPod))",
         field="capacity.verify",
         valid={
             **served(),
-            "capacity": {**CAPACITY, "verify": {"enabled": False}},
+            "capacity": {**CAPACITY, "verify": {"fewer": True}},
             "search": {"rate": {}},
         },
-        invalid={**served(), "capacity": {**CAPACITY, "verify": {}}, "search": {"rate": {}}},
+        invalid={
+            **served(),
+            "capacity": {**CAPACITY, "verify": {"pods": 2}},
+            "search": {"rate": {}},
+        },
+    ),
+    Rule(
+        "capacity.verify.fewer runs a service's plan one replica fewer: it needs spec.service",
+        holds=lambda s: (
+            s.service is not None
+            or s.capacity is None
+            or s.capacity.verify is None
+            or not s.capacity.verify.fewer
+        ),
+        cel="has(self.service) || !has(self.capacity) || !has(self.capacity.verify) || "
+        "!has(self.capacity.verify.fewer) || !self.capacity.verify.fewer",
+        field="capacity.verify.fewer",
+        valid={"capacity": {**CAPACITY, "verify": {"fewer": False}}},
+        invalid={"capacity": {**CAPACITY, "verify": {"fewer": True}}},
     ),
     Rule(  # its trials belong to no variant: no copy would be up for them, or all would
         "service: calibration measures the nodes, not a service: leave calibration out, or "

@@ -7,6 +7,7 @@ experiment's matrix is the variants times the client's."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import shlex
 from dataclasses import dataclass, field
@@ -51,6 +52,8 @@ Arg = Annotated[str, Field(strict=True, max_length=ARG_MAX_LENGTH)]
 Args = Annotated[list[Arg], Field(min_length=1, max_length=MAX_ARGS)]
 EnvValue = Annotated[str, Field(strict=True, max_length=ARG_MAX_LENGTH)]
 ReadyTimeout = Annotated[str, DURATION, duration("1s", "30m")]
+Settle = Annotated[str, DURATION, duration("0s", "5m")]
+DEFAULT_SETTLE = "5s"
 
 
 def _once(what: str, valid: list[Any], invalid: list[Any], key: str = "name") -> Check:
@@ -239,6 +242,20 @@ class Variant:
     def memory_bytes(self) -> int | None:
         return None if self.memory is None else memory_bytes(self.memory)
 
+    @property
+    def base(self) -> str:
+        """The name without its replica count: sync-4 of sync-4-r2, the variant a service
+        plan sizes from its counts."""
+        if self.replicas is None:
+            return self.name
+        parts = [p for p in self.name.split("-") if p != f"r{self.replicas}"]
+        return "-".join(parts) or "default"
+
+    def scaled(self, index: int, replicas: int) -> Variant:
+        """This variant at `replicas`, as the copy `index` (a service plan's verification)."""
+        return dataclasses.replace(self, index=index, replicas=replicas,
+                                   name=f"{self.base}-r{replicas}")  # fmt: skip
+
     def changes(self) -> str:
         """What the variant changes, in words: 'replicas 2, cpu 0.5, args [...]'."""
         said = [f"replicas {self.replicas}"] if self.replicas is not None else []
@@ -281,6 +298,12 @@ class ServiceSubject(Strict):
     ready_timeout: ReadyTimeout = DEFAULT_READY_TIMEOUT
     """How long a variant may take to be Ready (every replica) before it ends, with the
     Pods' own reason (ImagePullBackOff, CrashLoopBackOff, Unschedulable ...)."""
+    settle: Settle = DEFAULT_SETTLE
+    """On a cluster, how long every replica of a copy stays Ready before its first trial:
+    what a service does after its readiness probe passes (gunicorn's workers import the app
+    once its master listens: 3-4 s of backlog at 150/s on a fresh 3-replica copy) is not
+    what the first trial measures. Locally cxlab run waits for the process tree's CPU to
+    settle instead (at most 30 s)."""
     variants: Variants | None = None
     """Axes and named variants; unset: one variant, the Deployment (or command) as it is."""
 
@@ -310,6 +333,14 @@ class ServiceSubject(Strict):
             invalid=served(variants={**_SIXTEEN, "replicas": [1, 2, 3]}),
         ),
     )
+
+    def copy_variant(self, index: int, base: str, replicas: int) -> Variant:
+        """The copy `index` past the variants (a verification of the service's plan): the
+        first variant named `base` without its replica count, at `replicas`."""
+        chosen = next((v for v in self.variant_list() if v.base == base), None)
+        if chosen is None:
+            raise ValueError(f"service.variants has no variant {base!r}")
+        return chosen.scaled(index, replicas)
 
     def variant_list(self) -> list[Variant]:
         """Every variant in run order: named outermost, then replicas, resources and env."""

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cxlab.analysis.stats import t975, welch_t_test
-from cxlab.schedules.history import METRICS, HistoryEntry, HistoryPoint
+from cxlab.schedules.history import COMPARED, HistoryEntry, HistoryPoint
 from cxlab.schedules.regression import BAD_DIRECTION, Policy, benjamini_yekutieli
 
 Verdict = Literal["worse", "better", "same", "n/a"]
@@ -95,7 +95,7 @@ class Comparison:
     """A's run name."""
     after: str
     changes: tuple[Change, ...]
-    """Every point of both runs, in A's order, each metric in METRICS' order."""
+    """Every point of both runs, in A's order, each metric in COMPARED order."""
     added: tuple[str, ...]
     """Points only B has."""
     removed: tuple[str, ...]
@@ -132,7 +132,8 @@ def compare(
     pairs = [
         (key, metric, _values(points_a[key], metric), _values(points_b[key], metric))
         for key in common
-        for metric in METRICS
+        for metric in COMPARED
+        if _measures(points_a[key], metric) or _measures(points_b[key], metric)
     ]
     raw = [_two_sided_p(a, b) for _, _, a, b in pairs]
     tested = [p for p in raw if p is not None]
@@ -156,6 +157,11 @@ def _listed(points: Iterable[str], most: int = 4) -> str:
     keys = list(points)
     shown = ", ".join(keys[:most])
     return shown + (f" and {len(keys) - most} more" if len(keys) > most else "")
+
+
+def _measures(point: HistoryPoint, metric: str) -> bool:
+    """Whether the point has the metric at all (a service variant's point has its own)."""
+    return point.value(metric) is not None or bool((point.samples or {}).get(metric))
 
 
 def _values(point: HistoryPoint, metric: str) -> list[float]:

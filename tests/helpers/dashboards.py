@@ -36,7 +36,14 @@ SCHEDULE_STATUS = {
                     "cpuSecondsPerTask": 0.001,
                     "latencyP99Seconds": 0.05,
                     "peakRssBytes": 3e7,
-                }
+                },
+                {  # a service variant's (a template with spec.service and a capacity target)
+                    "point": "service sync-4",
+                    "model": "service",
+                    "n": 1,
+                    "capacityPerCore": 300.0,
+                    "plannedReplicas": 3.0,
+                },
             ],
         }
     ],

@@ -14,7 +14,7 @@ from prometheus_client.registry import Collector
 from cxlab.analysis.service_figures import ServiceFigures
 from cxlab.conditions import condition_of
 from cxlab.experiments.status import ObjectiveStatus, Phase, Verdict
-from cxlab.schedules.history import METRICS, newest_succeeded
+from cxlab.schedules.history import COMPARED, newest_succeeded
 from cxlab.schedules.status import ScheduleStatus
 
 PHASES = tuple(Phase)
@@ -218,7 +218,7 @@ class _ScheduleCollector(Collector):
             newest = newest_succeeded(status.history or [])
             for point in newest.points or [] if newest else []:
                 written = point.document()  # the metrics by the names the dashboards know
-                for metric in METRICS:
+                for metric in COMPARED:
                     if metric in written:
                         values.add_metric([namespace, name, point.point, metric], written[metric])
         yield from (runs, regressed, refused, pods, cores, grew, values)

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from cxlab.analysis.capacity_plan import CapacityPlan
+from cxlab.analysis.service_plan import ServicePlan
 from cxlab.analysis.summary import group_points
 from cxlab.conditions import condition_of
 from cxlab.experiments.plan import plan_trials
@@ -48,8 +49,15 @@ METRICS: dict[str, Callable[[Result], float]] = {
 }
 
 
+# The service's plan's figures (status.servicePlan), per variant: each a point of its own,
+# "service <variant>", compared over runs as the Results' metrics are.
+SERVICE_METRICS = ("capacityPerCore", "plannedReplicas")
+# Every metric a point may have, as named in status, metrics and messages.
+COMPARED = (*METRICS, *SERVICE_METRICS)
+
+
 class HistoryPoint(Shape):
-    """One point of a run: medians over its repetitions."""
+    """One point of a run: medians over its repetitions; or one variant of its service."""
 
     point: str
     """The point's key, the same in every run of one template: variant, workers, RTT."""
@@ -61,6 +69,13 @@ class HistoryPoint(Shape):
     cpu_seconds_per_task: Maybe[float] = None
     latency_p99_seconds: Maybe[float] = None
     peak_rss_bytes: Maybe[float] = None
+    capacity_per_core: Maybe[float] = None
+    """A service variant's point: the tasks/s one core of it carries, its searched rate at
+    the fewest replicas measured over the cores they request (absent when neither the
+    variant nor the Deployment requests any)."""
+    planned_replicas: Maybe[float] = None
+    """A service variant's point: the replicas its plan needs for capacity.target (absent
+    when it cannot meet it)."""
     samples: Maybe[dict[str, list[float]]] = None
     """Every repetition's value per metric (only when n > 1): the spread `cxlab compare`
     shows (the regression test compares runs by their medians)."""
@@ -73,7 +88,9 @@ class HistoryPoint(Shape):
 
 # A metric's field in a point (wallSeconds → wall_seconds): a metric is named as written.
 _METRIC_FIELDS = {
-    field.alias: name for name, field in HistoryPoint.model_fields.items() if field.alias in METRICS
+    field.alias: name
+    for name, field in HistoryPoint.model_fields.items()
+    if field.alias in COMPARED
 }
 
 
@@ -95,6 +112,17 @@ class PlanBrief(Shape):
     """The mean wait for a worker its last verification measured."""
 
 
+class ServicePlanBrief(Shape):
+    """The run's service plan in short (status.servicePlan): replicas over time."""
+
+    display: str
+    variant: Maybe[str] = None
+    replicas: Maybe[int] = None
+    cores: Maybe[float] = None
+    basis: Maybe[str] = None
+    """measured, extrapolated, verified or refuted (status.servicePlan.basis)."""
+
+
 class HistoryEntry(Shape):
     """One run of a schedule, compact."""
 
@@ -107,6 +135,7 @@ class HistoryEntry(Shape):
     message: Maybe[str] = None
     points: Maybe[list[HistoryPoint]] = None
     plan: Maybe[PlanBrief] = None
+    service_plan: Maybe[ServicePlanBrief] = None
     environment: Maybe[Environment] = None
     """The run's calibration and fingerprint (status.environment): where a regression's
     calibration moved with it, the environment is blamed, not the code."""
@@ -173,15 +202,22 @@ def history_entry(document: Mapping[str, Any], scheduled_time: str | None = None
     annotations = metadata.get("annotations") or {}
     scheduled = scheduled_time or annotations.get(SCHEDULED_TIME_ANNOTATION)
     failed = condition_of(status.conditions, "Failed")
-    plan = status.capacity_plan
+    plan, served = status.capacity_plan, status.service_plan
+    points = _points(experiment, status) if status.trials else None
+    if served is not None:
+        points = [*(points or []), *service_points(served)]
     entry = HistoryEntry(
         run=metadata["name"],
         phase=status.phase or Phase.FAILED,
         scheduled_time=parse_time(scheduled) if scheduled else status.start_time,
         finished_time=status.completion_time,
         message=failed.message[:300] if failed and failed.true and failed.message else None,
-        points=_points(experiment, status) if status.trials else None,
-        plan=None if plan is None else plan_brief(plan), environment=status.environment,
+        points=points, plan=None if plan is None else plan_brief(plan),
+        service_plan=None if served is None else ServicePlanBrief(
+            display=served.display, variant=served.choice, replicas=served.replicas,
+            cores=served.cores, basis=served.basis,
+        ),
+        environment=status.environment,
     )  # fmt: skip
     if status.objectives:
         verdict = condition_of(status.conditions, "ObjectivesMet")
@@ -193,6 +229,22 @@ def history_entry(document: Mapping[str, Any], scheduled_time: str | None = None
 
 # The ObjectivesMet condition's status as the run's verdict.
 _VERDICTS: dict[str, Verdict] = {"True": "Met", "False": "Broken", "Unknown": "Inconclusive"}
+
+
+def service_points(plan: ServicePlan) -> list[HistoryPoint]:
+    """Each variant of the service's plan as a point: its capacity per core and its planned
+    replicas, the figures a capacity regression shows in (the same rate needs more)."""
+    points = []
+    for variant in plan.variants:
+        point = HistoryPoint(point=f"service {variant.variant}", model="service", n=1)
+        fewest = min(variant.measured, key=lambda m: m.replicas, default=None)
+        if fewest is not None and variant.cores_per_replica:
+            cores = fewest.replicas * variant.cores_per_replica
+            point.capacity_per_core = _round(fewest.rate_per_second / cores)
+        if variant.meets and variant.replicas is not None:
+            point.planned_replicas = float(variant.replicas)
+        points.append(point)
+    return points
 
 
 def plan_brief(plan: CapacityPlan) -> PlanBrief:

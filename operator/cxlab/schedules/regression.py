@@ -73,6 +73,9 @@ BAD_DIRECTION: dict[str, Literal["up", "down"]] = {
     "cpuSecondsPerTask": "up",
     "latencyP99Seconds": "up",
     "peakRssBytes": "up",
+    # a service variant's (cxlab.schedules.history.service_points)
+    "capacityPerCore": "down",
+    "plannedReplicas": "up",
 }
 
 # A Kubernetes condition message is capped by the API server at 32 KiB; keep it readable.
@@ -457,6 +460,10 @@ def _show(metric: str, value: float) -> str:
         return f"{_sig3(value / 2**20)} MiB"
     if metric == "throughputPerSecond":
         return f"{_sig3(value)}/s"
+    if metric == "capacityPerCore":
+        return f"{_sig3(value)}/s per core"
+    if metric == "plannedReplicas":
+        return f"{value:g} replicas"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
         if abs(value) >= scale:
             return f"{_sig3(value / scale)} {unit}"

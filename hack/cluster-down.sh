@@ -39,7 +39,7 @@ stop_component kwok 20
 ip route del unreachable 10.128.0.0/16 2>/dev/null || true  # hack/kwok.sh's fake Pod IPs
 stop_component kubelet 10
 (
-  for c in coredns kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do
+  for c in metrics-server coredns kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do
     stop_component "$c" 15 &
   done
   wait

@@ -2,8 +2,8 @@
 # Brings up a single-node Kubernetes v1.32.4 cluster on this machine, everything under
 # build/cluster/ (see hack/README.md): etcd, containerd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubelet (static CPU manager) and kube-proxy
-# (iptables), bridge CNI, CoreDNS (cluster.local, as kubeadm sets it up), the images
-# cxlab.dev/pause:dev and cxlab.dev/runner:dev.
+# (iptables), bridge CNI, CoreDNS (cluster.local, as kubeadm sets it up), metrics-server (the
+# resource metrics API an HPA reads), the images cxlab.dev/pause:dev and cxlab.dev/runner:dev.
 # Idempotent: when the cluster it started is up and healthy it only makes sure the images
 # are current. A partly running or dead cluster is taken down (hack/cluster-down.sh) first.
 set -euo pipefail
@@ -36,7 +36,7 @@ fi
 ours=" "
 for c in "${COMPONENTS[@]}"; do pid=$(component_pid "$c") && ours+="$pid "; done
 for port in $ETCD_PORT $ETCD_PEER_PORT $API_PORT 10248 10249 10250 10256 10257 10259 \
-  $DNS_PORT $DNS_HEALTH_PORT $DNS_READY_PORT $DNS_METRICS_PORT; do
+  $DNS_PORT $DNS_HEALTH_PORT $DNS_READY_PORT $DNS_METRICS_PORT $METRICS_SERVER_PORT; do
   holders=$(ss -Htlnp "sport = :$port" 2>/dev/null | grep -o "pid=[0-9]*" | cut -d= -f2 | sort -u || true)
   [[ -n $holders ]] || continue
   for pid in $holders; do
@@ -61,6 +61,7 @@ need_pkgs containerd:containerd ctr:containerd runc:runc \
   openssl:openssl curl:curl jq:jq ip:iproute2 findmnt:util-linux ss:iproute2 flock:util-linux
 
 "$ROOT/hack/build-k8s.sh"
+"$ROOT/hack/metrics-server.sh"
 "$ROOT/hack/images.sh" --build
 
 NODE_NAME=$(node_name)
@@ -100,6 +101,13 @@ fi
 if ! [[ -f $PKI/admin.crt ]] || ! openssl x509 -checkend 86400 -noout -in "$PKI/admin.crt" >/dev/null; then
   log "certificates: admin client certificate (system:masters)"
   sign admin "/O=system:masters/CN=cxlab-admin" \
+    "keyUsage=critical,digitalSignature,keyEncipherment"$'\n'"extendedKeyUsage=clientAuth"
+fi
+if ! [[ -f $PKI/front-proxy-client.crt ]] || ! openssl x509 -checkend 86400 -noout -in "$PKI/front-proxy-client.crt" >/dev/null; then
+  # the apiserver's client certificate towards aggregated APIs (metrics-server), which trust
+  # the user it names in its headers (--requestheader-*)
+  log "certificates: front proxy client certificate"
+  sign front-proxy-client "/CN=front-proxy-client" \
     "keyUsage=critical,digitalSignature,keyEncipherment"$'\n'"extendedKeyUsage=clientAuth"
 fi
 if ! [[ -f $PKI/sa.key ]]; then
@@ -293,6 +301,47 @@ ports:
 - {name: dns-tcp, port: $DNS_PORT, protocol: TCP}
 EOF
 
+# metrics-server as its own manifests register it (the APIService v1beta1.metrics.k8s.io
+# behind a kube-system Service), its one endpoint the node's IP: it runs on the host as the
+# other components. Its serving certificate is its own, self-signed: the APIService skips
+# verifying it, as the upstream manifests' test setups do.
+cat > "$CLUSTER/metrics-server.yaml" <<EOF
+apiVersion: v1
+kind: Service
+metadata:
+  name: metrics-server
+  namespace: kube-system
+  labels: {k8s-app: metrics-server}
+spec:
+  ports:
+  - {name: https, port: 443, protocol: TCP, targetPort: $METRICS_SERVER_PORT}
+---
+# Endpoints, not an EndpointSlice: the aggregator resolves an APIService's Service through
+# them (--enable-aggregator-routing); the controller manager mirrors them into a slice
+apiVersion: v1
+kind: Endpoints
+metadata:
+  name: metrics-server
+  namespace: kube-system
+  labels: {k8s-app: metrics-server}
+subsets:
+- addresses: [{ip: $NODE_IP}]
+  ports: [{name: https, port: $METRICS_SERVER_PORT, protocol: TCP}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1beta1.metrics.k8s.io
+  labels: {k8s-app: metrics-server}
+spec:
+  service: {name: metrics-server, namespace: kube-system, port: 443}
+  group: metrics.k8s.io
+  version: v1beta1
+  insecureSkipTLSVerify: true
+  groupPriorityMinimum: 100
+  versionPriority: 100
+EOF
+
 # ---- kernel settings: routing between the bridge and the host, Services through iptables ----
 sysctl -qw net.ipv4.ip_forward=1
 [[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]] || modprobe br_netfilter 2>/dev/null || true
@@ -359,7 +408,12 @@ launch kube-apiserver "$K8S_BIN/kube-apiserver" \
   --kubelet-preferred-address-types InternalIP,Hostname \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
   --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
-  --authorization-mode Node,RBAC --allow-privileged=true --profiling=false
+  --authorization-mode Node,RBAC --allow-privileged=true --profiling=false \
+  --requestheader-client-ca-file "$PKI/ca.crt" --requestheader-allowed-names front-proxy-client \
+  --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+  --requestheader-extra-headers-prefix X-Remote-Extra- \
+  --proxy-client-cert-file "$PKI/front-proxy-client.crt" --proxy-client-key-file "$PKI/front-proxy-client.key" \
+  --enable-aggregator-routing=true
 
 containerd_ok() { alive containerd; ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; }
 wait_for 60 containerd "containerd's socket" containerd_ok
@@ -369,6 +423,8 @@ apiserver_ok() { alive kube-apiserver; [[ $(api /readyz 2>/dev/null) == ok ]]; }
 wait_for 180 kube-apiserver "kube-apiserver /readyz" apiserver_ok
 "$K8S_BIN/kubectl" --kubeconfig "$KC" apply --server-side --force-conflicts \
   -f "$CLUSTER/coredns/kube-dns.yaml" >/dev/null || fail kube-apiserver "refused the kube-dns Service"
+"$K8S_BIN/kubectl" --kubeconfig "$KC" apply --server-side --force-conflicts \
+  -f "$CLUSTER/metrics-server.yaml" >/dev/null || fail kube-apiserver "refused metrics-server's APIService"
 
 log "starting kube-controller-manager, kube-scheduler, kubelet, kube-proxy, CoreDNS"
 launch kube-controller-manager "$K8S_BIN/kube-controller-manager" \
@@ -376,7 +432,8 @@ launch kube-controller-manager "$K8S_BIN/kube-controller-manager" \
   --bind-address 127.0.0.1 --leader-elect=false \
   --root-ca-file "$PKI/ca.crt" --service-account-private-key-file "$PKI/sa.key" \
   --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
-  --use-service-account-credentials=false --allocate-node-cidrs=false --profiling=false
+  --use-service-account-credentials=false --allocate-node-cidrs=false --profiling=false \
+  --horizontal-pod-autoscaler-sync-period 5s
 launch kube-scheduler "$K8S_BIN/kube-scheduler" \
   --kubeconfig "$KC" --authentication-kubeconfig "$KC" --authorization-kubeconfig "$KC" \
   --bind-address 127.0.0.1 --leader-elect=false --profiling=false
@@ -386,6 +443,14 @@ launch kubelet "$K8S_BIN/kubelet" \
   --node-ip "$NODE_IP" --hostname-override "$NODE_NAME"
 launch kube-proxy "$K8S_BIN/kube-proxy" --config "$CLUSTER/kube-proxy/config.yaml"
 launch coredns "$K8S_BIN/coredns" -conf "$CLUSTER/coredns/Corefile"
+# the kubelet's CPU every 10 s (its least): an HPA sees a change of load within about 20 s
+mkdir -p "$CLUSTER/metrics-server"
+launch metrics-server "$BUILD/bin/metrics-server" \
+  --kubeconfig "$KC" --authentication-kubeconfig "$KC" --authorization-kubeconfig "$KC" \
+  --bind-address "$NODE_IP" --secure-port "$METRICS_SERVER_PORT" --cert-dir "$CLUSTER/metrics-server" \
+  --kubelet-insecure-tls --kubelet-preferred-address-types InternalIP --metric-resolution 10s \
+  --kubelet-request-timeout 5s \
+  --profiling=false
 
 all_ok() { local c; for c in "${COMPONENTS[@]}"; do alive "$c"; done; }
 ready() { all_ok; node_ready; }
@@ -394,6 +459,13 @@ default_sa() { all_ok; api /api/v1/namespaces/default/serviceaccounts/default >/
 wait_for 120 kube-controller-manager "the default ServiceAccount" default_sa
 dns_ok() { all_ok; curl -sf --max-time 2 "http://127.0.0.1:$DNS_READY_PORT/ready" >/dev/null; }
 wait_for 120 coredns "CoreDNS /ready (it has read the cluster's Services)" dns_ok
+# Available once metrics-server has read the kubelet twice (a CPU rate needs two readings)
+metrics_ok() {
+  all_ok
+  [[ $("$K8S_BIN/kubectl" --kubeconfig "$KC" get apiservice v1beta1.metrics.k8s.io \
+    -o 'jsonpath={.status.conditions[?(@.type=="Available")].status}' 2>/dev/null) == True ]]
+}
+wait_for 120 metrics-server "the APIService v1beta1.metrics.k8s.io Available" metrics_ok
 trap - EXIT ERR
 
 log "cluster up in $((SECONDS - start)) s: node $NODE_NAME ($NODE_IP) Ready"

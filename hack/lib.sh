@@ -125,11 +125,12 @@ DNS_PORT=10053                # CoreDNS on the node's IP; kube-dns's port 53 lea
 DNS_HEALTH_PORT=18180         # CoreDNS's health, ready and metrics (prometheus) plugins,
 DNS_READY_PORT=18181          # on 127.0.0.1
 DNS_METRICS_PORT=19153
+METRICS_SERVER_PORT=10443     # metrics-server on the node's IP; the metrics.k8s.io APIService leads there
 POD_CIDR=10.244.0.0/24        # the bridge CNI network of the one node
 CLUSTER_CIDR=10.244.0.0/16
 CNI_BRIDGE=cni0
 # start order; cluster-down stops them in reverse
-COMPONENTS=(etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
+COMPONENTS=(etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns metrics-server)
 
 node_name() { hostname | tr '[:upper:]' '[:lower:]'; }
 node_ip() {

@@ -13,7 +13,11 @@ from cxlab.local.service_meter import settle
 
 @pytest.fixture
 def process(request: pytest.FixtureRequest) -> Iterator[int]:
-    child = subprocess.Popen([sys.executable, "-c", request.param])
+    """The program running (past the interpreter's start-up, whose CPU is the machine's to
+    give: on a busy one it was slow enough to look idle)."""
+    code = f"print('running', flush=True)\n{request.param}"
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline() == "running\n"
     yield child.pid
     child.kill()
     child.wait()

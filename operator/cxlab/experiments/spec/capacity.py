@@ -18,7 +18,7 @@ from cxlab.experiments.fields import (
     Strict,
     TargetRate,
 )
-from cxlab.experiments.spec.examples import CAPACITY, looping, workload
+from cxlab.experiments.spec.examples import CAPACITY, looping, served, workload
 from cxlab.experiments.spec.limits import MAX_PROBES, MAX_REPEATS, MAX_VERIFY_ATTEMPTS
 from cxlab.rules import Rule
 from cxlab_contract.durations import parse_duration
@@ -66,8 +66,16 @@ class CapacityTarget(Strict):
             ),
             cel="!has(self.peakRatePerSecond) || self.peakRatePerSecond >= self.ratePerSecond",
             field="peakRatePerSecond",
-            valid={"capacity": {"target": {**CAPACITY["target"], "peakRatePerSecond": 1000}}},
-            invalid={"capacity": {"target": {**CAPACITY["target"], "peakRatePerSecond": 1}}},
+            valid={
+                **served(),
+                "search": {"rate": {}},
+                "capacity": {"target": {**CAPACITY["target"], "peakRatePerSecond": 1000}},
+            },
+            invalid={
+                **served(),
+                "search": {"rate": {}},
+                "capacity": {"target": {**CAPACITY["target"], "peakRatePerSecond": 1}},
+            },
         ),
     )
 

@@ -192,6 +192,20 @@ _RULES = (
         },
     ),
     Rule(
+        "capacity.target.peakRatePerSecond sizes a service's autoscaler (its maxReplicas): it "
+        "needs spec.service; a client's plan has no autoscaler",
+        holds=lambda s: (
+            s.service is not None
+            or s.capacity is None
+            or s.capacity.target.peak_rate_per_second is None
+        ),
+        cel="has(self.service) || !has(self.capacity) || "
+        "!has(self.capacity.target.peakRatePerSecond)",
+        field="capacity.target.peakRatePerSecond",
+        valid={"capacity": CAPACITY},
+        invalid={"capacity": {"target": {**CAPACITY["target"], "peakRatePerSecond": 1000}}},
+    ),
+    Rule(
         "capacity.verify.fewer runs a service's plan one replica fewer: it needs spec.service",
         holds=lambda s: (
             s.service is not None

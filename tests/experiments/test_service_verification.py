@@ -10,7 +10,10 @@ import math
 from helpers.mdc_exact import fewest_replicas
 from helpers.service_world import OBJECTIVE, RATE, SERVICE, plan_of, run, spec_of, world
 
+from cxlab.analysis.outcome import TrialOutcome
+from cxlab.experiments.plan import Trial
 from cxlab.experiments.service_run import copy_indexes, copy_variants
+from cxlab.experiments.spec import ExperimentSpec
 
 
 def test_the_plan_runs_as_its_own_copy_and_holds_as_the_exact_m_d_c_says() -> None:
@@ -82,3 +85,21 @@ def test_the_generator_pods_hold_every_request_in_flight_at_the_objective() -> N
     done, _ = run(spec, world())
     [first, *_] = [o.trial for o in done if o.trial.verify]
     assert (first.workers, first.pods) == (4, 4)
+
+
+def test_a_verification_its_generator_could_not_keep_neither_refutes_nor_retries() -> None:
+    spec = spec_of({"duration": "20s", "fewer": True})
+    simulated = world()
+
+    def saturated(spec: ExperimentSpec, trial: Trial) -> TrialOutcome:
+        outcome = simulated(spec, trial)
+        if trial.verify and outcome.result is not None:
+            outcome.result["arrival"] |= {"generatorSaturated": True, "saturation": "lag"}
+        return outcome
+
+    done, unverified = run(spec, saturated)
+    assert [o.trial.service_replicas for o in done if o.trial.verify] == [3]  # no second
+    assert unverified is not None and "measured the generator, not the plan" in unverified
+    plan = plan_of(spec, done)
+    assert plan.basis == "measured" and plan.replicas == 3
+    assert plan.unverified is not None and "not verified" in plan.message

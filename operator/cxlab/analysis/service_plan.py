@@ -283,6 +283,10 @@ def _verified(
     last = tries[-1]
     tried = f" after {len(tries)} attempts" if len(tries) > 1 else ""
     plan.verification = tries
+    if not last.holds and last.generator_saturated:  # it measured the generator, not the plan
+        plan.unverified = unverified or last.shortfall
+        plan.message += f"; not verified: {plan.unverified}"
+        return
     plan.basis = best.basis = "verified" if last.holds else "refuted"
     plan.display += f" ({plan.basis})"
     if last.holds:

@@ -268,15 +268,28 @@ def _service_verified(
         if entry is None:  # running, or about to
             return Trials(trials)
         [outcome] = outcomes_of([trial], [entry])
-        if verification_of(spec, outcome).holds:
+        judged = verification_of(spec, outcome)
+        if judged.holds:
             held = (attempt, trial.service_replicas)
             break
+        if judged.generator_saturated:  # it measured the generator: a replica more cannot help
+            return Trials(trials, generator_bound(trial))
     if held is None or not verify.fewer or held[0] > 1 or held[1] <= 1:
         return Trials(trials)  # a refuted attempt already ran one fewer
     trial = attempt_trial(fewer_attempt(spec), held[1] - 1)
     if _cannot_run(spec, trial, fits) is None:
         trials.append(trial)
     return Trials(trials)
+
+
+def generator_bound(trial: Trial) -> str:
+    """Why a service plan's verification that its generator could not keep says nothing of
+    the plan."""
+    return (
+        f"its generator, {trial.pods} Pod(s) of {trial.model}, could not keep "
+        f"{trial.rate_per_second:g} tasks/s (search.rate.maxPods bounds them): it measured "
+        f"the generator, not the plan"
+    )
 
 
 def _cannot_run(spec: ExperimentSpec, trial: Trial, fits: Fits | None) -> str | None:

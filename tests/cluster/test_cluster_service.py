@@ -26,13 +26,13 @@ from typing import Any, Self
 import kubernetes
 import pytest
 from helpers.cluster import KUBECONFIG, TIMEOUT_SCALE, Lab, Operator, why
+from helpers.httpbin import deploy_httpbin
 from helpers.mdc_exact import fewest_replicas
 from helpers.queue import started_after_it_finished
 
 from cxlab.experiments.status import ExperimentStatus
 from cxlab.table import service_plan_text
 
-IMAGE = "cxlab.dev/httpbin:dev"
 DELAY = 0.05
 COPY = "app.kubernetes.io/component=service-copy"
 
@@ -44,59 +44,6 @@ def _sync(workers: int) -> dict[str, Any]:
 
 def _gunicorn(name: str, *args: str) -> dict[str, Any]:
     return {"name": name, "args": ["--bind", "0.0.0.0:8080", *args, "httpbin:app"]}
-
-
-def _deploy_httpbin(
-    lab: Lab, cpu: str | None = None, replicas: int = 1
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The user's Deployment and Service (as the apiserver returned them), once Ready; with a
-    CPU request where its throughput is measured (none: it fits beside any trial)."""
-    apps = kubernetes.client.AppsV1Api()
-    container = {
-        "name": "httpbin", "image": IMAGE, "imagePullPolicy": "IfNotPresent",
-        "ports": [{"name": "http", "containerPort": 8080}],
-        # a TCP probe: gunicorn's master accepts while every worker is busy; an HTTP probe
-        # would queue behind the load (1.6 s at sync-2) and take the Pod out of its Service
-        "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1},
-        "securityContext": {"readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
-                            "capabilities": {"drop": ["ALL"]}},
-        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-        # a request, no limit, where it is measured: BestEffort, the server would get the CPU
-        # last of every process on the node (the control plane's, the client's). Elsewhere
-        # none: the trials of the tests beside it (other workers' operators, whose queues do
-        # not see this one's copy) may hold every core's request
-        "resources": {"requests": {"cpu": cpu, "memory": "64Mi"} if cpu else {}},
-    }  # fmt: skip
-    deployment = {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "api", "labels": {"app": "api"}},
-        "spec": {
-            "replicas": replicas, "selector": {"matchLabels": {"app": "api"}},
-            "template": {
-                "metadata": {"labels": {"app": "api"}},
-                "spec": {
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": 65532,
-                                        "seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [container],
-                    "volumes": [{"name": "tmp", "emptyDir": {}}],
-                },
-            },
-        },
-    }  # fmt: skip
-    service = {
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "api"},
-        "spec": {"selector": {"app": "api"}, "ports": [{"name": "http", "port": 80,
-                                                       "targetPort": 8080}]},
-    }  # fmt: skip
-    apps.create_namespaced_deployment(lab.namespace, deployment)
-    created = lab.core.create_namespaced_service(lab.namespace, service)
-    deadline = time.monotonic() + 90 * TIMEOUT_SCALE
-    while time.monotonic() < deadline:
-        read = apps.read_namespaced_deployment("api", lab.namespace)
-        if (read.status.ready_replicas or 0) >= replicas:
-            return read.to_dict(), created.to_dict()
-        time.sleep(0.5)
-    raise AssertionError(f"the user's httpbin never got Ready: {read.status}")
 
 
 def _experiment(*variants: dict[str, Any], ready_timeout: str = "60s") -> dict[str, Any]:
@@ -303,19 +250,19 @@ def _unchanged(lab: Lab, deployment: dict[str, Any], service: dict[str, Any]) ->
 
 @pytest.fixture
 def httpbin(lab: Lab) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    yield _deploy_httpbin(lab)
+    yield deploy_httpbin(lab)
 
 
 @pytest.fixture
 def planned_httpbin(lab: Lab) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     # scaled to none (a staging Deployment): the node's 1 CPU holds the plan's 3 replicas of
     # 0.2 and a generator of 0.4, and nothing else
-    yield _deploy_httpbin(lab, cpu="200m", replicas=0)
+    yield deploy_httpbin(lab, cpu="200m", replicas=0)
 
 
 @pytest.fixture
 def measured_httpbin(lab: Lab) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    yield _deploy_httpbin(lab, cpu="250m")
+    yield deploy_httpbin(lab, cpu="250m")
 
 
 def _searched(

@@ -80,6 +80,15 @@ def test_without_changes_the_copy_is_the_template_with_the_users_replicas() -> N
     assert containers == USER["spec"]["template"]["spec"]["containers"]
 
 
+def test_a_deployment_scaled_to_none_is_copied_as_one_replica_unless_a_variant_says() -> None:
+    user = copy.deepcopy(USER)
+    user["spec"]["replicas"] = 0
+    made = build_copy_deployment(user, Variant(index=1, name="default"), None, "exp", "u")
+    assert made["spec"]["replicas"] == 1  # a copy of none would answer nothing
+    sized = Variant(index=2, name="r2", replicas=2)
+    assert build_copy_deployment(user, sized, None, "exp", "u")["spec"]["replicas"] == 2
+
+
 def test_a_container_the_deployment_lacks_is_refused() -> None:
     with pytest.raises(ValueError, match="no container 'web'"):
         build_copy_deployment(USER, Variant(index=1, name="v"), "web", "exp", "u")

@@ -91,7 +91,13 @@ def build_copy_deployment(
         "kind": "Deployment",
         "metadata": _metadata(experiment, uid, namespace, variant),
         "spec": {
-            "replicas": spec.get("replicas", 1) if variant.replicas is None else variant.replicas,
+            # a Deployment scaled to none (staging, or a spare) is copied as one: a copy of
+            # none would be Ready at once and answer nothing
+            "replicas": (
+                max(1, int(spec.get("replicas", 1)))
+                if variant.replicas is None
+                else variant.replicas
+            ),
             "selector": {"matchLabels": own},
             "template": template,
             # a copy is never rolled: it is made once and deleted after its variant

@@ -61,30 +61,6 @@ def _per_point(title: str, metric: str, unit: str, what: str) -> Any:
     )
 
 
-# Against a service subject, its plan's figures per variant (cxlab.schedules.history
-# .SERVICE_METRICS, points "service <variant>"): title, the metric label, unit, what it is.
-SERVICE_METRICS = [
-    ("Service capacity per core", "capacityPerCore", "short",
-     "Tasks per second one core of the service carries, per variant: its searched rate at the "
-     "fewest replicas measured over the cores they request. Down is a capacity regression"),
-    ("Service replicas planned", "plannedReplicas", "short",
-     "Replicas of the service the plan needs for the target rate, per variant that meets the "
-     "objective. Up is a capacity regression: the same rate needs more"),
-]  # fmt: skip
-
-
-def _per_variant(title: str, metric: str, unit: str, what: str) -> Any:
-    return graph(
-        title,
-        f"{what}. {STEPS}",
-        unit,
-        query(
-            f'max by (point) (cxlab_schedule_point_value{{{SCHEDULE},metric="{metric}"}})',
-            "{{point}}",
-        ),
-    )
-
-
 def dashboard() -> Any:
     panels = [
         tallies(
@@ -110,7 +86,6 @@ def dashboard() -> Any:
         _capacity("Pods needed", "cxlab_schedule_capacity_pods", "Pods"),
         _capacity("Cores needed", "cxlab_schedule_capacity_cores", "Cores"),
         *(_per_point(*metric) for metric in POINT_METRICS),
-        *(_per_variant(*metric) for metric in SERVICE_METRICS),
     ]
     # 1 at the one step where the schedule turned regressed: regressed now, not one step
     # ($__interval) before. A run regressing after a regressed run is not marked again.

@@ -32,7 +32,6 @@ from helpers.cluster import (
     experiment_spec,
     why,
 )
-from helpers.httpbin import deploy_httpbin
 
 # Prometheus scrapes this worker's operator only (its port, given to hack/prometheus.sh): beside
 # the KWOK module (paired), not beside tests whose trials share the node's core.
@@ -278,60 +277,13 @@ def scheduled(operator_with_prometheus: Operator) -> Iterator[Scheduled]:
     # scraped every 5 s, and a range query's steps (from its start, 1 s apart) can all fall
     # before the first sample when it is only a moment old.
     deadline = time.monotonic() + 60
-    # (the service panels answer for a service's schedule: service_scheduled)
-    while empty := [p for p in empty_panels("capacity-planning.json", "", scheduled)
-                    if not p.startswith("Service ")]:  # fmt: skip
+    while empty := empty_panels("capacity-planning.json", "", scheduled):
         if time.monotonic() > deadline:
             seen = instant(
                 f'{{__name__=~"cxlab_schedule_.*",namespace="{namespace}"}}', time.time()
             )
             status = lab.get_schedule(name).get("status")
             raise AssertionError(f"no answer from {empty}; Prometheus has {seen}; status {status}")
-        time.sleep(1)
-    yield scheduled
-    core.delete_namespace(namespace)
-
-
-@pytest.fixture(scope="module")
-def service_scheduled(operator_with_prometheus: Operator) -> Iterator[Scheduled]:
-    """An ExperimentSchedule of a service's capacity (httpbin's 2 sync workers searched, a
-    plan for 30/s) with one run recorded, then suspended: the capacity dashboard's service
-    panels read its variant's capacity per core and planned replicas."""
-    namespace = f"{NAMESPACE_PREFIX}obs-{uuid.uuid4().hex[:6]}"
-    core = kubernetes.client.CoreV1Api()
-    core.create_namespace({"metadata": {"name": namespace}})
-    lab, name, began = Lab(namespace), "served", time.time()
-    deploy_httpbin(lab, cpu="200m", replicas=0)  # its copies run, never its own Pods
-    template = {
-        "service": {"deployment": "api", "readyTimeout": "60s", "variants": {"named": [
-            {"name": "sync-2", "args": ["--bind", "0.0.0.0:8080", "--workers", "2",
-                                        "httpbin:app"]}]}},
-        "workload": {"type": "http",
-                     "target": {"service": {"name": "api", "port": 80, "path": "/delay/0.05"}},
-                     "arrival": {"process": "uniform", "ratePerSecond": 10, "duration": "2s"}},
-        "models": [{"model": "asyncio", "workers": [16]}],
-        "resources": {"cpu": 0.25}, "pinning": "preferred", "calibration": False,
-        # a coarse search: 20/s held, 40/s broke (2 workers serve 38/s), 30/s held
-        "search": {"rate": {"start": 20, "duration": "2s", "precision": 0.5, "repeats": 1,
-                            "maxProbes": 3, "maxPods": 1, "latency": {"max": "250ms"}}},
-        "capacity": {"target": {"ratePerSecond": 30, "latency": {"max": "250ms"},
-                                "maxWaitProbability": 1}, "verify": {"enabled": False}},
-    }  # fmt: skip
-    lab.apply_schedule(name, {"schedule": "@every 10s", "experimentTemplate": {"spec": template}})
-
-    def planned(schedule: dict[str, Any]) -> bool:
-        history = (schedule.get("status") or {}).get("history") or []
-        return any(e.get("servicePlan") for e in history)
-
-    lab.wait_schedule(name, planned, 240)
-    lab.patch_schedule_spec(name, {"suspend": True})
-    scheduled = Scheduled(namespace, name, began)
-    deadline = time.monotonic() + 60
-    while empty := [p for p in empty_panels("capacity-planning.json", "", scheduled)
-                    if p.startswith("Service ")]:  # fmt: skip
-        if time.monotonic() > deadline:
-            status = lab.get_schedule(name).get("status")
-            raise AssertionError(f"no answer from {empty}; status {status}")
         time.sleep(1)
     yield scheduled
     core.delete_namespace(namespace)
@@ -380,15 +332,11 @@ def test_every_dashboard_panel_returns_data(
     finished: tuple[str, dict[str, Any], float], board: str, request: pytest.FixtureRequest
 ) -> None:
     name, _, began = finished
-    # The capacity dashboard reads a schedule's gauges, the others an experiment's series:
-    # its panels of a client's plan answer for one schedule, its service panels for another
+    # The capacity dashboard reads a schedule's gauges, the others an experiment's series.
+    plan: Scheduled | None = None
     if board == "capacity-planning.json":
-        client = empty_panels(board, name, request.getfixturevalue("scheduled"))
-        served = empty_panels(board, name, request.getfixturevalue("service_scheduled"))
-        titles = {p.split(":")[0] for p in served}
-        empty = [p for p in client if p.split(":")[0] in titles]
-    else:
-        empty = empty_panels(board, name, None, began)
+        plan = request.getfixturevalue("scheduled")
+    empty = empty_panels(board, name, plan, began)
     assert not empty, "\n".join(empty)
 
 

@@ -20,7 +20,7 @@ from helpers.dashboards import SCHEDULE_STATUS
 from helpers.metrics import judged
 
 from cxlab.controller.metrics import OperatorMetrics
-from cxlab.schedules.history import COMPARED
+from cxlab.schedules.history import METRICS
 from cxlab.schedules.status import ScheduleStatus
 from dashboards.__main__ import DASHBOARDS, FOLDER, rendered
 
@@ -194,7 +194,7 @@ def test_capacity_draws_every_compared_metric_in_a_panel_of_its_own() -> None:
         re.findall(r'metric="(\w+)"', " ".join(t["expr"] for t in panel["targets"]))
         for panel in panels(CAPACITY)
     ]
-    assert sorted(m for found in drawn for m in found) == sorted(COMPARED)
+    assert sorted(m for found in drawn for m in found) == sorted(METRICS)
     assert all(len(found) <= 1 for found in drawn), drawn
 
 

@@ -7,6 +7,7 @@ Deployment's replicas); the node's and the Pods' usage are served by metrics.k8s
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import kubernetes
 from helpers.cluster import TIMEOUT_SCALE, Lab
@@ -35,10 +36,25 @@ def _burner(replicas: int) -> dict[str, object]:
     }  # fmt: skip
 
 
+def _node_metrics(api: kubernetes.client.CustomObjectsApi) -> list[dict[str, Any]]:
+    try:
+        found = api.list_cluster_custom_object("metrics.k8s.io", "v1beta1", "nodes")
+    except kubernetes.client.ApiException as error:
+        if error.status == 503:  # its first reading not taken yet
+            return []
+        raise
+    return list(found["items"])
+
+
 def test_an_hpa_scales_a_deployment_out_on_the_cpu_metrics_server_reports(lab: Lab) -> None:
     api = kubernetes.client.CustomObjectsApi()
-    nodes = api.list_cluster_custom_object("metrics.k8s.io", "v1beta1", "nodes")["items"]
-    assert nodes and all(n["usage"]["cpu"] for n in nodes), nodes
+    # a node's usage once metrics-server has read its kubelet twice (a CPU rate): 10-20 s
+    # after a bring-up, which waits only for the APIService
+    deadline = time.monotonic() + 60 * TIMEOUT_SCALE
+    while not (nodes := _node_metrics(api)):
+        assert time.monotonic() < deadline, "metrics-server never served the node's usage"
+        time.sleep(1)
+    assert all(n["usage"]["cpu"] for n in nodes), nodes
     apps = kubernetes.client.AppsV1Api()
     autoscaling = kubernetes.client.AutoscalingV2Api()
     apps.create_namespaced_deployment(lab.namespace, _burner(1))

@@ -19,7 +19,7 @@ from cxlab.analysis.outcome import TrialOutcome
 from cxlab.analysis.rate_search import bounds
 from cxlab.analysis.sizing import Planner, at_rtt, plan_rtt, variants
 from cxlab.analysis.summary import PointRuns, group_points
-from cxlab.analysis.verification import probe_of, verification_of
+from cxlab.analysis.verification import fold_verdict, probe_of, verification_of
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab_contract.durations import format_duration
 from cxlab_contract.figures import significant
@@ -64,15 +64,7 @@ def capacity_plan(
     # The plan as last run: the first choice with the Pods of the last attempt.
     plan = _plan(spec, sweep, forced=(plan.choice, checks[-1].trial.pods))
     plan.verification = verification
-    plan.basis = "verified" if last.holds else "refuted"
-    plan.display += f" ({plan.basis})"
-    if last.holds:
-        plan.message += f"; verified{tried}: {last.summary}"
-    else:
-        plan.message += f"; refuted{tried}: {last.shortfall}"
-        if unverified:  # the next attempt could not run here
-            plan.message += f"; {unverified}"
-            plan.unverified = unverified
+    fold_verdict(plan, verification, unverified)
     for model in plan.models:
         if model.variant == plan.choice:
             model.basis = plan.basis

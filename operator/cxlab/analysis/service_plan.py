@@ -59,7 +59,7 @@ from cxlab.analysis.queueing import Queue, Service, queue
 from cxlab.analysis.rate_search import rate_searches
 from cxlab.analysis.scalability import Scalability, fit
 from cxlab.analysis.sizing import FRACTION
-from cxlab.analysis.verification import verification_of
+from cxlab.analysis.verification import fold_verdict, verification_of
 from cxlab.experiments.spec import ExperimentSpec
 from cxlab.experiments.spec.service import Variant
 from cxlab.shape import Maybe, Shape
@@ -281,21 +281,12 @@ def _verified(
         return
     tries = [_judged(spec, o) for o in attempts]
     last = tries[-1]
-    tried = f" after {len(tries)} attempts" if len(tries) > 1 else ""
     plan.verification = tries
     if not last.holds and last.generator_saturated:  # it measured the generator, not the plan
         plan.unverified = unverified or last.shortfall
         plan.message += f"; not verified: {plan.unverified}"
         return
-    plan.basis = best.basis = "verified" if last.holds else "refuted"
-    plan.display += f" ({plan.basis})"
-    if last.holds:
-        plan.message += f"; verified{tried}: {last.summary}"
-    else:
-        plan.message += f"; refuted{tried}: {last.shortfall}"
-        if unverified:  # the next attempt could not run here
-            plan.message += f"; {unverified}"
-            plan.unverified = unverified
+    best.basis = fold_verdict(plan, tries, unverified)
     if fewer:
         plan.fewer = one = _judged(spec, fewer[-1])
         if one.holds:

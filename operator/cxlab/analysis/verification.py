@@ -3,7 +3,9 @@ whether a trial at its rate held the objective with the wait for a worker counte
 
 from __future__ import annotations
 
-from cxlab.analysis.capacity_plan import Probe, Verification
+from typing import Protocol
+
+from cxlab.analysis.capacity_plan import Basis, Probe, Verification
 from cxlab.analysis.labels import rate_text
 from cxlab.analysis.outcome import TrialOutcome
 from cxlab.experiments.spec import ExperimentSpec, LatencyTarget
@@ -11,6 +13,33 @@ from cxlab_contract.durations import format_duration, parse_duration
 from cxlab_contract.figures import significant
 from cxlab_contract.histogram import count as histogram_count
 from cxlab_contract.histogram import quantile
+
+
+class Verdicted(Protocol):
+    """A plan a verification is folded into: the client's (CapacityPlan) or the service's."""
+
+    basis: Basis | None
+    display: str
+    message: str
+    unverified: str | None
+
+
+def fold_verdict(plan: Verdicted, tries: list[Verification], unverified: str | None) -> Basis:
+    """The plan verified or refuted by its last attempt: its basis, display and message
+    (and why its next attempt could not run, when refuted)."""
+    last = tries[-1]
+    tried = f" after {len(tries)} attempts" if len(tries) > 1 else ""
+    basis: Basis = "verified" if last.holds else "refuted"
+    plan.basis = basis
+    plan.display += f" ({basis})"
+    if last.holds:
+        plan.message += f"; verified{tried}: {last.summary}"
+    else:
+        plan.message += f"; refuted{tried}: {last.shortfall}"
+        if unverified:  # the next attempt could not run here
+            plan.message += f"; {unverified}"
+            plan.unverified = unverified
+    return basis
 
 
 def verification_of(spec: ExperimentSpec, outcome: TrialOutcome) -> Verification:

@@ -219,17 +219,29 @@ def _verified(
             len(trials), plan.model, workers, gomaxprocs, plan_rtt(spec), 1, pods, rate,
             verify=attempt,
         )  # fmt: skip
-        why = cannot_verify(spec, trial) or (fits(trial) if fits else None)
-        if why:
-            return Trials(trials, why if attempt == 1 else f"attempt {attempt}: {why}")
-        trials.append(trial)
-        entry = recorded.get(trial.name)
-        if entry is None:  # running, or about to
-            return Trials(trials)
-        [outcome] = outcomes_of([trial], [entry])
-        if verification_of(spec, outcome).holds:
+        ran = _attempted(trials, recorded, trial, attempt, cannot_verify(spec, trial) or
+                         (fits(trial) if fits else None))  # fmt: skip
+        if isinstance(ran, Trials):
+            return ran
+        if verification_of(spec, ran).holds:
             return Trials(trials)
     return Trials(trials)
+
+
+def _attempted(
+    trials: list[Trial], recorded: Mapping[str, TrialEntry], trial: Trial, attempt: int,
+    why: str | None,
+) -> Trials | TrialOutcome:  # fmt: skip
+    """A verification attempt: why it cannot run, or it runs (is added to `trials`) and has
+    not ended (the Trials as they stand), or its outcome."""
+    if why:
+        return Trials(trials, why if attempt == 1 else f"attempt {attempt}: {why}")
+    trials.append(trial)
+    entry = recorded.get(trial.name)
+    if entry is None:  # running, or about to
+        return Trials(trials)
+    [outcome] = outcomes_of([trial], [entry])
+    return outcome
 
 
 def _service_verified(
@@ -260,15 +272,10 @@ def _service_verified(
     held = None
     for attempt in range(1, verify.max_attempts + 1):
         trial = attempt_trial(attempt, plan.replicas + attempt - 1)
-        why = _cannot_run(spec, trial, fits)
-        if why:
-            return Trials(trials, why if attempt == 1 else f"attempt {attempt}: {why}")
-        trials.append(trial)
-        entry = recorded.get(trial.name)
-        if entry is None:  # running, or about to
-            return Trials(trials)
-        [outcome] = outcomes_of([trial], [entry])
-        judged = verification_of(spec, outcome)
+        ran = _attempted(trials, recorded, trial, attempt, _cannot_run(spec, trial, fits))
+        if isinstance(ran, Trials):
+            return ran
+        judged = verification_of(spec, ran)
         if judged.holds:
             held = (attempt, trial.service_replicas)
             break
